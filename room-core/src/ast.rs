@@ -1,0 +1,541 @@
+//! The wire query AST (protocol.md §1), parsed and validated against the room's tables
+//! (DECISIONS D1).
+//!
+//! Parsing resolves every name to an index, completes each level's `orderBy` with the
+//! primary key, compiles leaves to [`Pred`]s and folds literal-only comparisons. What
+//! the room does not serve is refused with an error whose message starts
+//! `unsupported query:`. Unknown object keys are ignored.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde_json::{Map, Value as Json};
+
+use crate::error::Error;
+use crate::json::read::cell_from_json;
+use crate::predicate::{fold_literals, Lit, Pred, SimpleOp};
+use crate::schema::TableSchema;
+use crate::value::Value;
+
+/// Subqueries may nest at most this deep (related and EXISTS levels together).
+pub const MAX_DEPTH: usize = 24;
+
+/// One validated query level.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// The table, as an index into the room's tables.
+    pub table: usize,
+    /// The filter; `None` keeps every row.
+    pub filter: Option<Cond>,
+    /// The completed sort: user columns then the missing primary-key columns ascending.
+    pub order: Vec<(usize, bool)>,
+    /// The paging lower bound.
+    pub start: Option<Bound>,
+    /// The row cap (per parent on a related level).
+    pub limit: Option<u32>,
+    /// Materialized child relationships, duplicates by alias resolved (last wins).
+    pub related: Vec<Related>,
+}
+
+/// A `start` bound lowered to a full-width row (unnamed columns NULL).
+#[derive(Clone, Debug)]
+pub struct Bound {
+    /// The bound row.
+    pub row: Vec<Value>,
+    /// Which columns the wire bound named (for the canonical form).
+    pub named: Vec<usize>,
+    /// `true` starts after the bound, `false` at it.
+    pub exclusive: bool,
+}
+
+/// A parent→child correlation: `parent[i]` pairs with `child[i]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// Columns of the parent table.
+    pub parent: Vec<usize>,
+    /// Columns of the child table.
+    pub child: Vec<usize>,
+}
+
+/// A `related` child relationship.
+#[derive(Clone, Debug)]
+pub struct Related {
+    /// The relationship name.
+    pub alias: String,
+    /// The correlation.
+    pub link: Link,
+    /// The child level.
+    pub query: Query,
+}
+
+/// A filter tree.
+#[derive(Clone, Debug)]
+pub enum Cond {
+    /// A folded constant.
+    Const(bool),
+    /// `column <op> literal`.
+    Simple {
+        /// The column index.
+        col: usize,
+        /// The operator as written.
+        op: SimpleOp,
+        /// The literal as written (canonical form).
+        lit: Lit,
+        /// The compiled test.
+        pred: Pred,
+    },
+    /// All must hold (empty = true).
+    And(Vec<Cond>),
+    /// Any must hold (empty = false).
+    Or(Vec<Cond>),
+    /// A correlated (NOT) EXISTS gate.
+    Exists(Box<Exists>),
+}
+
+/// A `correlatedSubquery` condition.
+#[derive(Clone, Debug)]
+pub struct Exists {
+    /// The correlation.
+    pub link: Link,
+    /// The child level (no `start`, no `related`; its `limit` is ignored, D4).
+    pub query: Query,
+    /// `NOT EXISTS`.
+    pub negated: bool,
+    /// `flip: true` — result-identical, but every matching child is a witness (D4).
+    pub flipped: bool,
+    /// `system: "permissions"` — gates, never ships witnesses.
+    pub permissions: bool,
+}
+
+/// Looks up tables by name while parsing.
+pub trait Catalog {
+    /// The index and schema of a table a query may read.
+    fn table(&self, name: &str) -> Option<(usize, &TableSchema)>;
+    /// The schema at an index returned by [`Catalog::table`].
+    fn schema(&self, index: usize) -> Option<&TableSchema>;
+}
+
+impl Query {
+    /// Parses a wire AST from JSON text.
+    pub fn parse(text: &str, catalog: &dyn Catalog) -> Result<Query, Error> {
+        let json: Json = serde_json::from_str(text)
+            .map_err(|e| Error::unsupported(format_args!("the AST is not valid JSON ({e})")))?;
+        Query::from_json(&json, catalog)
+    }
+
+    /// Parses a wire AST from a JSON value.
+    pub fn from_json(json: &Json, catalog: &dyn Catalog) -> Result<Query, Error> {
+        Parser { catalog, depth: 0 }.level(json, Level::Root)
+    }
+
+    /// Whether any level of this query (or its EXISTS children) reads `table`.
+    pub fn reads_table(&self, table: usize) -> bool {
+        if self.table == table {
+            return true;
+        }
+        let in_filter = self.filter.as_ref().is_some_and(|c| c.reads_table(table));
+        in_filter || self.related.iter().any(|r| r.query.reads_table(table))
+    }
+}
+
+impl Cond {
+    fn reads_table(&self, table: usize) -> bool {
+        match self {
+            Cond::And(cs) | Cond::Or(cs) => cs.iter().any(|c| c.reads_table(table)),
+            Cond::Exists(e) => e.query.reads_table(table),
+            _ => false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    Related,
+    Exists,
+}
+
+struct Parser<'a> {
+    catalog: &'a dyn Catalog,
+    depth: usize,
+}
+
+fn obj<'j>(json: &'j Json, what: &str) -> Result<&'j Map<String, Json>, Error> {
+    json.as_object()
+        .ok_or_else(|| Error::unsupported(format_args!("{what} must be an object")))
+}
+
+fn is_set(v: Option<&Json>) -> bool {
+    !matches!(v, None | Some(Json::Null) | Some(Json::Bool(false)))
+}
+
+impl Parser<'_> {
+    fn level(&mut self, json: &Json, level: Level) -> Result<Query, Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::unsupported(format_args!(
+                "subqueries nest deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        let o = obj(json, "an AST")?;
+        for key in ["aggregate", "groupBy", "having", "aggregatePrecomputed"] {
+            if is_set(o.get(key)) {
+                return Err(Error::unsupported(format_args!(
+                    "`{key}` is not served by rooms"
+                )));
+            }
+        }
+        let name = o
+            .get("table")
+            .and_then(Json::as_str)
+            .ok_or_else(|| Error::unsupported("an AST needs a string `table`"))?;
+        let (table, schema) = self
+            .catalog
+            .table(name)
+            .ok_or_else(|| Error::unsupported(format_args!("unknown table {name:?}")))?;
+        let filter = match o.get("where") {
+            None | Some(Json::Null) => None,
+            Some(w) => Some(self.cond(w, schema)?),
+        };
+        let mut order = Vec::new();
+        match o.get("orderBy") {
+            None | Some(Json::Null) => {}
+            Some(Json::Array(items)) => {
+                for item in items {
+                    let pair = item.as_array().filter(|a| a.len() == 2);
+                    let (field, dir) = match pair {
+                        Some(a) => (a[0].as_str(), a[1].as_str()),
+                        None => (None, None),
+                    };
+                    let (Some(field), Some(dir)) = (field, dir) else {
+                        return Err(Error::unsupported(
+                            "`orderBy` entries must be [column, \"asc\" | \"desc\"]",
+                        ));
+                    };
+                    let col = column(schema, field)?;
+                    let desc = match dir {
+                        "asc" => false,
+                        "desc" => true,
+                        _ => {
+                            return Err(Error::unsupported(format_args!(
+                                "unknown sort direction {dir:?}"
+                            )))
+                        }
+                    };
+                    if !order.iter().any(|&(c, _)| c == col) {
+                        order.push((col, desc));
+                    }
+                }
+            }
+            Some(_) => return Err(Error::unsupported("`orderBy` must be an array")),
+        }
+        for &pk in schema.primary_key.iter() {
+            if !order.iter().any(|&(c, _)| c == pk) {
+                order.push((pk, false));
+            }
+        }
+        let start = match o.get("start") {
+            None | Some(Json::Null) => None,
+            Some(b) => {
+                if level == Level::Exists {
+                    return Err(Error::unsupported("an EXISTS subquery cannot have `start`"));
+                }
+                Some(bound(b, schema)?)
+            }
+        };
+        let limit = match o.get("limit") {
+            None | Some(Json::Null) => None,
+            Some(Json::Number(n)) => match n.as_u64() {
+                Some(l) if l <= u32::MAX as u64 => Some(l as u32),
+                _ => {
+                    return Err(Error::unsupported(
+                        "`limit` must be a non-negative integer below 2^32",
+                    ))
+                }
+            },
+            Some(_) => return Err(Error::unsupported("`limit` must be a number")),
+        };
+        let mut related: Vec<Related> = Vec::new();
+        match o.get("related") {
+            None | Some(Json::Null) => {}
+            Some(Json::Array(items)) => {
+                if level == Level::Exists && !items.is_empty() {
+                    return Err(Error::unsupported(
+                        "an EXISTS subquery cannot have `related`",
+                    ));
+                }
+                for item in items {
+                    let r = self.related(item, schema)?;
+                    // Duplicate aliases: the last one wins.
+                    related.retain(|x| x.alias != r.alias);
+                    related.push(r);
+                }
+            }
+            Some(_) => return Err(Error::unsupported("`related` must be an array")),
+        }
+        self.depth -= 1;
+        // The EXISTS cap replaces any user limit (D4).
+        let limit = if level == Level::Exists { None } else { limit };
+        Ok(Query {
+            table,
+            filter,
+            order,
+            start,
+            limit,
+            related,
+        })
+    }
+
+    fn related(&mut self, json: &Json, parent: &TableSchema) -> Result<Related, Error> {
+        let o = obj(json, "a `related` entry")?;
+        let sub = o
+            .get("subquery")
+            .ok_or_else(|| Error::unsupported("a `related` entry needs a `subquery`"))?;
+        let alias = obj(sub, "a subquery")?
+            .get("alias")
+            .and_then(Json::as_str)
+            .ok_or_else(|| Error::unsupported("a `related` subquery needs a string `alias`"))?;
+        let alias = String::from(alias);
+        let query = self.level(sub, Level::Related)?;
+        let link = self.link(o.get("correlation"), parent, query.table)?;
+        Ok(Related { alias, link, query })
+    }
+
+    fn link(
+        &self,
+        json: Option<&Json>,
+        parent: &TableSchema,
+        child_table: usize,
+    ) -> Result<Link, Error> {
+        let o = obj(
+            json.ok_or_else(|| Error::unsupported("a subquery needs a `correlation`"))?,
+            "`correlation`",
+        )?;
+        let fields = |key: &str, schema: &TableSchema| -> Result<Vec<usize>, Error> {
+            let arr = o.get(key).and_then(Json::as_array).ok_or_else(|| {
+                Error::unsupported(format_args!(
+                    "`correlation.{key}` must be an array of columns"
+                ))
+            })?;
+            arr.iter()
+                .map(|f| {
+                    let name = f.as_str().ok_or_else(|| {
+                        Error::unsupported(format_args!("`correlation.{key}` must hold strings"))
+                    })?;
+                    column(schema, name)
+                })
+                .collect()
+        };
+        let child_schema = self.schema_of(child_table)?;
+        let parent_cols = fields("parentField", parent)?;
+        let child_cols = fields("childField", child_schema)?;
+        if parent_cols.is_empty() || parent_cols.len() != child_cols.len() {
+            return Err(Error::unsupported(
+                "`correlation` needs non-empty parentField and childField of equal length",
+            ));
+        }
+        Ok(Link {
+            parent: parent_cols,
+            child: child_cols,
+        })
+    }
+
+    fn schema_of(&self, table: usize) -> Result<&TableSchema, Error> {
+        self.catalog
+            .schema(table)
+            .ok_or_else(|| Error::unsupported("internal: table index out of range"))
+    }
+
+    fn cond(&mut self, json: &Json, schema: &TableSchema) -> Result<Cond, Error> {
+        let o = obj(json, "a condition")?;
+        let kind = o
+            .get("type")
+            .and_then(Json::as_str)
+            .ok_or_else(|| Error::unsupported("a condition needs a string `type`"))?;
+        match kind {
+            "simple" => simple(o, schema),
+            "and" | "or" => {
+                let items = o
+                    .get("conditions")
+                    .and_then(Json::as_array)
+                    .ok_or_else(|| {
+                        Error::unsupported(format_args!("an `{kind}` condition needs `conditions`"))
+                    })?;
+                let mut out = Vec::with_capacity(items.len());
+                for c in items {
+                    let c = self.cond(c, schema)?;
+                    // Splice same-op nesting.
+                    match (kind, c) {
+                        ("and", Cond::And(inner)) | ("or", Cond::Or(inner)) => out.extend(inner),
+                        (_, c) => out.push(c),
+                    }
+                }
+                if out.len() == 1 {
+                    return Ok(out.pop().unwrap_or(Cond::Const(kind == "and")));
+                }
+                Ok(if kind == "and" {
+                    Cond::And(out)
+                } else {
+                    Cond::Or(out)
+                })
+            }
+            "correlatedSubquery" => {
+                let negated = match o.get("op").and_then(Json::as_str) {
+                    Some("EXISTS") => false,
+                    Some("NOT EXISTS") => true,
+                    Some(other) => {
+                        return Err(Error::unsupported(format_args!(
+                            "unknown subquery operator {other:?}"
+                        )))
+                    }
+                    None => {
+                        return Err(Error::unsupported(
+                            "a correlatedSubquery needs `op` EXISTS or NOT EXISTS",
+                        ))
+                    }
+                };
+                if is_set(o.get("scalar")) {
+                    return Err(Error::unsupported(
+                        "`scalar: true` subqueries are not served",
+                    ));
+                }
+                let flipped = is_set(o.get("flip"));
+                if flipped && negated {
+                    return Err(Error::unsupported("`flip: true` on NOT EXISTS"));
+                }
+                let rel = obj(
+                    o.get("related").ok_or_else(|| {
+                        Error::unsupported("a correlatedSubquery needs `related`")
+                    })?,
+                    "`related`",
+                )?;
+                let permissions = match rel.get("system") {
+                    None | Some(Json::Null) => false,
+                    Some(Json::String(s)) => s == "permissions",
+                    Some(_) => return Err(Error::unsupported("`system` must be a string")),
+                };
+                let sub = rel
+                    .get("subquery")
+                    .ok_or_else(|| Error::unsupported("a correlatedSubquery needs a `subquery`"))?;
+                let query = self.level(sub, Level::Exists)?;
+                let link = self.link(rel.get("correlation"), schema, query.table)?;
+                Ok(Cond::Exists(Box::new(Exists {
+                    link,
+                    query,
+                    negated,
+                    flipped,
+                    permissions,
+                })))
+            }
+            other => Err(Error::unsupported(format_args!(
+                "unknown condition type {other:?}"
+            ))),
+        }
+    }
+}
+
+fn column(schema: &TableSchema, name: &str) -> Result<usize, Error> {
+    schema.column(name).ok_or_else(|| {
+        Error::unsupported(format_args!(
+            "unknown column {name:?} in table {:?}",
+            schema.name
+        ))
+    })
+}
+
+fn literal(json: &Json) -> Result<Lit, Error> {
+    Ok(match json {
+        Json::Null => Lit::Null,
+        Json::Bool(b) => Lit::Bool(*b),
+        Json::Number(n) => Lit::from_json_number(n)
+            .ok_or_else(|| Error::unsupported("a number literal is out of range"))?,
+        Json::String(s) => Lit::Str(s.as_str().into()),
+        Json::Array(items) => Lit::List(items.iter().map(literal).collect::<Result<_, _>>()?),
+        Json::Object(_) => return Err(Error::unsupported("an object literal")),
+    })
+}
+
+enum Operand {
+    Column(usize),
+    Literal(Lit),
+}
+
+fn operand(json: Option<&Json>, schema: &TableSchema, side: &str) -> Result<Operand, Error> {
+    let o = obj(
+        json.ok_or_else(|| Error::unsupported(format_args!("a simple condition needs `{side}`")))?,
+        "an operand",
+    )?;
+    match o.get("type").and_then(Json::as_str) {
+        Some("column") => {
+            let name = o
+                .get("name")
+                .and_then(Json::as_str)
+                .ok_or_else(|| Error::unsupported("a column operand needs a string `name`"))?;
+            Ok(Operand::Column(column(schema, name)?))
+        }
+        Some("literal") => Ok(Operand::Literal(literal(
+            o.get("value").unwrap_or(&Json::Null),
+        )?)),
+        Some("static") => Err(Error::unsupported("`static` operands")),
+        Some(other) => Err(Error::unsupported(format_args!(
+            "unknown operand type {other:?}"
+        ))),
+        None => Err(Error::unsupported("an operand needs a string `type`")),
+    }
+}
+
+fn simple(o: &Map<String, Json>, schema: &TableSchema) -> Result<Cond, Error> {
+    let op_text = o
+        .get("op")
+        .and_then(Json::as_str)
+        .ok_or_else(|| Error::unsupported("a simple condition needs a string `op`"))?;
+    let op = SimpleOp::parse(op_text)
+        .ok_or_else(|| Error::unsupported(format_args!("unknown operator {op_text:?}")))?;
+    let left = operand(o.get("left"), schema, "left")?;
+    let right = operand(o.get("right"), schema, "right")?;
+    let Operand::Literal(lit) = right else {
+        return Err(Error::unsupported(
+            "a column on the right-hand side of a condition",
+        ));
+    };
+    match left {
+        Operand::Column(col) => {
+            let pred = Pred::compile(op, lit.clone()).map_err(Error::unsupported)?;
+            Ok(Cond::Simple { col, op, lit, pred })
+        }
+        Operand::Literal(l) => Ok(Cond::Const(
+            fold_literals(&l, op, lit).map_err(Error::unsupported)?,
+        )),
+    }
+}
+
+fn bound(json: &Json, schema: &TableSchema) -> Result<Bound, Error> {
+    let o = obj(json, "`start`")?;
+    let exclusive = o
+        .get("exclusive")
+        .and_then(Json::as_bool)
+        .ok_or_else(|| Error::unsupported("`start` needs a boolean `exclusive`"))?;
+    let cells = o
+        .get("row")
+        .and_then(Json::as_object)
+        .ok_or_else(|| Error::unsupported("`start` needs an object `row`"))?;
+    let mut row = alloc::vec![Value::Null; schema.columns.len()];
+    let mut named = Vec::with_capacity(cells.len());
+    for (name, v) in cells {
+        let col = column(schema, name)?;
+        row[col] = cell_from_json(v).ok_or_else(|| {
+            Error::unsupported(format_args!("`start.row.{name}` must be a scalar"))
+        })?;
+        named.push(col);
+    }
+    named.sort_unstable();
+    Ok(Bound {
+        row,
+        named,
+        exclusive,
+    })
+}
+
+#[cfg(test)]
+mod tests;

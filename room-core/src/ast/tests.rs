@@ -1,0 +1,154 @@
+use super::*;
+use crate::schema::TableSchema;
+use alloc::vec;
+
+struct Tables(Vec<TableSchema>);
+
+impl Catalog for Tables {
+    fn table(&self, name: &str) -> Option<(usize, &TableSchema)> {
+        self.0.iter().enumerate().find(|(_, t)| &*t.name == name)
+    }
+    fn schema(&self, index: usize) -> Option<&TableSchema> {
+        self.0.get(index)
+    }
+}
+
+fn catalog() -> Tables {
+    Tables(vec![
+        TableSchema::new(
+            "issue",
+            &["id", "title", "open", "created", "creatorID"],
+            &[0],
+        ),
+        TableSchema::new("comment", &["id", "issueID", "body"], &[0]),
+        TableSchema::new("user", &["id", "name"], &[0]),
+    ])
+}
+
+fn parse(text: &str) -> Result<Query, Error> {
+    Query::parse(text, &catalog())
+}
+
+fn refusal(text: &str) -> alloc::string::String {
+    let e = parse(text).unwrap_err();
+    assert_eq!(
+        e.code(),
+        crate::ErrorCode::UnsupportedQuery,
+        "{}",
+        e.message()
+    );
+    assert!(
+        e.message().starts_with("unsupported query:"),
+        "{}",
+        e.message()
+    );
+    alloc::string::String::from(e.message())
+}
+
+#[test]
+fn completes_order_with_the_primary_key() {
+    let q = parse(r#"{"table":"issue","orderBy":[["created","desc"]]}"#).unwrap();
+    assert_eq!(q.order, vec![(3, true), (0, false)]);
+    let q = parse(r#"{"table":"issue"}"#).unwrap();
+    assert_eq!(q.order, vec![(0, false)]);
+    let q = parse(r#"{"table":"issue","orderBy":[["id","desc"],["created","asc"]]}"#).unwrap();
+    assert_eq!(q.order, vec![(0, true), (3, false)]);
+}
+
+#[test]
+fn refuses_what_rooms_do_not_serve() {
+    assert!(refusal(r#"{"table":"issue","aggregate":"count"}"#).contains("aggregate"));
+    assert!(refusal(r#"{"table":"issue","groupBy":["open"]}"#).contains("groupBy"));
+    assert!(refusal(r#"{"table":"nope"}"#).contains("\"nope\""));
+    assert!(refusal(r#"{"table":"issue","orderBy":[["nope","asc"]]}"#).contains("\"nope\""));
+    let static_operand = r#"{"table":"issue","where":{"type":"simple","op":"=","left":{"type":"column","name":"id"},"right":{"type":"static","anchor":"authData","field":"sub"}}}"#;
+    assert!(refusal(static_operand).contains("static"));
+    let rhs_column = r#"{"table":"issue","where":{"type":"simple","op":"=","left":{"type":"column","name":"id"},"right":{"type":"column","name":"title"}}}"#;
+    assert!(refusal(rhs_column).contains("right-hand side"));
+    let exists_start = r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","start":{"row":{"id":1},"exclusive":false}}}}}"#;
+    assert!(refusal(exists_start).contains("start"));
+    let exists_related = r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","related":[{"correlation":{"parentField":["id"],"childField":["id"]},"subquery":{"table":"user","alias":"u"}}]}}}}"#;
+    assert!(refusal(exists_related).contains("related"));
+    let flipped_not = r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"NOT EXISTS","flip":true,"related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c"}}}}"#;
+    assert!(refusal(flipped_not).contains("flip"));
+    let scalar = r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","scalar":true,"related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c"}}}}"#;
+    assert!(refusal(scalar).contains("scalar"));
+    let bad_corr = r#"{"table":"issue","related":[{"correlation":{"parentField":["id"],"childField":["nope"]},"subquery":{"table":"comment","alias":"c"}}]}"#;
+    assert!(refusal(bad_corr).contains("\"nope\""));
+    assert!(refusal("not json").contains("JSON"));
+    assert!(refusal(r#"{"table":"issue","limit":-1}"#).contains("limit"));
+    assert!(refusal(r#"{"table":"issue","limit":1.5}"#).contains("limit"));
+}
+
+#[test]
+fn ignores_unknown_keys_and_presentation() {
+    let q = parse(r#"{"table":"issue","one":true,"select":["id"],"whatever":{"x":1},"limit":3}"#)
+        .unwrap();
+    assert_eq!(q.limit, Some(3));
+    let q = parse(r#"{"table":"issue","one":true}"#).unwrap();
+    assert_eq!(q.limit, None);
+}
+
+#[test]
+fn related_aliases_last_wins_and_exists_limit_is_ignored() {
+    let q = parse(
+        r#"{"table":"issue","related":[
+            {"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","limit":1}},
+            {"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","limit":2}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(q.related.len(), 1);
+    assert_eq!(q.related[0].query.limit, Some(2));
+    let q = parse(
+        r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","limit":0}}}}"#,
+    )
+    .unwrap();
+    match q.filter {
+        Some(Cond::Exists(e)) => assert_eq!(e.query.limit, None),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn literal_left_folds_and_nesting_splices() {
+    let q = parse(
+        r#"{"table":"issue","where":{"type":"and","conditions":[
+            {"type":"simple","op":"=","left":{"type":"literal","value":1},"right":{"type":"literal","value":1}},
+            {"type":"and","conditions":[{"type":"simple","op":"=","left":{"type":"column","name":"open"},"right":{"type":"literal","value":true}}]}]}}"#,
+    )
+    .unwrap();
+    match q.filter {
+        Some(Cond::And(items)) => {
+            assert!(matches!(items[0], Cond::Const(true)));
+            assert!(matches!(items[1], Cond::Simple { col: 2, .. }));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn start_bounds_fill_unnamed_columns_with_null() {
+    let q = parse(r#"{"table":"issue","start":{"row":{"created":5},"exclusive":true}}"#).unwrap();
+    let b = q.start.unwrap();
+    assert!(b.exclusive);
+    assert_eq!(b.row[3], Value::num(5.0));
+    assert_eq!(b.row[0], Value::Null);
+    assert!(parse(r#"{"table":"issue","start":{"row":{"created":5}}}"#).is_err());
+}
+
+#[test]
+fn depth_is_bounded() {
+    let mut ast = alloc::string::String::from(r#"{"table":"issue"}"#);
+    for _ in 0..(MAX_DEPTH + 2) {
+        ast = alloc::format!(
+            r#"{{"table":"issue","related":[{{"correlation":{{"parentField":["id"],"childField":["id"]}},"subquery":{}}}]}}"#,
+            ast.replacen("{\"table\"", "{\"alias\":\"x\",\"table\"", 1)
+        );
+    }
+    let e = parse(&ast).unwrap_err();
+    assert!(
+        e.message().starts_with("unsupported query:"),
+        "{}",
+        e.message()
+    );
+}

@@ -1,0 +1,366 @@
+//! The `WasmRoom` JSON contract (seed 000): every method takes and returns JSON text
+//! exactly as the wasm class does. The C ABI, the Node binding and the server wrap this
+//! type, so their JSON is byte-identical by construction.
+//!
+//! Numbers that JavaScript passes as `number` (epochs, times) arrive as `f64` and are
+//! checked here; JSON output formats numbers as `JSON.stringify` does (D2).
+
+use alloc::borrow::Cow;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use serde::Deserialize;
+
+use crate::error::{Error, ErrorCode};
+use crate::json::read::WireRow;
+use crate::json::write::{write_f64, write_key, write_row, write_str};
+use crate::room::{ApplyStatus, Room, UpstreamBatch};
+use crate::schema::{safe_uint, Hello};
+use crate::serve::{Batch, Frame, NetOp, Subscribed};
+use crate::value::COMPARATOR_VERSION;
+
+/// A room behind the JSON contract.
+#[derive(Debug)]
+pub struct JsonRoom {
+    room: Room,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireBatch<'a> {
+    epoch: serde_json::Number,
+    seq: serde_json::Number,
+    #[serde(borrow)]
+    normalized_fp: Cow<'a, str>,
+    #[serde(default)]
+    cv: Option<serde_json::Number>,
+    #[serde(borrow)]
+    ops: Vec<WireOp<'a>>,
+}
+
+#[derive(Deserialize)]
+struct WireOp<'a> {
+    #[serde(borrow)]
+    table: Cow<'a, str>,
+    #[serde(borrow)]
+    op: Cow<'a, str>,
+    #[serde(default)]
+    row: Option<WireRow>,
+    #[serde(default)]
+    old: Option<WireRow>,
+    #[serde(default)]
+    new: Option<WireRow>,
+}
+
+/// Checks a JavaScript number used as a count or epoch: a non-negative safe integer.
+pub fn js_uint(v: f64, what: &str) -> Result<u64, Error> {
+    if v.is_finite() && v >= 0.0 && crate::value::is_integral(v) && v <= 9_007_199_254_740_991.0 {
+        Ok(v as u64)
+    } else {
+        Err(Error::new(
+            ErrorCode::InvalidArgument,
+            format!("{what} must be a non-negative integer, got {v}"),
+        ))
+    }
+}
+
+/// Checks a JavaScript time in ms since the Unix epoch (fractions are dropped).
+pub fn js_time(v: f64, what: &str) -> Result<u64, Error> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v.min(9_007_199_254_740_991.0) as u64)
+    } else {
+        Err(Error::new(
+            ErrorCode::InvalidArgument,
+            format!("{what} must be a finite, non-negative time in ms, got {v}"),
+        ))
+    }
+}
+
+/// Parses an upstream `nbatch.batch` object from JSON text.
+pub fn parse_upstream_batch(text: &str) -> Result<UpstreamBatch, Error> {
+    let wire: WireBatch<'_> = serde_json::from_str(text)
+        .map_err(|e| Error::malformed(format!("malformed upstream batch: {e}")))?;
+    let epoch = safe_uint(&wire.epoch).ok_or_else(|| {
+        Error::malformed("malformed upstream batch: epoch must be a non-negative integer")
+    })?;
+    let seq = safe_uint(&wire.seq).ok_or_else(|| {
+        Error::malformed("malformed upstream batch: seq must be a non-negative integer")
+    })?;
+    let cv = match &wire.cv {
+        None => None,
+        Some(n) => Some(
+            n.as_f64()
+                .ok_or_else(|| Error::malformed("malformed upstream batch: cv must be a number"))?,
+        ),
+    };
+    let mut ops = Vec::with_capacity(wire.ops.len());
+    for (i, op) in wire.ops.into_iter().enumerate() {
+        let table: alloc::sync::Arc<str> = alloc::sync::Arc::from(&*op.table);
+        let missing = |field: &str| {
+            Error::malformed(format!(
+                "malformed upstream batch: op {i} ({}) needs `{field}`",
+                op.op
+            ))
+        };
+        ops.push(match &*op.op {
+            "add" => NetOp::Add {
+                table,
+                row: op.row.ok_or_else(|| missing("row"))?.0,
+            },
+            "remove" => NetOp::Remove {
+                table,
+                row: op.row.ok_or_else(|| missing("row"))?.0,
+            },
+            "edit" => NetOp::Edit {
+                table,
+                old: op.old.ok_or_else(|| missing("old"))?.0,
+                new: op.new.ok_or_else(|| missing("new"))?.0,
+            },
+            other => {
+                return Err(Error::malformed(format!(
+                    "malformed upstream batch: op {i} has unknown kind {other:?}"
+                )))
+            }
+        });
+    }
+    Ok(UpstreamBatch {
+        epoch,
+        seq,
+        normalized_fp: String::from(&*wire.normalized_fp),
+        cv,
+        ops,
+    })
+}
+
+impl JsonRoom {
+    /// `WasmRoom.open(hello_json, idle_ttl_ms)`: opens a room from the upstream hello.
+    pub fn open(hello_json: &str, idle_ttl_ms: f64) -> Result<JsonRoom, Error> {
+        let ttl = js_time(idle_ttl_ms, "idle_ttl_ms")?;
+        let hello = Hello::from_json(hello_json)?;
+        Ok(JsonRoom {
+            room: Room::open(hello, ttl)?,
+        })
+    }
+
+    /// Wraps a typed room.
+    pub fn from_room(room: Room) -> JsonRoom {
+        JsonRoom { room }
+    }
+
+    /// The typed room underneath.
+    pub fn room(&self) -> &Room {
+        &self.room
+    }
+
+    /// The typed room underneath, mutably.
+    pub fn room_mut(&mut self) -> &mut Room {
+        &mut self.room
+    }
+
+    /// `apply(batch_json)`: `{"applied":"snapshot","rows":N}` | `{"applied":"live","ops":N}`
+    /// | `{"applied":"duplicate"}` | `{"applied":"staleEpoch","expected":E,"got":G}`.
+    pub fn apply(&mut self, batch_json: &str) -> Result<String, Error> {
+        let batch = parse_upstream_batch(batch_json)?;
+        let status = self.room.apply(&batch)?;
+        Ok(match status {
+            ApplyStatus::Snapshot { rows } => {
+                format!("{{\"applied\":\"snapshot\",\"rows\":{rows}}}")
+            }
+            ApplyStatus::Live { ops } => format!("{{\"applied\":\"live\",\"ops\":{ops}}}"),
+            ApplyStatus::Duplicate => String::from("{\"applied\":\"duplicate\"}"),
+            ApplyStatus::StaleEpoch { expected, got } => {
+                format!("{{\"applied\":\"staleEpoch\",\"expected\":{expected},\"got\":{got}}}")
+            }
+        })
+    }
+
+    /// `subscribe(sub, epoch, ast_json, now_ms)`: `{queryKey, reused, hello, snapshot}`.
+    pub fn subscribe(
+        &mut self,
+        sub: &str,
+        epoch: f64,
+        ast_json: &str,
+        now_ms: f64,
+    ) -> Result<String, Error> {
+        let epoch = js_uint(epoch, "epoch")?;
+        let now = js_time(now_ms, "now_ms")?;
+        self.room.require_live()?;
+        let query = self.room.parse_query(ast_json)?;
+        let res = self.room.subscribe(sub, epoch, &query, now)?;
+        Ok(render_subscribed(&res))
+    }
+
+    /// `unsubscribe(sub, now_ms)`: whether `sub` was attached.
+    pub fn unsubscribe(&mut self, sub: &str, now_ms: f64) -> Result<bool, Error> {
+        let now = js_time(now_ms, "now_ms")?;
+        Ok(self.room.unsubscribe(sub, now))
+    }
+
+    /// `sweep(now_ms)`: how many idle queries were reclaimed.
+    pub fn sweep(&mut self, now_ms: f64) -> Result<u64, Error> {
+        let now = js_time(now_ms, "now_ms")?;
+        Ok(self.room.sweep(now) as u64)
+    }
+
+    /// `commitAll()`: `[{"sub":…,"batch":…},…]`.
+    pub fn commit_all(&mut self) -> String {
+        render_frames(&self.room.commit_all())
+    }
+
+    /// `cv()`: the last upstream cv, `None` before the snapshot.
+    pub fn cv(&self) -> Option<f64> {
+        self.room.cv()
+    }
+
+    /// `headCv()`.
+    pub fn head_cv(&self) -> u64 {
+        self.room.head_cv()
+    }
+
+    /// `epoch()`.
+    pub fn epoch(&self) -> u64 {
+        self.room.epoch()
+    }
+
+    /// `isLive()`.
+    pub fn is_live(&self) -> bool {
+        self.room.is_live()
+    }
+
+    /// `isPoisoned()`.
+    pub fn is_poisoned(&self) -> bool {
+        self.room.is_poisoned()
+    }
+
+    /// `materializationCount()`.
+    pub fn materialization_count(&self) -> u64 {
+        self.room.materialization_count() as u64
+    }
+
+    /// `subscriberCount()`.
+    pub fn subscriber_count(&self) -> u64 {
+        self.room.subscriber_count() as u64
+    }
+}
+
+/// Appends one op as `{"table":…,"op":…,…}`.
+pub fn write_op(out: &mut String, op: &NetOp) {
+    out.push('{');
+    write_key(out, "table");
+    write_str(out, op.table());
+    match op {
+        NetOp::Add { row, .. } => {
+            out.push_str(",\"op\":\"add\",\"row\":");
+            write_row(out, row);
+        }
+        NetOp::Remove { row, .. } => {
+            out.push_str(",\"op\":\"remove\",\"row\":");
+            write_row(out, row);
+        }
+        NetOp::Edit { old, new, .. } => {
+            out.push_str(",\"op\":\"edit\",\"old\":");
+            write_row(out, old);
+            out.push_str(",\"new\":");
+            write_row(out, new);
+        }
+    }
+    out.push('}');
+}
+
+/// Appends an op list as a JSON array.
+pub fn write_ops(out: &mut String, ops: &[NetOp]) {
+    out.push('[');
+    for (i, op) in ops.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_op(out, op);
+    }
+    out.push(']');
+}
+
+fn write_batch_with(out: &mut String, b: &Batch, ops_json: &str) {
+    let _ = write!(
+        out,
+        "{{\"epoch\":{},\"seq\":{},\"normalizedFp\":",
+        b.epoch, b.seq
+    );
+    write_str(out, &b.normalized_fp);
+    out.push_str(",\"ops\":");
+    out.push_str(ops_json);
+    let _ = write!(out, ",\"cv\":{}}}", b.cv);
+}
+
+/// Appends a downstream batch `{"epoch","seq","normalizedFp","ops","cv"}`.
+pub fn write_batch(out: &mut String, b: &Batch) {
+    let mut ops = String::new();
+    write_ops(&mut ops, &b.ops);
+    write_batch_with(out, b, &ops);
+}
+
+/// Renders a drain as the `commitAll` JSON array. Subscribers sharing a pipeline share
+/// one op list, rendered once.
+pub fn render_frames(frames: &[Frame]) -> String {
+    let mut out = String::from("[");
+    let mut cache: Vec<(usize, String)> = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"sub\":");
+        write_str(&mut out, &f.sub);
+        out.push_str(",\"batch\":");
+        let id = f.batch.ops.as_ptr() as usize;
+        let pos = match cache.iter().position(|(k, _)| *k == id) {
+            Some(p) => p,
+            None => {
+                let mut s = String::new();
+                write_ops(&mut s, &f.batch.ops);
+                cache.push((id, s));
+                cache.len() - 1
+            }
+        };
+        write_batch_with(&mut out, &f.batch, &cache[pos].1);
+        out.push('}');
+    }
+    out.push(']');
+    out
+}
+
+/// Renders a subscribe result.
+pub fn render_subscribed(res: &Subscribed) -> String {
+    let mut out = String::with_capacity(256);
+    out.push('{');
+    write_key(&mut out, "queryKey");
+    write_str(&mut out, &res.query_key);
+    let _ = write!(out, ",\"reused\":{},\"hello\":", res.reused);
+    let _ = write!(
+        out,
+        "{{\"epoch\":{},\"comparatorVersion\":{},\"tables\":[",
+        res.hello.epoch, COMPARATOR_VERSION
+    );
+    for (i, t) in res.hello.tables.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        t.write_json(&mut out);
+    }
+    out.push_str("],\"normalizedFp\":");
+    write_str(&mut out, &res.hello.normalized_fp);
+    out.push_str("},\"snapshot\":");
+    write_batch(&mut out, &res.snapshot);
+    out.push('}');
+    out
+}
+
+/// Renders an optional number as JSON (`null` for none).
+pub fn render_opt_f64(v: Option<f64>) -> String {
+    let mut s = String::new();
+    match v {
+        Some(f) => write_f64(&mut s, f),
+        None => s.push_str("null"),
+    }
+    s
+}

@@ -1,0 +1,149 @@
+//! FNV-1a fingerprints: `normalizedFp` (protocol.md §3.4) and the flat `schemaFp`
+//! primitives it shares.
+
+use alloc::string::String;
+use core::fmt::Write;
+
+use crate::schema::TableSchema;
+
+/// Streaming FNV-1a 64 with the length-prefixed string encoding of the wire protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv64(u64);
+
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Fnv64::new()
+    }
+}
+
+impl Fnv64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    /// A fresh hasher at the offset basis.
+    pub fn new() -> Fnv64 {
+        Fnv64(Self::OFFSET)
+    }
+
+    /// Mixes one byte.
+    #[inline]
+    pub fn byte(&mut self, b: u8) {
+        self.0 = (self.0 ^ b as u64).wrapping_mul(Self::PRIME);
+    }
+
+    /// Mixes bytes.
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.byte(b);
+        }
+    }
+
+    /// Mixes a `u32`, little-endian.
+    pub fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    /// Mixes a string as its UTF-8 byte length (`u32`) followed by its bytes.
+    pub fn text(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.bytes(s.as_bytes());
+    }
+
+    /// The hash so far.
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+
+    /// The hash as 16 lowercase hex characters.
+    pub fn hex(&self) -> String {
+        let mut s = String::with_capacity(16);
+        let _ = write!(s, "{:016x}", self.0);
+        s
+    }
+}
+
+/// `normalizedFp` over a list of tables in the order given: the table count, then per
+/// table its name, columns, and primary key **by column name**.
+pub fn normalized_fp<'a>(tables: impl ExactSizeIterator<Item = &'a TableSchema>) -> String {
+    let mut f = Fnv64::new();
+    f.u32(tables.len() as u32);
+    for t in tables {
+        f.text(&t.name);
+        f.u32(t.columns.len() as u32);
+        for c in t.columns.iter() {
+            f.text(c);
+        }
+        f.u32(t.primary_key.len() as u32);
+        for &i in t.primary_key.iter() {
+            f.text(&t.columns[i]);
+        }
+    }
+    f.hex()
+}
+
+/// FNV-1a 32 over bytes, as 8 lowercase hex characters (`scopeSpecsHash`, D8).
+pub fn fnv1a32_hex(bytes: &[u8]) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+    }
+    let mut s = String::with_capacity(8);
+    let _ = write!(s, "{:08x}", h);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn t(name: &str, cols: &[&str], pk: &[usize]) -> TableSchema {
+        TableSchema::new(name, cols, pk)
+    }
+
+    fn fp(tables: &[TableSchema]) -> String {
+        normalized_fp(tables.iter())
+    }
+
+    #[test]
+    fn matches_the_fact_sheet_values() {
+        assert_eq!(fp(&[]), "4d25767f9dce13f5");
+        let lmid = t(
+            "_rindle_client_mutations",
+            &["client_id", "last_mutation_id"],
+            &[0],
+        );
+        assert_eq!(fp(&[lmid]), "ff539a32a611f1b5");
+        assert_eq!(fp(&[t("note", &["id", "body"], &[0])]), "d0ffe1b66912a02b");
+        assert_eq!(
+            fp(&[t("issue", &["id", "title"], &[0])]),
+            "38961d9f6348135c"
+        );
+        assert_eq!(fp(&[t("issue", &["id"], &[0])]), "d49e7a4de37c677c");
+        let comment = t("comment", &["id", "issueID", "body"], &[0]);
+        let issue = t("issue", &["id", "title"], &[0]);
+        assert_eq!(fp(&[comment.clone(), issue.clone()]), "d149cef5e6c6d8f2");
+        assert_eq!(fp(&[issue, comment]), "fccb1cca35da3e9a");
+        let note = t("note", &["id", "body"], &[0]);
+        let acl = t("acl", &["id", "principal"], &[0]);
+        assert_eq!(fp(&[note.clone(), acl.clone()]), "9b2818472a17be7f");
+        assert_eq!(fp(&[acl, note]), "7e03c732f8965727");
+        assert_eq!(fp(&[t("t", &["a", "b", "c"], &[0, 1])]), "c9e1cd747b2c220e");
+        assert_eq!(fp(&[t("t", &["a", "b", "c"], &[1, 0])]), "4d7c6430abf59f10");
+        let room = t(
+            "_rindle_room_client_mutations",
+            &["doc", "client_id", "last_mutation_id"],
+            &[0, 1],
+        );
+        assert_eq!(fp(&[room]), "102903abdbe695a6");
+        let _: Vec<u8> = Vec::new();
+    }
+
+    #[test]
+    fn fnv32_known_values() {
+        // FNV-1a 32 reference values.
+        assert_eq!(fnv1a32_hex(b""), "811c9dc5");
+        assert_eq!(fnv1a32_hex(b"a"), "e40c292c");
+        assert_eq!(fnv1a32_hex(b"foobar"), "bf9cf968");
+    }
+}

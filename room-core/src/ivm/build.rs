@@ -1,0 +1,255 @@
+//! Building a pipeline from a validated [`Query`], hydrating it from the store, and
+//! tearing it down.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+
+use crate::ast::{Cond, Query};
+use crate::keys::sort_key_into;
+use crate::store::{RowId, Store};
+
+use super::footprint::Footprint;
+use super::node::{find_guard, Filter, Link, Node, Role};
+use super::{Engine, NodeId, Pipeline, PipelineId};
+
+/// How a child node hangs off its parent.
+struct Attach {
+    parent: NodeId,
+    parent_table: usize,
+    link: Link,
+    role: Role,
+    /// The window: the related `limit`, or the witness cap of an EXISTS.
+    limit: Option<u32>,
+}
+
+/// The witness cap of a non-flipped EXISTS (D4).
+pub(crate) const WITNESS_CAP: u32 = 3;
+
+impl Engine {
+    /// Materializes `query`: builds its nodes, hydrates them from `store` and brings the
+    /// root window in. The returned pipeline's footprint holds the snapshot; nothing is
+    /// pending to drain.
+    pub(crate) fn build(&mut self, store: &mut Store, query: &Query) -> PipelineId {
+        let p = match self.free_pipelines.pop() {
+            Some(p) => p,
+            None => {
+                self.pipelines.push(None);
+                (self.pipelines.len() - 1) as PipelineId
+            }
+        };
+        let mut order = Vec::new();
+        let mut indexes = Vec::new();
+        let root = self.build_node(store, p, query, None, &mut order, &mut indexes);
+        self.pipelines[p as usize] = Some(Pipeline {
+            root,
+            nodes: order.clone(),
+            indexes,
+            footprint: Footprint::default(),
+        });
+        // Children before parents: an EXISTS child is complete before its parent reads it.
+        for &n in &order {
+            self.hydrate(store, n);
+            self.work.clear();
+            self.register(n);
+        }
+        self.demand_inc(root, Vec::new());
+        self.pipeline_mut(p).footprint.dirty.clear();
+        p
+    }
+
+    fn build_node(
+        &mut self,
+        store: &mut Store,
+        p: PipelineId,
+        q: &Query,
+        attach: Option<Attach>,
+        order: &mut Vec<NodeId>,
+        indexes: &mut Vec<(usize, usize)>,
+    ) -> NodeId {
+        let n = self.alloc_node();
+        let mut children = Vec::new();
+        let mut demanded = Vec::new();
+        let filter = match &q.filter {
+            None => Filter::Const(true),
+            Some(c) => self.compile(
+                store,
+                p,
+                q.table,
+                n,
+                c,
+                &mut children,
+                &mut demanded,
+                order,
+                indexes,
+            ),
+        };
+        for r in &q.related {
+            let link = Link {
+                parent: r.link.parent.as_slice().into(),
+                child: r.link.child.as_slice().into(),
+            };
+            let c = self.build_node(
+                store,
+                p,
+                &r.query,
+                Some(Attach {
+                    parent: n,
+                    parent_table: q.table,
+                    link,
+                    role: Role::Related,
+                    limit: r.query.limit,
+                }),
+                order,
+                indexes,
+            );
+            children.push(c);
+            demanded.push(c);
+        }
+        let start = q.start.as_ref().map(|b| {
+            let mut key = Vec::new();
+            sort_key_into(&mut key, &b.row, &q.order);
+            (key.into_boxed_slice(), b.exclusive)
+        });
+        let guard = find_guard(&filter);
+        let guard_index = guard.as_ref().map(|(col, _)| {
+            let (table, scratch) = store.table_mut(q.table);
+            let ix = table.ensure_index(&[*col], scratch);
+            indexes.push((q.table, ix));
+            ix
+        });
+        let (parent, link, role, limit, parent_index) = match attach {
+            None => (None, None, Role::Root, q.limit, None),
+            Some(a) => {
+                let parent_index = if a.role == Role::Exists {
+                    let (table, scratch) = store.table_mut(a.parent_table);
+                    let ix = table.ensure_index(&a.link.parent, scratch);
+                    indexes.push((a.parent_table, ix));
+                    Some(ix)
+                } else {
+                    None
+                };
+                (Some(a.parent), Some(a.link), a.role, a.limit, parent_index)
+            }
+        };
+        self.nodes[n as usize] = Some(Node {
+            pipeline: p,
+            table: q.table,
+            role,
+            parent,
+            link,
+            filter,
+            order: q.order.as_slice().into(),
+            start,
+            limit,
+            demanded_children: demanded,
+            children,
+            parent_index,
+            guard,
+            guard_index,
+            rows: HashMap::new(),
+            parts: HashMap::new(),
+            demand: HashMap::new(),
+        });
+        order.push(n);
+        n
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn compile(
+        &mut self,
+        store: &mut Store,
+        p: PipelineId,
+        table: usize,
+        n: NodeId,
+        c: &Cond,
+        children: &mut Vec<NodeId>,
+        demanded: &mut Vec<NodeId>,
+        order: &mut Vec<NodeId>,
+        indexes: &mut Vec<(usize, usize)>,
+    ) -> Filter {
+        match c {
+            Cond::Const(b) => Filter::Const(*b),
+            Cond::Simple { col, pred, .. } => Filter::Leaf(*col, pred.clone()),
+            Cond::And(items) | Cond::Or(items) => {
+                let compiled: Box<[Filter]> = items
+                    .iter()
+                    .map(|c| {
+                        self.compile(store, p, table, n, c, children, demanded, order, indexes)
+                    })
+                    .collect();
+                if matches!(c, Cond::And(_)) {
+                    Filter::And(compiled)
+                } else {
+                    Filter::Or(compiled)
+                }
+            }
+            Cond::Exists(e) => {
+                let link = Link {
+                    parent: e.link.parent.as_slice().into(),
+                    child: e.link.child.as_slice().into(),
+                };
+                let limit = if e.flipped { None } else { Some(WITNESS_CAP) };
+                let c = self.build_node(
+                    store,
+                    p,
+                    &e.query,
+                    Some(Attach {
+                        parent: n,
+                        parent_table: table,
+                        link,
+                        role: Role::Exists,
+                        limit,
+                    }),
+                    order,
+                    indexes,
+                );
+                children.push(c);
+                if !e.negated && !e.permissions {
+                    demanded.push(c);
+                }
+                Filter::Exists {
+                    node: c,
+                    cols: e.link.parent.as_slice().into(),
+                    negated: e.negated,
+                }
+            }
+        }
+    }
+
+    fn hydrate(&mut self, store: &Store, n: NodeId) {
+        let node = self.node(n);
+        let table = store.table(node.table);
+        let candidates: Vec<RowId> = match (&node.guard, node.guard_index) {
+            (Some((col, v)), Some(ix)) => {
+                let mut key = Vec::new();
+                crate::keys::join_key_into(&mut key, core::slice::from_ref(v), &[0]);
+                let _ = col;
+                table.index_lookup(ix, &key).collect()
+            }
+            _ => table.iter().map(|(id, _)| id).collect(),
+        };
+        for rid in candidates {
+            self.refresh(store, n, rid);
+        }
+    }
+
+    /// Tears a pipeline down: its nodes leave dispatch, its store indexes are released.
+    pub(crate) fn destroy(&mut self, store: &mut Store, p: PipelineId) {
+        let Some(pipeline) = self.pipelines[p as usize].take() else {
+            return;
+        };
+        for &n in &pipeline.nodes {
+            self.unregister(n);
+        }
+        for &n in &pipeline.nodes {
+            self.nodes[n as usize] = None;
+            self.free_nodes.push(n);
+        }
+        for &(t, ix) in &pipeline.indexes {
+            store.table_mut(t).0.release_index(ix);
+        }
+        self.free_pipelines.push(p);
+    }
+}

@@ -1,0 +1,380 @@
+//! Incremental maintenance: how one row change flows through the nodes.
+//!
+//! 1. [`Engine::on_change`] finds the nodes over the changed table that could hold the
+//!    old or new image (equality guards make this an index lookup, not a scan).
+//! 2. [`Engine::refresh`] re-decides one row in one node: does it qualify now, in which
+//!    partition, at which sort position? It compares with what the node holds and moves
+//!    the row — each move reports the rows that entered or left a window. Refresh is
+//!    idempotent, so cascades simply refresh again.
+//! 3. A window change in a demanded partition changes **membership**: the footprint
+//!    refcount moves, and the member's children (related levels, shipped witnesses)
+//!    gain or lose demand for their partitions, recursively.
+//! 4. An EXISTS partition turning empty or non-empty re-decides every parent row that
+//!    correlates with it (found through a store index): they are queued for refresh.
+//!
+//! Every step costs in proportion to what changes, plus `O(log n)` per ordered-set
+//! operation.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use crate::keys::{join_key_into, sort_key_into};
+use crate::store::{Row, RowId, Store};
+use crate::value::Value;
+
+use super::node::{Filter, Node};
+use super::part::WindowEvent;
+use super::{Engine, NodeId};
+
+impl Engine {
+    /// Applies one base-row change (already written to `store`) to every query.
+    pub(crate) fn on_change(
+        &mut self,
+        store: &Store,
+        table: usize,
+        rid: RowId,
+        old: Option<&[Value]>,
+        new: Option<&[Value]>,
+    ) {
+        let d = &self.dispatch[table];
+        self.work.extend(d.unguarded.iter().map(|&n| (n, rid)));
+        for (col, by_value) in &d.guarded {
+            if let Some(o) = old {
+                if let Some(nodes) = by_value.get(&o[*col]) {
+                    self.work.extend(nodes.iter().map(|&n| (n, rid)));
+                }
+            }
+            if let Some(nw) = new {
+                if old.is_none_or(|o| o[*col] != nw[*col]) {
+                    if let Some(nodes) = by_value.get(&nw[*col]) {
+                        self.work.extend(nodes.iter().map(|&n| (n, rid)));
+                    }
+                }
+            }
+        }
+        self.run(store);
+    }
+
+    /// Drains the refresh queue.
+    pub(crate) fn run(&mut self, store: &Store) {
+        while let Some((n, rid)) = self.work.pop() {
+            self.refresh(store, n, rid);
+        }
+    }
+
+    /// Re-decides row `rid` in node `n` against the store's current image.
+    pub(crate) fn refresh(&mut self, store: &Store, n: NodeId, rid: RowId) {
+        let node = self.node(n);
+        let now = match store.row(node.table, rid) {
+            Some(r) if self.qualifies(node, r) => Some(r.clone()),
+            _ => None,
+        };
+        let held = node.rows.get(&rid).cloned();
+        match (held, now) {
+            (None, None) => {}
+            (Some(old), Some(new)) => {
+                if Row::ptr_eq(&old, &new) {
+                    return;
+                }
+                if same_slot(node, &old, &new) {
+                    self.image_changed(n, rid, old, new);
+                } else {
+                    self.leave_part(store, n, rid, &old);
+                    self.enter_part(store, n, rid, new);
+                }
+            }
+            (Some(old), None) => self.leave_part(store, n, rid, &old),
+            (None, Some(new)) => self.enter_part(store, n, rid, new),
+        }
+    }
+
+    /// Whether `row` qualifies for `node`: inside the `start` bound and passing the filter.
+    pub(crate) fn qualifies(&self, node: &Node, row: &[Value]) -> bool {
+        if let Some((bound, exclusive)) = &node.start {
+            let mut key = Vec::new();
+            sort_key_into(&mut key, row, &node.order);
+            match key.as_slice().cmp(bound) {
+                Ordering::Less => return false,
+                Ordering::Equal if *exclusive => return false,
+                _ => {}
+            }
+        }
+        self.eval(&node.filter, row)
+    }
+
+    fn eval(&self, f: &Filter, row: &[Value]) -> bool {
+        match f {
+            Filter::Const(b) => *b,
+            Filter::Leaf(col, pred) => pred.eval(&row[*col]),
+            Filter::And(items) => items.iter().all(|f| self.eval(f, row)),
+            Filter::Or(items) => items.iter().any(|f| self.eval(f, row)),
+            Filter::Exists {
+                node,
+                cols,
+                negated,
+            } => {
+                let mut key = Vec::new();
+                let has = join_key_into(&mut key, row, cols)
+                    && self
+                        .node(*node)
+                        .parts
+                        .get(key.as_slice())
+                        .is_some_and(|p| !p.is_empty());
+                has != *negated
+            }
+        }
+    }
+
+    fn leave_part(&mut self, store: &Store, n: NodeId, rid: RowId, old: &Row) {
+        let mut pk = Vec::new();
+        let mut sk = Vec::new();
+        let mut events = core::mem::take(&mut self.events);
+        events.clear();
+        let (emptied, demanded) = {
+            let node = self.node_mut(n);
+            // Held rows always have a non-NULL partition key (they were inserted with it).
+            let _ = join_key_into(&mut pk, old, node.part_cols());
+            sort_key_into(&mut sk, old, &node.order);
+            let limit = node.limit;
+            let emptied = match node.parts.get_mut(pk.as_slice()) {
+                Some(part) => {
+                    part.remove(&sk, rid, limit, &mut events);
+                    part.is_empty()
+                }
+                None => false,
+            };
+            if emptied {
+                node.parts.remove(pk.as_slice());
+            }
+            (
+                emptied,
+                node.demand.get(pk.as_slice()).is_some_and(|d| *d > 0),
+            )
+        };
+        if demanded {
+            self.apply_events(n, &events);
+        }
+        self.node_mut(n).rows.remove(&rid);
+        self.events = events;
+        if emptied && self.node(n).is_exists() {
+            self.queue_parents(store, n, &pk);
+        }
+    }
+
+    fn enter_part(&mut self, store: &Store, n: NodeId, rid: RowId, new: Row) {
+        let mut pk = Vec::new();
+        let mut sk = Vec::new();
+        let mut events = core::mem::take(&mut self.events);
+        events.clear();
+        let (was_empty, demanded) = {
+            let node = self.node_mut(n);
+            if !join_key_into(&mut pk, &new, node.part_cols()) {
+                // A NULL correlation cell: the row belongs to no partition.
+                self.events = events;
+                return;
+            }
+            sort_key_into(&mut sk, &new, &node.order);
+            node.rows.insert(rid, new);
+            let limit = node.limit;
+            let part = match node.parts.get_mut(pk.as_slice()) {
+                Some(p) => p,
+                None => node.parts.entry(Box::from(pk.as_slice())).or_default(),
+            };
+            let was_empty = part.is_empty();
+            part.insert(Box::from(sk.as_slice()), rid, limit, &mut events);
+            (
+                was_empty,
+                node.demand.get(pk.as_slice()).is_some_and(|d| *d > 0),
+            )
+        };
+        if demanded {
+            self.apply_events(n, &events);
+        }
+        self.events = events;
+        if was_empty && self.node(n).is_exists() {
+            self.queue_parents(store, n, &pk);
+        }
+    }
+
+    fn image_changed(&mut self, n: NodeId, rid: RowId, old: Row, new: Row) {
+        let mut pk = Vec::new();
+        let mut sk = Vec::new();
+        let member = {
+            let node = self.node_mut(n);
+            node.rows.insert(rid, new.clone());
+            let _ = join_key_into(&mut pk, &new, node.part_cols());
+            sort_key_into(&mut sk, &new, &node.order);
+            let demanded = node.demand.get(pk.as_slice()).is_some_and(|d| *d > 0);
+            demanded
+                && node
+                    .parts
+                    .get(pk.as_slice())
+                    .is_some_and(|p| p.in_window(&sk, node.limit))
+        };
+        if member {
+            self.member_image(n, rid, &old, &new);
+        }
+    }
+
+    fn apply_events(&mut self, n: NodeId, events: &[WindowEvent]) {
+        for ev in events {
+            match *ev {
+                WindowEvent::Enter(r) => {
+                    if let Some(img) = self.node(n).rows.get(&r).cloned() {
+                        self.member_enter(n, r, &img);
+                    }
+                }
+                WindowEvent::Leave(r) => {
+                    if let Some(img) = self.node(n).rows.get(&r).cloned() {
+                        self.member_leave(n, r, &img);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues a refresh of every parent row correlated with an EXISTS partition.
+    fn queue_parents(&mut self, store: &Store, n: NodeId, part_key: &[u8]) {
+        let node = self.node(n);
+        let (Some(parent), Some(ix)) = (node.parent, node.parent_index) else {
+            return;
+        };
+        let parent_table = self.node(parent).table;
+        let before = self.work.len();
+        self.work.extend(
+            store
+                .table(parent_table)
+                .index_lookup(ix, part_key)
+                .map(|r| (parent, r)),
+        );
+        let _ = before;
+    }
+
+    /// A row became a member of the result tree through node `n`.
+    pub(crate) fn member_enter(&mut self, n: NodeId, rid: RowId, row: &Row) {
+        let (p, table) = {
+            let node = self.node(n);
+            (node.pipeline, node.table)
+        };
+        self.pipeline_mut(p).footprint.enter(table, rid, row);
+        let count = self.node(n).demanded_children.len();
+        for i in 0..count {
+            let c = self.node(n).demanded_children[i];
+            let mut key = Vec::new();
+            if self.child_key(c, row, &mut key) {
+                self.demand_inc(c, key);
+            }
+        }
+    }
+
+    /// A row stopped being a member through node `n` (`row` is the image it entered with).
+    pub(crate) fn member_leave(&mut self, n: NodeId, rid: RowId, row: &Row) {
+        let (p, table) = {
+            let node = self.node(n);
+            (node.pipeline, node.table)
+        };
+        self.pipeline_mut(p).footprint.leave(table, rid);
+        let count = self.node(n).demanded_children.len();
+        for i in 0..count {
+            let c = self.node(n).demanded_children[i];
+            let mut key = Vec::new();
+            if self.child_key(c, row, &mut key) {
+                self.demand_dec(c, &key);
+            }
+        }
+    }
+
+    fn member_image(&mut self, n: NodeId, rid: RowId, old: &Row, new: &Row) {
+        let (p, table) = {
+            let node = self.node(n);
+            (node.pipeline, node.table)
+        };
+        self.pipeline_mut(p).footprint.image(table, rid, new);
+        let count = self.node(n).demanded_children.len();
+        for i in 0..count {
+            let c = self.node(n).demanded_children[i];
+            let (mut ko, mut kn) = (Vec::new(), Vec::new());
+            let has_old = self.child_key(c, old, &mut ko);
+            let has_new = self.child_key(c, new, &mut kn);
+            if has_old == has_new && ko == kn {
+                continue;
+            }
+            if has_new {
+                self.demand_inc(c, kn);
+            }
+            if has_old {
+                self.demand_dec(c, &ko);
+            }
+        }
+    }
+
+    /// The partition of child `c` that a parent row demands (`false`: none, NULL cell).
+    fn child_key(&self, c: NodeId, parent_row: &[Value], out: &mut Vec<u8>) -> bool {
+        match &self.node(c).link {
+            Some(link) => join_key_into(out, parent_row, &link.parent),
+            None => false,
+        }
+    }
+
+    /// One more demand for partition `key` of node `c`; the first brings its window in.
+    pub(crate) fn demand_inc(&mut self, c: NodeId, key: Vec<u8>) {
+        let first = {
+            let node = self.node_mut(c);
+            match node.demand.get_mut(key.as_slice()) {
+                Some(d) => {
+                    *d += 1;
+                    false
+                }
+                None => {
+                    node.demand.insert(key.clone().into_boxed_slice(), 1);
+                    true
+                }
+            }
+        };
+        if first {
+            for (r, img) in self.window_rows(c, &key) {
+                self.member_enter(c, r, &img);
+            }
+        }
+    }
+
+    /// One demand fewer; the last takes the window out.
+    pub(crate) fn demand_dec(&mut self, c: NodeId, key: &[u8]) {
+        let last = {
+            let node = self.node_mut(c);
+            match node.demand.get_mut(key) {
+                Some(d) if *d > 1 => {
+                    *d -= 1;
+                    false
+                }
+                Some(_) => {
+                    node.demand.remove(key);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last {
+            for (r, img) in self.window_rows(c, key) {
+                self.member_leave(c, r, &img);
+            }
+        }
+    }
+
+    fn window_rows(&self, c: NodeId, key: &[u8]) -> Vec<(RowId, Row)> {
+        let node = self.node(c);
+        match node.parts.get(key) {
+            Some(part) => part
+                .window(node.limit)
+                .filter_map(|r| node.rows.get(&r).map(|img| (r, img.clone())))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Whether two images of a row sit in the same partition at the same sort position.
+fn same_slot(node: &Node, a: &[Value], b: &[Value]) -> bool {
+    node.part_cols().iter().all(|&c| a[c] == b[c]) && node.order.iter().all(|&(c, _)| a[c] == b[c])
+}

@@ -1,0 +1,176 @@
+//! Incremental view maintenance: materialized queries (pipelines of [nodes](node)) kept
+//! current under row changes, each with its [footprint](footprint).
+//!
+//! The engine owns nodes and pipelines; the [store](crate::store) owns rows. Callers
+//! write a row change to the store first, then call [`Engine::on_change`].
+
+mod build;
+pub(crate) mod footprint;
+mod maintain;
+pub(crate) mod node;
+pub(crate) mod part;
+
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+
+use crate::store::RowId;
+use crate::value::Value;
+
+use footprint::Footprint;
+use node::Node;
+
+/// A node's handle.
+pub(crate) type NodeId = u32;
+/// A pipeline's handle.
+pub(crate) type PipelineId = u32;
+
+/// One materialized query.
+#[derive(Debug)]
+pub(crate) struct Pipeline {
+    /// The root node.
+    pub root: NodeId,
+    /// Every node, in build (post-) order.
+    pub nodes: Vec<NodeId>,
+    /// Store indexes this pipeline holds a use of: `(table, index)`.
+    pub indexes: Vec<(usize, usize)>,
+    /// The current result footprint.
+    pub footprint: Footprint,
+}
+
+/// Which nodes to refresh when a table changes.
+#[derive(Debug, Default)]
+struct TableDispatch {
+    /// Nodes that may hold any row.
+    unguarded: Vec<NodeId>,
+    /// Nodes that only hold rows with `col = value`, by column then value.
+    guarded: HashMap<usize, HashMap<Value, Vec<NodeId>>>,
+}
+
+/// All materialized queries of a room.
+#[derive(Debug, Default)]
+pub(crate) struct Engine {
+    nodes: Vec<Option<Node>>,
+    free_nodes: Vec<NodeId>,
+    pipelines: Vec<Option<Pipeline>>,
+    free_pipelines: Vec<PipelineId>,
+    dispatch: Vec<TableDispatch>,
+    /// Pending `(node, row)` refreshes.
+    work: Vec<(NodeId, RowId)>,
+    /// A reusable window-event buffer.
+    events: Vec<part::WindowEvent>,
+}
+
+impl Engine {
+    /// An engine over `tables` tables.
+    pub fn new(tables: usize) -> Engine {
+        let mut e = Engine::default();
+        e.dispatch.resize_with(tables, TableDispatch::default);
+        e
+    }
+
+    /// Makes room for a table added to the store.
+    pub fn add_table(&mut self) {
+        self.dispatch.push(TableDispatch::default());
+    }
+
+    #[inline]
+    pub(crate) fn node(&self, n: NodeId) -> &Node {
+        // Node ids held anywhere (dispatch, children, filters, pipelines) are removed
+        // before their node is freed, so a held id always names a live node.
+        self.nodes[n as usize]
+            .as_ref()
+            .expect("node ids held by the engine are live")
+    }
+
+    #[inline]
+    pub(crate) fn node_mut(&mut self, n: NodeId) -> &mut Node {
+        // Same invariant as `node`.
+        self.nodes[n as usize]
+            .as_mut()
+            .expect("node ids held by the engine are live")
+    }
+
+    /// A live pipeline.
+    pub fn pipeline(&self, p: PipelineId) -> &Pipeline {
+        // Pipeline ids are only handed out for live pipelines and dropped by `destroy`.
+        self.pipelines[p as usize]
+            .as_ref()
+            .expect("pipeline ids held by the room are live")
+    }
+
+    /// A live pipeline, mutably.
+    pub fn pipeline_mut(&mut self, p: PipelineId) -> &mut Pipeline {
+        // Same invariant as `pipeline`.
+        self.pipelines[p as usize]
+            .as_mut()
+            .expect("pipeline ids held by the room are live")
+    }
+
+    /// Every live pipeline id.
+    pub fn pipeline_ids(&self) -> impl Iterator<Item = PipelineId> + '_ {
+        self.pipelines
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_some())
+            .map(|(i, _)| i as PipelineId)
+    }
+
+    fn alloc_node(&mut self) -> NodeId {
+        match self.free_nodes.pop() {
+            Some(n) => n,
+            None => {
+                self.nodes.push(None);
+                (self.nodes.len() - 1) as NodeId
+            }
+        }
+    }
+
+    fn register(&mut self, n: NodeId) {
+        let node = self.node(n);
+        let (table, guard) = (node.table, node.guard.clone());
+        let d = &mut self.dispatch[table];
+        match guard {
+            Some((col, v)) => d
+                .guarded
+                .entry(col)
+                .or_default()
+                .entry(v)
+                .or_default()
+                .push(n),
+            None => d.unguarded.push(n),
+        }
+    }
+
+    fn unregister(&mut self, n: NodeId) {
+        let node = self.node(n);
+        let (table, guard) = (node.table, node.guard.clone());
+        let d = &mut self.dispatch[table];
+        let remove = |list: &mut Vec<NodeId>| {
+            if let Some(i) = list.iter().position(|&x| x == n) {
+                list.swap_remove(i);
+            }
+        };
+        match guard {
+            Some((col, v)) => {
+                if let Some(by_value) = d.guarded.get_mut(&col) {
+                    if let Some(list) = by_value.get_mut(&v) {
+                        remove(list);
+                        if list.is_empty() {
+                            by_value.remove(&v);
+                        }
+                    }
+                    if by_value.is_empty() {
+                        d.guarded.remove(&col);
+                    }
+                }
+            }
+            None => remove(&mut d.unguarded),
+        }
+    }
+
+    /// How many nodes are live (diagnostics).
+    pub fn node_count(&self) -> usize {
+        self.nodes.iter().flatten().count()
+    }
+}

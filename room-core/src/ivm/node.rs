@@ -1,0 +1,131 @@
+//! A query level as the engine maintains it.
+//!
+//! Every level of a query — the root, each `related` child, each EXISTS child — is one
+//! node over one table. A node keeps **all** rows of its table that qualify (pass its
+//! `where`, EXISTS gates included, and its `start` bound), partitioned by its correlation
+//! columns and ordered by its completed sort; each partition has a window (`limit`, or
+//! the witness cap of an EXISTS). Which partitions matter is the parent's business: the
+//! node counts **demand** per partition, and a row is a *member* of the result tree while
+//! its partition is demanded and it sits inside that partition's window.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+
+use crate::keys::Key;
+use crate::predicate::Pred;
+use crate::store::{Row, RowId};
+use crate::value::Value;
+
+use super::part::Part;
+use super::{NodeId, PipelineId};
+
+/// What a node is to its parent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The query's root level (one partition, always demanded).
+    Root,
+    /// A `related` child: members ship, partitions are per parent.
+    Related,
+    /// An EXISTS child: the partition's emptiness gates the parent; its window holds the
+    /// witnesses when the gate ships them.
+    Exists,
+}
+
+/// A compiled filter over one row.
+#[derive(Clone, Debug)]
+pub(crate) enum Filter {
+    /// Constant.
+    Const(bool),
+    /// A leaf test on one column.
+    Leaf(usize, Pred),
+    /// All hold.
+    And(Box<[Filter]>),
+    /// Any holds.
+    Or(Box<[Filter]>),
+    /// (NOT) EXISTS: whether the child node's partition for this row's `cols` is
+    /// non-empty.
+    Exists {
+        /// The EXISTS child node.
+        node: NodeId,
+        /// This row's correlation columns.
+        cols: Box<[usize]>,
+        /// NOT EXISTS.
+        negated: bool,
+    },
+}
+
+/// The correlation of a child node with its parent.
+#[derive(Clone, Debug)]
+pub(crate) struct Link {
+    /// Columns of the parent's table.
+    pub parent: Box<[usize]>,
+    /// Columns of this node's table (the partition key).
+    pub child: Box<[usize]>,
+}
+
+/// One maintained query level.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub pipeline: PipelineId,
+    pub table: usize,
+    pub role: Role,
+    pub parent: Option<NodeId>,
+    pub link: Option<Link>,
+    pub filter: Filter,
+    pub order: Box<[(usize, bool)]>,
+    /// The `start` bound's key and whether it is exclusive.
+    pub start: Option<(Key, bool)>,
+    /// The window size per partition (`None` = everything).
+    pub limit: Option<u32>,
+    /// Children whose partitions this node's members demand (related children and
+    /// witness-shipping EXISTS children).
+    pub demanded_children: Vec<NodeId>,
+    /// Every child node (for teardown).
+    pub children: Vec<NodeId>,
+    /// For an EXISTS child: the store index on the parent's table by the parent's
+    /// correlation columns (which parent rows a partition gates).
+    pub parent_index: Option<usize>,
+    /// An equality the filter requires (`col = value`): dispatch and hydration use it.
+    pub guard: Option<(usize, Value)>,
+    /// The store index on `guard`'s column.
+    pub guard_index: Option<usize>,
+    /// Qualifying rows and the image they qualified with.
+    pub rows: HashMap<RowId, Row>,
+    /// Qualifying rows by partition key (the root uses the empty key).
+    pub parts: HashMap<Key, Part>,
+    /// How many member parents demand each partition.
+    pub demand: HashMap<Key, u32>,
+}
+
+impl Node {
+    /// The partition key columns (empty for the root).
+    pub fn part_cols(&self) -> &[usize] {
+        match &self.link {
+            Some(l) => &l.child,
+            None => &[],
+        }
+    }
+
+    /// Whether this node's partitions gate a parent.
+    pub fn is_exists(&self) -> bool {
+        self.role == Role::Exists
+    }
+}
+
+/// Finds an equality the filter requires, for dispatch: a top-level `col = literal`
+/// (or `col IS literal`) leaf, alone or inside the top-level AND.
+pub(crate) fn find_guard(filter: &Filter) -> Option<(usize, Value)> {
+    fn leaf(f: &Filter) -> Option<(usize, Value)> {
+        match f {
+            Filter::Leaf(col, Pred::Cmp(crate::predicate::SimpleOp::Eq, lit))
+            | Filter::Leaf(col, Pred::Is(lit, false)) => lit.as_cell().map(|v| (*col, v)),
+            _ => None,
+        }
+    }
+    match filter {
+        Filter::And(items) => items.iter().find_map(leaf),
+        f => leaf(f),
+    }
+}

@@ -1,0 +1,230 @@
+//! One partition of a query level: its qualifying rows in sort order, and the window
+//! (`limit`) over them.
+//!
+//! The window is the first `limit` rows of the set. It is tracked by its length and its
+//! boundary (the key of its last row), so every insert or remove costs `O(log n)` and
+//! reports exactly the rows that entered or left the window — a displaced boundary row,
+//! a backfilled successor.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use core::ops::Bound;
+
+use crate::keys::Key;
+use crate::store::RowId;
+
+/// A row entering or leaving a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WindowEvent {
+    /// The row is now inside the window.
+    Enter(RowId),
+    /// The row is no longer inside the window.
+    Leave(RowId),
+}
+
+/// The qualifying rows of one partition, ordered by the level's completed sort.
+#[derive(Debug, Default)]
+pub(crate) struct Part {
+    set: BTreeMap<Key, RowId>,
+    /// `min(set.len(), limit)`; unused without a limit.
+    win_len: u32,
+    /// The key of the window's last row; `None` when the window is empty.
+    boundary: Option<Key>,
+}
+
+impl Part {
+    /// Whether the partition holds no rows.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// How many rows qualify.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    /// Adds a row (its key must be new) and reports window changes.
+    pub fn insert(&mut self, key: Key, rid: RowId, limit: Option<u32>, ev: &mut Vec<WindowEvent>) {
+        let limit = match limit {
+            None => {
+                self.set.insert(key, rid);
+                ev.push(WindowEvent::Enter(rid));
+                return;
+            }
+            Some(0) => {
+                self.set.insert(key, rid);
+                return;
+            }
+            Some(l) => l,
+        };
+        if self.win_len < limit {
+            // The window holds the whole set: the new row joins it.
+            if self.boundary.as_deref().is_none_or(|b| &*key > b) {
+                self.boundary = Some(key.clone());
+            }
+            self.set.insert(key, rid);
+            self.win_len += 1;
+            ev.push(WindowEvent::Enter(rid));
+            return;
+        }
+        let Some(boundary) = self.boundary.take() else {
+            // A full window of a positive limit always has a boundary.
+            self.set.insert(key, rid);
+            return;
+        };
+        if key < boundary {
+            let displaced = self.set.get(&boundary).copied();
+            self.set.insert(key, rid);
+            self.boundary = self
+                .set
+                .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(&*boundary)))
+                .next_back()
+                .map(|(k, _)| k.clone());
+            if let Some(d) = displaced {
+                ev.push(WindowEvent::Leave(d));
+            }
+            ev.push(WindowEvent::Enter(rid));
+        } else {
+            self.set.insert(key, rid);
+            self.boundary = Some(boundary);
+        }
+    }
+
+    /// Removes a row by key and reports window changes.
+    pub fn remove(
+        &mut self,
+        key: &[u8],
+        rid: RowId,
+        limit: Option<u32>,
+        ev: &mut Vec<WindowEvent>,
+    ) {
+        match limit {
+            None => {
+                if self.set.remove(key).is_some() {
+                    ev.push(WindowEvent::Leave(rid));
+                }
+                return;
+            }
+            Some(0) => {
+                self.set.remove(key);
+                return;
+            }
+            Some(_) => {}
+        }
+        let in_window = self.boundary.as_deref().is_some_and(|b| key <= b);
+        if !in_window {
+            self.set.remove(key);
+            return;
+        }
+        ev.push(WindowEvent::Leave(rid));
+        let boundary = self.boundary.take().unwrap_or_default();
+        let next = self
+            .set
+            .range::<[u8], _>((Bound::Excluded(&*boundary), Bound::Unbounded))
+            .next()
+            .map(|(k, r)| (k.clone(), *r));
+        match next {
+            Some((k, r)) => {
+                ev.push(WindowEvent::Enter(r));
+                self.boundary = Some(k);
+            }
+            None => {
+                self.win_len -= 1;
+                self.boundary = if key == &*boundary {
+                    self.set
+                        .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(key)))
+                        .next_back()
+                        .map(|(k, _)| k.clone())
+                } else {
+                    Some(boundary)
+                };
+            }
+        }
+        self.set.remove(key);
+    }
+
+    /// Whether a row with this key (present in the set) is inside the window.
+    pub fn in_window(&self, key: &[u8], limit: Option<u32>) -> bool {
+        match limit {
+            None => true,
+            Some(0) => false,
+            Some(_) => self.boundary.as_deref().is_some_and(|b| key <= b),
+        }
+    }
+
+    /// The window's rows, in sort order.
+    pub fn window(&self, limit: Option<u32>) -> impl Iterator<Item = RowId> + '_ {
+        let n = match limit {
+            None => usize::MAX,
+            Some(_) => self.win_len as usize,
+        };
+        self.set.values().copied().take(n)
+    }
+
+    /// Every qualifying row in sort order (diagnostics and tests).
+    pub fn rows(&self) -> impl Iterator<Item = RowId> + '_ {
+        self.set.values().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::boxed::Box;
+    use alloc::vec;
+
+    fn k(n: u8) -> Key {
+        Box::from([n].as_slice())
+    }
+
+    fn window(p: &Part, limit: Option<u32>) -> Vec<RowId> {
+        p.window(limit).collect()
+    }
+
+    #[test]
+    fn limited_window_displaces_and_backfills() {
+        let mut p = Part::default();
+        let mut ev = Vec::new();
+        let lim = Some(2);
+        p.insert(k(5), 5, lim, &mut ev);
+        p.insert(k(3), 3, lim, &mut ev);
+        assert_eq!(ev, vec![WindowEvent::Enter(5), WindowEvent::Enter(3)]);
+        ev.clear();
+        p.insert(k(9), 9, lim, &mut ev);
+        assert!(ev.is_empty());
+        p.insert(k(1), 1, lim, &mut ev);
+        assert_eq!(ev, vec![WindowEvent::Leave(5), WindowEvent::Enter(1)]);
+        assert_eq!(window(&p, lim), vec![1, 3]);
+        ev.clear();
+        p.remove(&k(1), 1, lim, &mut ev);
+        assert_eq!(ev, vec![WindowEvent::Leave(1), WindowEvent::Enter(5)]);
+        assert_eq!(window(&p, lim), vec![3, 5]);
+        ev.clear();
+        p.remove(&k(9), 9, lim, &mut ev);
+        assert!(ev.is_empty());
+        p.remove(&k(5), 5, lim, &mut ev);
+        assert_eq!(ev, vec![WindowEvent::Leave(5)]);
+        assert_eq!(window(&p, lim), vec![3]);
+        assert!(p.in_window(&k(3), lim));
+        ev.clear();
+        p.remove(&k(3), 3, lim, &mut ev);
+        assert!(p.is_empty());
+        p.insert(k(7), 7, lim, &mut ev);
+        assert_eq!(window(&p, lim), vec![7]);
+    }
+
+    #[test]
+    fn zero_and_unbounded_limits() {
+        let mut p = Part::default();
+        let mut ev = Vec::new();
+        p.insert(k(1), 1, Some(0), &mut ev);
+        assert!(ev.is_empty());
+        assert_eq!(window(&p, Some(0)), Vec::<RowId>::new());
+        let mut q = Part::default();
+        q.insert(k(2), 2, None, &mut ev);
+        q.insert(k(1), 1, None, &mut ev);
+        assert_eq!(window(&q, None), vec![1, 2]);
+    }
+}

@@ -1,0 +1,125 @@
+//! JSON input: wire cells and rows straight from serde, with no intermediate tree.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+
+use crate::value::Value;
+
+/// A wire cell as it arrives in JSON: `null | boolean | number | string`. Objects and
+/// arrays are malformed input (D2).
+#[derive(Debug)]
+pub(crate) struct Cell(pub Value);
+
+struct CellVisitor;
+
+impl<'de> Visitor<'de> for CellVisitor {
+    type Value = Cell;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a cell (null, boolean, number or string)")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Cell, E> {
+        Ok(Cell(Value::Null))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Cell, E> {
+        Ok(Cell(Value::Null))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Cell, E> {
+        Ok(Cell(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Cell, E> {
+        Ok(Cell(Value::num(v as f64)))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Cell, E> {
+        Ok(Cell(Value::num(v as f64)))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Cell, E> {
+        if !v.is_finite() {
+            return Err(E::custom("a number cell must be finite"));
+        }
+        Ok(Cell(Value::num(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Cell, E> {
+        Ok(Cell(Value::str(v)))
+    }
+
+    fn visit_string<E: de::Error>(self, v: alloc::string::String) -> Result<Cell, E> {
+        Ok(Cell(Value::string(v)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Cell {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Cell, D::Error> {
+        d.deserialize_any(CellVisitor)
+    }
+}
+
+/// A positional row: a JSON array of cells.
+#[derive(Debug)]
+pub(crate) struct WireRow(pub Arc<[Value]>);
+
+struct RowVisitor;
+
+impl<'de> Visitor<'de> for RowVisitor {
+    type Value = WireRow;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a row (an array of cells)")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireRow, A::Error> {
+        let mut cells = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(256));
+        while let Some(Cell(v)) = seq.next_element::<Cell>()? {
+            cells.push(v);
+        }
+        Ok(WireRow(Arc::from(cells)))
+    }
+}
+
+impl<'de> Deserialize<'de> for WireRow {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<WireRow, D::Error> {
+        d.deserialize_seq(RowVisitor)
+    }
+}
+
+/// Converts a parsed `serde_json::Value` into a cell, refusing objects and arrays.
+pub(crate) fn cell_from_json(v: &serde_json::Value) -> Option<Value> {
+    Some(match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => Value::num(n.as_f64()?),
+        serde_json::Value::String(s) => Value::str(s),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_parse_and_refuse_nested_values() {
+        let r: WireRow = serde_json::from_str(r#"[1, "a", null, true, -0, 1e400]"#)
+            .map(Some)
+            .unwrap_or(None)
+            .map_or_else(|| WireRow(Arc::from(Vec::new())), |r| r);
+        // 1e400 overflows: serde_json refuses it as a number out of range.
+        assert!(r.0.is_empty());
+        let r: WireRow = serde_json::from_str(r#"[1, "a", null, true, -0]"#).unwrap();
+        assert_eq!(r.0.len(), 5);
+        assert!(matches!(r.0[4], Value::Num(f) if f.is_sign_positive()));
+        assert!(serde_json::from_str::<WireRow>(r#"[[1]]"#).is_err());
+        assert!(serde_json::from_str::<WireRow>(r#"[{"a":1}]"#).is_err());
+        assert!(serde_json::from_str::<WireRow>(r#"{"a":1}"#).is_err());
+    }
+}

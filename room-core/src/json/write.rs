@@ -1,0 +1,219 @@
+//! JSON output, byte-compatible with JavaScript's `JSON.stringify` (DECISIONS D2).
+//!
+//! Numbers print as ECMAScript `Number::toString` does: integral values without a
+//! fraction, the shortest digits that round-trip, exponent form outside `[1e-7, 1e21)`,
+//! `-0` as `0`, and non-finite values as `null`. Strings escape exactly what
+//! `JSON.stringify` escapes: `"`, `\`, and control characters below U+0020.
+
+use alloc::string::String;
+use core::fmt::Write;
+
+use crate::value::Value;
+
+/// Appends `f` formatted as JavaScript would.
+pub fn write_f64(out: &mut String, f: f64) {
+    if !f.is_finite() {
+        out.push_str("null");
+        return;
+    }
+    if f == 0.0 {
+        out.push('0');
+        return;
+    }
+    // Integers below 2^53 print as plain digits (exact, and the common case).
+    if crate::value::is_integral(f) && f.abs() < 9_007_199_254_740_992.0 {
+        let _ = write!(out, "{}", f as i64);
+        return;
+    }
+    if f < 0.0 {
+        out.push('-');
+    }
+    // `{:e}` yields the shortest round-trip digits as `d[.ddd]e<exp>`.
+    let mut buf = StackBuf::new();
+    let _ = write!(buf, "{:e}", f.abs());
+    let text = buf.as_str();
+    let (mantissa, exp) = match text.split_once('e') {
+        Some(parts) => parts,
+        None => (text, "0"),
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut digits = StackBuf::new();
+    for c in mantissa.chars().filter(|c| *c != '.') {
+        let _ = digits.write_char(c);
+    }
+    let digits = digits.as_str();
+    let k = digits.len() as i32;
+    // JavaScript's `n`: the value is 0.d1d2…dk × 10^n.
+    let n = exp + 1;
+    if k <= n && n <= 21 {
+        out.push_str(digits);
+        for _ in 0..(n - k) {
+            out.push('0');
+        }
+    } else if 0 < n && n <= 21 {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        for _ in 0..(-n) {
+            out.push('0');
+        }
+        out.push_str(digits);
+    } else {
+        out.push_str(&digits[..1]);
+        if k > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        let e = n - 1;
+        out.push(if e < 0 { '-' } else { '+' });
+        let _ = write!(out, "{}", e.unsigned_abs());
+    }
+}
+
+/// Appends `s` as a JSON string literal, escaped as `JSON.stringify` does.
+pub fn write_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &str = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(esc);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
+    out.push('"');
+}
+
+/// Appends one cell.
+pub fn write_value(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Num(f) => write_f64(out, *f),
+        Value::Str(s) => write_str(out, s),
+    }
+}
+
+/// Appends a positional row as a JSON array.
+pub fn write_row(out: &mut String, row: &[Value]) {
+    out.push('[');
+    for (i, v) in row.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_value(out, v);
+    }
+    out.push(']');
+}
+
+/// Appends a JSON array of strings.
+pub fn write_str_array<S: AsRef<str>>(out: &mut String, items: &[S]) {
+    out.push('[');
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(out, s.as_ref());
+    }
+    out.push(']');
+}
+
+/// Appends `"key":` (the key must not need escaping beyond `write_str`).
+#[inline]
+pub(crate) fn write_key(out: &mut String, key: &str) {
+    write_str(out, key);
+    out.push(':');
+}
+
+/// A fixed stack buffer for formatting one number without allocating.
+struct StackBuf {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl StackBuf {
+    fn new() -> StackBuf {
+        StackBuf {
+            buf: [0; 40],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits, '.', 'e' and '-' are ever written.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl Write for StackBuf {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn js(f: f64) -> String {
+        let mut s = String::new();
+        write_f64(&mut s, f);
+        s
+    }
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        assert_eq!(js(0.0), "0");
+        assert_eq!(js(-0.0), "0");
+        assert_eq!(js(5.0), "5");
+        assert_eq!(js(-5.0), "-5");
+        assert_eq!(js(0.1), "0.1");
+        assert_eq!(js(1.5e-7), "1.5e-7");
+        assert_eq!(js(1e-7), "1e-7");
+        assert_eq!(js(0.000001), "0.000001");
+        assert_eq!(js(1e21), "1e+21");
+        assert_eq!(js(1e20), "100000000000000000000");
+        assert_eq!(js(9007199254740993.0), "9007199254740992");
+        assert_eq!(js(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(js(1.7976931348623157e308), "1.7976931348623157e+308");
+        assert_eq!(js(5e-324), "5e-324");
+        assert_eq!(js(-1.25), "-1.25");
+        assert_eq!(js(123.456), "123.456");
+        assert_eq!(js(2.5e25), "2.5e+25");
+        assert_eq!(js(f64::NAN), "null");
+        assert_eq!(js(f64::INFINITY), "null");
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify() {
+        let mut s = String::new();
+        write_str(&mut s, "a\"b\\c\n\u{1}\u{7f}/é\u{2028}");
+        assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001\u{7f}/é\u{2028}\"");
+    }
+}

@@ -1,0 +1,413 @@
+//! The 14 simple operators with their NULL semantics (protocol.md §1.4) and LIKE/ILIKE
+//! matching (§1.5).
+//!
+//! A predicate compares one cell against one literal. NULL never satisfies a comparison
+//! except through `IS`/`IS NOT`; a `null` literal makes every operator but `IS`/`IS NOT`
+//! constant false. Cells of a different type than the literal are simply "not identical"
+//! and order by type rank.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use crate::value::{compare, Value};
+
+/// A literal from a query: numbers keep the exact integer plane of the wire AST.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lit {
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integral number token within the i64 range (compared exactly).
+    Int(i64),
+    /// Any other number.
+    Float(f64),
+    /// A string.
+    Str(Box<str>),
+    /// The right-hand side of `IN` / `NOT IN`.
+    List(Vec<Lit>),
+}
+
+impl Lit {
+    /// Builds a number literal from a JSON number: integral values in `[-2^63, 2^63)`
+    /// become [`Lit::Int`], everything else [`Lit::Float`].
+    pub fn from_json_number(n: &serde_json::Number) -> Option<Lit> {
+        if let Some(i) = n.as_i64() {
+            return Some(Lit::Int(i));
+        }
+        let f = n.as_f64()?;
+        if !f.is_finite() {
+            return Some(Lit::Null);
+        }
+        const TWO63: f64 = 9_223_372_036_854_775_808.0;
+        if crate::value::is_integral(f) && (-TWO63..TWO63).contains(&f) {
+            Some(Lit::Int(f as i64))
+        } else {
+            Some(Lit::Float(f))
+        }
+    }
+
+    /// The cell this literal equals, when one exists (used for equality dispatch).
+    pub fn as_cell(&self) -> Option<Value> {
+        match self {
+            Lit::Null | Lit::List(_) => None,
+            Lit::Bool(b) => Some(Value::Bool(*b)),
+            Lit::Int(i) => {
+                let f = *i as f64;
+                // Only when the integer is exactly representable can a cell equal it.
+                (f as i64 == *i && f < 9_223_372_036_854_775_808.0).then(|| Value::num(f))
+            }
+            Lit::Float(f) => Some(Value::num(*f)),
+            Lit::Str(s) => Some(Value::Str(s.clone())),
+        }
+    }
+
+    fn type_rank(&self) -> u8 {
+        match self {
+            Lit::Null => 1,
+            Lit::Bool(_) => 2,
+            Lit::Int(_) | Lit::Float(_) => 3,
+            Lit::Str(_) => 4,
+            Lit::List(_) => 5,
+        }
+    }
+}
+
+/// Exact comparison of a double with a 64-bit integer.
+pub fn compare_f64_i64(f: f64, i: i64) -> Ordering {
+    const TWO63: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() {
+        return if f.is_sign_negative() {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
+    }
+    if f >= TWO63 {
+        return Ordering::Greater;
+    }
+    if f < -TWO63 {
+        return Ordering::Less;
+    }
+    let t = crate::value::trunc(f);
+    let ti = t as i64;
+    match ti.cmp(&i) {
+        Ordering::Equal => {
+            let frac = f - t;
+            if frac > 0.0 {
+                Ordering::Greater
+            } else if frac < 0.0 {
+                Ordering::Less
+            } else {
+                Ordering::Equal
+            }
+        }
+        o => o,
+    }
+}
+
+/// Predicate ordering of a cell against a scalar literal: same as the sort comparator for
+/// same-type pairs (numbers exactly across the int/float planes), type rank otherwise.
+pub fn compare_cell_lit(cell: &Value, lit: &Lit) -> Ordering {
+    match (cell, lit) {
+        (Value::Num(f), Lit::Int(i)) => compare_f64_i64(*f, *i),
+        (Value::Num(f), Lit::Float(g)) => f.total_cmp(g),
+        (Value::Null, Lit::Null) => Ordering::Equal,
+        (Value::Bool(a), Lit::Bool(b)) => a.cmp(b),
+        (Value::Str(a), Lit::Str(b)) => a.as_bytes().cmp(b.as_bytes()),
+        _ => cell.type_rank().cmp(&lit.type_rank()),
+    }
+}
+
+/// Predicate identity (null ≡ null, numbers exact, other cross-type pairs differ).
+pub fn identical(cell: &Value, lit: &Lit) -> bool {
+    match (cell, lit) {
+        (Value::Num(f), Lit::Float(g)) => f == g,
+        (_, Lit::List(_)) => false,
+        _ => compare_cell_lit(cell, lit) == Ordering::Equal,
+    }
+}
+
+/// A simple operator's spelling on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SimpleOp {
+    /// `=`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `IS`
+    Is,
+    /// `IS NOT`
+    IsNot,
+    /// `LIKE`
+    Like,
+    /// `NOT LIKE`
+    NotLike,
+    /// `ILIKE`
+    ILike,
+    /// `NOT ILIKE`
+    NotILike,
+    /// `IN`
+    In,
+    /// `NOT IN`
+    NotIn,
+}
+
+impl SimpleOp {
+    /// Parses the wire spelling.
+    pub fn parse(s: &str) -> Option<SimpleOp> {
+        Some(match s {
+            "=" => SimpleOp::Eq,
+            "!=" => SimpleOp::Ne,
+            "<" => SimpleOp::Lt,
+            "<=" => SimpleOp::Le,
+            ">" => SimpleOp::Gt,
+            ">=" => SimpleOp::Ge,
+            "IS" => SimpleOp::Is,
+            "IS NOT" => SimpleOp::IsNot,
+            "LIKE" => SimpleOp::Like,
+            "NOT LIKE" => SimpleOp::NotLike,
+            "ILIKE" => SimpleOp::ILike,
+            "NOT ILIKE" => SimpleOp::NotILike,
+            "IN" => SimpleOp::In,
+            "NOT IN" => SimpleOp::NotIn,
+            _ => return None,
+        })
+    }
+
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SimpleOp::Eq => "=",
+            SimpleOp::Ne => "!=",
+            SimpleOp::Lt => "<",
+            SimpleOp::Le => "<=",
+            SimpleOp::Gt => ">",
+            SimpleOp::Ge => ">=",
+            SimpleOp::Is => "IS",
+            SimpleOp::IsNot => "IS NOT",
+            SimpleOp::Like => "LIKE",
+            SimpleOp::NotLike => "NOT LIKE",
+            SimpleOp::ILike => "ILIKE",
+            SimpleOp::NotILike => "NOT ILIKE",
+            SimpleOp::In => "IN",
+            SimpleOp::NotIn => "NOT IN",
+        }
+    }
+}
+
+/// A compiled `cell <op> literal` test.
+#[derive(Clone, Debug)]
+pub enum Pred {
+    /// Always this value (a `null` literal, an empty list, a folded constant).
+    Const(bool),
+    /// `=` / `!=` / ordering against a scalar literal.
+    Cmp(SimpleOp, Lit),
+    /// `IS` / `IS NOT` (negated) against a scalar literal, NULL included.
+    Is(Lit, bool),
+    /// `IN` / `NOT IN` (negated) against the list's non-null elements.
+    In(Vec<Lit>, bool),
+    /// `LIKE` family: the matcher and whether the result is negated.
+    Like(LikeMatcher, bool),
+}
+
+impl Pred {
+    /// Evaluates the predicate on one cell.
+    pub fn eval(&self, cell: &Value) -> bool {
+        match self {
+            Pred::Const(b) => *b,
+            Pred::Is(lit, negated) => identical(cell, lit) != *negated,
+            _ if cell.is_null() => false,
+            Pred::Cmp(op, lit) => {
+                let o = compare_cell_lit(cell, lit);
+                match op {
+                    SimpleOp::Eq => identical(cell, lit),
+                    SimpleOp::Ne => !identical(cell, lit),
+                    SimpleOp::Lt => o == Ordering::Less,
+                    SimpleOp::Le => o != Ordering::Greater,
+                    SimpleOp::Gt => o == Ordering::Greater,
+                    SimpleOp::Ge => o != Ordering::Less,
+                    _ => false,
+                }
+            }
+            Pred::In(list, negated) => list.iter().any(|l| identical(cell, l)) != *negated,
+            Pred::Like(m, negated) => match cell {
+                Value::Str(s) => m.matches(s.as_bytes()) != *negated,
+                _ => *negated,
+            },
+        }
+    }
+
+    /// Builds the predicate for `op` against `lit`, refusing shapes the room cannot
+    /// compile. The error text completes `unsupported query: …`.
+    pub fn compile(op: SimpleOp, lit: Lit) -> Result<Pred, &'static str> {
+        let is_list = matches!(lit, Lit::List(_));
+        match op {
+            SimpleOp::In | SimpleOp::NotIn => match lit {
+                Lit::Null => Ok(Pred::Const(false)),
+                Lit::List(items) => {
+                    if items.iter().any(|i| matches!(i, Lit::List(_))) {
+                        return Err("an IN list cannot contain arrays");
+                    }
+                    let items: Vec<Lit> = items.into_iter().filter(|i| *i != Lit::Null).collect();
+                    Ok(Pred::In(items, op == SimpleOp::NotIn))
+                }
+                _ => Err("the right-hand side of IN / NOT IN must be an array literal"),
+            },
+            _ if is_list => Err("an array literal is only allowed with IN / NOT IN"),
+            SimpleOp::Is => Ok(Pred::Is(lit, false)),
+            SimpleOp::IsNot => Ok(Pred::Is(lit, true)),
+            _ if lit == Lit::Null => Ok(Pred::Const(false)),
+            SimpleOp::Like | SimpleOp::NotLike | SimpleOp::ILike | SimpleOp::NotILike => {
+                let Lit::Str(pattern) = lit else {
+                    return Err("the right-hand side of LIKE / ILIKE must be a string literal");
+                };
+                let fold = matches!(op, SimpleOp::ILike | SimpleOp::NotILike);
+                let negated = matches!(op, SimpleOp::NotLike | SimpleOp::NotILike);
+                Ok(Pred::Like(
+                    LikeMatcher::new(pattern.as_bytes(), fold),
+                    negated,
+                ))
+            }
+            _ => Ok(Pred::Cmp(op, lit)),
+        }
+    }
+}
+
+/// Folds a `literal <op> literal` comparison to a constant (a literal on the left is
+/// allowed and evaluated at build time).
+pub fn fold_literals(left: &Lit, op: SimpleOp, right: Lit) -> Result<bool, &'static str> {
+    let is_ordering = matches!(
+        op,
+        SimpleOp::Lt | SimpleOp::Le | SimpleOp::Gt | SimpleOp::Ge
+    );
+    if is_ordering
+        && *left != Lit::Null
+        && right != Lit::Null
+        && left.type_rank() != right.type_rank()
+    {
+        return Err("an ordering comparison between literals of different types");
+    }
+    let cell = match left {
+        Lit::Null => Value::Null,
+        Lit::Bool(b) => Value::Bool(*b),
+        Lit::Int(i) => Value::num(*i as f64),
+        Lit::Float(f) => Value::num(*f),
+        Lit::Str(s) => Value::Str(s.clone()),
+        Lit::List(_) => return Err("an array literal on the left-hand side"),
+    };
+    let pred = Pred::compile(op, right)?;
+    Ok(pred.eval(&cell))
+}
+
+/// Equality on cells used where two cells meet (re-exported for the naive evaluator).
+pub fn cells_identical(a: &Value, b: &Value) -> bool {
+    compare(a, b) == Ordering::Equal
+}
+
+/// One element of a compiled LIKE pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LikeTok {
+    /// A literal byte (already ASCII-folded for ILIKE).
+    Byte(u8),
+    /// `_`: exactly one byte.
+    One,
+    /// `%`: any run of bytes, possibly empty.
+    Any,
+}
+
+/// A compiled LIKE / ILIKE pattern: byte-level, `\` escapes `%`, `_` and `\`; any other
+/// escaped byte keeps the backslash; a trailing lone `\` is literal. ILIKE folds ASCII
+/// letters only.
+#[derive(Clone, Debug)]
+pub struct LikeMatcher {
+    toks: Box<[LikeTok]>,
+    fold: bool,
+}
+
+impl LikeMatcher {
+    /// Compiles `pattern`.
+    pub fn new(pattern: &[u8], fold: bool) -> LikeMatcher {
+        let norm = |b: u8| if fold { b.to_ascii_lowercase() } else { b };
+        let mut toks = Vec::with_capacity(pattern.len());
+        let mut i = 0;
+        while i < pattern.len() {
+            let b = pattern[i];
+            match b {
+                b'\\' => match pattern.get(i + 1) {
+                    Some(&n @ (b'%' | b'_' | b'\\')) => {
+                        toks.push(LikeTok::Byte(n));
+                        i += 1;
+                    }
+                    _ => toks.push(LikeTok::Byte(b'\\')),
+                },
+                b'%' => {
+                    if toks.last() != Some(&LikeTok::Any) {
+                        toks.push(LikeTok::Any);
+                    }
+                }
+                b'_' => toks.push(LikeTok::One),
+                _ => toks.push(LikeTok::Byte(norm(b))),
+            }
+            i += 1;
+        }
+        LikeMatcher {
+            toks: toks.into(),
+            fold,
+        }
+    }
+
+    /// Whether `text` matches the whole pattern.
+    pub fn matches(&self, text: &[u8]) -> bool {
+        let toks = &self.toks;
+        let (mut t, mut p) = (0usize, 0usize);
+        // Backtrack point: the last `%` seen and the text position it resumes from.
+        let mut star: Option<(usize, usize)> = None;
+        while t < text.len() {
+            let c = if self.fold {
+                text[t].to_ascii_lowercase()
+            } else {
+                text[t]
+            };
+            match toks.get(p) {
+                Some(LikeTok::Any) => {
+                    star = Some((p, t));
+                    p += 1;
+                    continue;
+                }
+                Some(LikeTok::One) => {
+                    p += 1;
+                    t += 1;
+                    continue;
+                }
+                Some(LikeTok::Byte(b)) if *b == c => {
+                    p += 1;
+                    t += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            }
+        }
+        toks[p..].iter().all(|tok| *tok == LikeTok::Any)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,159 @@
+use super::*;
+use alloc::vec;
+
+fn p(op: &str, lit: Lit) -> Pred {
+    Pred::compile(SimpleOp::parse(op).unwrap(), lit).unwrap()
+}
+
+fn s(x: &str) -> Value {
+    Value::str(x)
+}
+
+#[test]
+fn null_literal_is_false_except_is() {
+    for op in [
+        "=",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "LIKE",
+        "NOT LIKE",
+        "ILIKE",
+        "NOT ILIKE",
+        "IN",
+    ] {
+        let pred = p(op, Lit::Null);
+        assert!(!pred.eval(&Value::num(1.0)), "{op}");
+        assert!(!pred.eval(&Value::Null), "{op}");
+    }
+    assert!(!p("NOT IN", Lit::Null).eval(&Value::num(1.0)));
+    assert!(p("IS", Lit::Null).eval(&Value::Null));
+    assert!(!p("IS", Lit::Null).eval(&Value::num(0.0)));
+    assert!(p("IS NOT", Lit::Null).eval(&Value::num(0.0)));
+    assert!(!p("IS NOT", Lit::Null).eval(&Value::Null));
+}
+
+#[test]
+fn null_cell_fails_every_comparison() {
+    for op in [
+        "=",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "LIKE",
+        "NOT LIKE",
+        "ILIKE",
+        "NOT ILIKE",
+    ] {
+        let lit = if op.contains("LIKE") {
+            Lit::Str("%".into())
+        } else {
+            Lit::Int(1)
+        };
+        assert!(!p(op, lit).eval(&Value::Null), "{op}");
+    }
+    assert!(!p("IN", Lit::List(vec![Lit::Int(1)])).eval(&Value::Null));
+    assert!(!p("NOT IN", Lit::List(vec![Lit::Int(1)])).eval(&Value::Null));
+    assert!(!p("NOT IN", Lit::List(vec![])).eval(&Value::Null));
+    assert!(!p("IS", Lit::Int(5)).eval(&Value::Null));
+    assert!(p("IS NOT", Lit::Int(5)).eval(&Value::Null));
+}
+
+#[test]
+fn numbers_compare_exactly_across_planes() {
+    assert!(p("=", Lit::Int(5)).eval(&Value::num(5.0)));
+    assert!(p("=", Lit::Float(5.0)).eval(&Value::num(5.0)));
+    // 2^53 + 1 is not representable: no double equals it.
+    let big = Lit::Int(9_007_199_254_740_993);
+    assert!(!p("=", big.clone()).eval(&Value::num(9_007_199_254_740_992.0)));
+    assert!(p("<", big).eval(&Value::num(9_007_199_254_740_992.0)));
+    assert!(p(">", Lit::Int(2)).eval(&Value::num(2.5)));
+    assert!(p("<=", Lit::Int(-2)).eval(&Value::num(-2.5)));
+    assert_eq!(compare_f64_i64(-0.5, 0), Ordering::Less);
+    assert_eq!(compare_f64_i64(1e300, i64::MAX), Ordering::Greater);
+}
+
+#[test]
+fn cross_type_identity_and_rank() {
+    assert!(!p("=", Lit::Int(5)).eval(&s("5")));
+    assert!(p("!=", Lit::Int(5)).eval(&s("5")));
+    // Str ranks above Number.
+    assert!(p(">", Lit::Int(5)).eval(&s("a")));
+    assert!(!p("<", Lit::Int(5)).eval(&s("a")));
+    assert!(p("<", Lit::Str("a".into())).eval(&Value::Bool(true)));
+}
+
+#[test]
+fn in_lists_ignore_null_elements() {
+    let list = Lit::List(vec![Lit::Int(1), Lit::Null]);
+    assert!(p("IN", list.clone()).eval(&Value::num(1.0)));
+    assert!(!p("IN", list.clone()).eval(&Value::num(2.0)));
+    // The engine column of §1.4: the null element never matches, so NOT IN is TRUE.
+    assert!(p("NOT IN", list.clone()).eval(&Value::num(2.0)));
+    assert!(!p("NOT IN", list).eval(&Value::num(1.0)));
+    assert!(!p("IN", Lit::List(vec![])).eval(&Value::num(1.0)));
+    assert!(p("NOT IN", Lit::List(vec![])).eval(&Value::num(1.0)));
+    assert!(Pred::compile(SimpleOp::In, Lit::Int(1)).is_err());
+    assert!(Pred::compile(SimpleOp::Eq, Lit::List(vec![])).is_err());
+}
+
+#[test]
+fn like_semantics() {
+    let like =
+        |pat: &str, text: &str| LikeMatcher::new(pat.as_bytes(), false).matches(text.as_bytes());
+    let ilike =
+        |pat: &str, text: &str| LikeMatcher::new(pat.as_bytes(), true).matches(text.as_bytes());
+    assert!(like("%", ""));
+    assert!(like("a%", "abc"));
+    assert!(like("%c", "abc"));
+    assert!(like("%b%", "abc"));
+    assert!(!like("%d%", "abc"));
+    assert!(like("a_c", "abc"));
+    assert!(!like("a_c", "ac"));
+    assert!(like("a%%c", "ac"));
+    assert!(like("%a%b%c%", "xxaxxbxxcxx"));
+    assert!(!like("abc", "ABC"));
+    assert!(ilike("abc", "ABC"));
+    assert!(ilike("%É%", "É")); // non-ASCII compared exactly
+    assert!(!ilike("é", "É"));
+    // `_` is one byte, not one character.
+    assert!(like("__", "é"));
+    assert!(!like("_", "é"));
+    // Escapes.
+    assert!(like("100\\%", "100%"));
+    assert!(!like("100\\%", "1000"));
+    assert!(like("a\\_b", "a_b"));
+    assert!(!like("a\\_b", "axb"));
+    assert!(like("a\\\\b", "a\\b"));
+    assert!(like("a\\xb", "a\\xb"));
+    assert!(like("ab\\", "ab\\"));
+    assert!(!like("ab\\", "ab"));
+}
+
+#[test]
+fn like_on_non_text_cells() {
+    let pat = Lit::Str("%".into());
+    assert!(!p("LIKE", pat.clone()).eval(&Value::num(1.0)));
+    assert!(p("NOT LIKE", pat.clone()).eval(&Value::num(1.0)));
+    assert!(p("NOT ILIKE", pat.clone()).eval(&Value::Bool(true)));
+    assert!(!p("NOT LIKE", pat).eval(&s("x")));
+    assert!(Pred::compile(SimpleOp::Like, Lit::Int(1)).is_err());
+}
+
+#[test]
+fn literal_folding() {
+    assert_eq!(
+        fold_literals(&Lit::Int(1), SimpleOp::Eq, Lit::Float(1.0)),
+        Ok(true)
+    );
+    assert_eq!(fold_literals(&Lit::Null, SimpleOp::Is, Lit::Null), Ok(true));
+    assert!(fold_literals(&Lit::Int(1), SimpleOp::Lt, Lit::Str("a".into())).is_err());
+    assert_eq!(
+        fold_literals(&Lit::Str("b".into()), SimpleOp::Gt, Lit::Str("a".into())),
+        Ok(true)
+    );
+}

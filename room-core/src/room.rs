@@ -1,0 +1,599 @@
+//! [`Room`]: the typed API of one room — the upstream-fed base store and its downstream
+//! serving state.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use crate::ast::{Cond, Query};
+use crate::canonical::canonical_text;
+use crate::error::{Error, ErrorCode};
+use crate::fingerprint::{normalized_fp, Fnv64};
+use crate::ivm::Engine;
+use crate::schema::{Hello, TableSchema};
+use crate::serve::{
+    compose, ops_from_changes, sort_ops, Batch, DownstreamHello, Frame, NetOp, Served, Server,
+    Subscribed, Subscriber,
+};
+use crate::store::{Row, Store, StoreRefusal};
+
+/// One upstream `nbatch.batch` (the room is the daemon's client).
+#[derive(Clone, Debug)]
+pub struct UpstreamBatch {
+    /// The upstream subscription epoch.
+    pub epoch: u64,
+    /// The upstream sequence number (0 = snapshot).
+    pub seq: u64,
+    /// Must equal the hello's fingerprint.
+    pub normalized_fp: String,
+    /// The upstream commit version, when sent.
+    pub cv: Option<f64>,
+    /// Row changes, applied in order.
+    pub ops: Vec<NetOp>,
+}
+
+/// The outcome of [`Room::apply`] (D3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApplyStatus {
+    /// The seq-0 snapshot loaded `rows` rows; the room is live.
+    Snapshot {
+        /// Rows loaded.
+        rows: usize,
+    },
+    /// A live batch applied `ops` ops; drain with [`Room::commit_all`].
+    Live {
+        /// Ops applied.
+        ops: usize,
+    },
+    /// A batch at or below the last applied seq: ignored.
+    Duplicate,
+    /// A batch from an older epoch: ignored.
+    StaleEpoch {
+        /// The store's epoch.
+        expected: u64,
+        /// The batch's epoch.
+        got: u64,
+    },
+}
+
+/// One room. See the [crate docs](crate) for the mutate-then-drain loop.
+#[derive(Debug)]
+pub struct Room {
+    pub(crate) store: Store,
+    pub(crate) engine: Engine,
+    pub(crate) server: Server,
+    upstream_fp: String,
+    epoch: u64,
+    last_seq: Option<u64>,
+    cv: Option<f64>,
+    pub(crate) head_cv: u64,
+    poisoned: Option<String>,
+    idle_ttl_ms: u64,
+}
+
+impl Room {
+    /// Opens a room from a validated upstream hello. `idle_ttl_ms` is how long a query
+    /// with no subscribers stays materialized before [`Room::sweep`] reclaims it.
+    pub fn open(hello: Hello, idle_ttl_ms: u64) -> Result<Room, Error> {
+        hello.validate()?;
+        let tables = hello.tables.len();
+        Ok(Room {
+            store: Store::new(hello.tables),
+            engine: Engine::new(tables),
+            server: Server::default(),
+            upstream_fp: hello.normalized_fp,
+            epoch: hello.epoch,
+            last_seq: None,
+            cv: None,
+            head_cv: 0,
+            poisoned: None,
+            idle_ttl_ms,
+        })
+    }
+
+    /// The upstream epoch the store was opened under.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The `cv` of the last applied upstream batch that carried one.
+    pub fn cv(&self) -> Option<f64> {
+        self.cv
+    }
+
+    /// The room's own commit counter (D3): 0 before the snapshot, 1 after it, +1 per
+    /// upstream apply and per local commit that changed the head.
+    pub fn head_cv(&self) -> u64 {
+        self.head_cv
+    }
+
+    /// Whether the snapshot applied and nothing poisoned the store.
+    pub fn is_live(&self) -> bool {
+        self.last_seq.is_some() && self.poisoned.is_none()
+    }
+
+    /// Whether an apply poisoned the store (tear down and re-subscribe upstream).
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.is_some()
+    }
+
+    /// How many queries are materialized (after dedup).
+    pub fn materialization_count(&self) -> usize {
+        self.server.served.len()
+    }
+
+    /// How many subscribers are attached.
+    pub fn subscriber_count(&self) -> usize {
+        self.server.subs.len()
+    }
+
+    /// The tables of the upstream hello (plus any system tables), in table order.
+    pub fn tables(&self) -> impl Iterator<Item = &TableSchema> {
+        self.store.schemas()
+    }
+
+    /// Errors unless the room can serve.
+    pub(crate) fn require_live(&self) -> Result<(), Error> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::new(
+                ErrorCode::NotLive,
+                format!("the room's store is poisoned ({why}); open a new room"),
+            ));
+        }
+        if self.last_seq.is_none() {
+            return Err(Error::new(
+                ErrorCode::NotLive,
+                "the room is not live yet: no upstream snapshot (seq 0) has been applied",
+            ));
+        }
+        Ok(())
+    }
+
+    fn poison(&mut self, why: String) -> Error {
+        let err = Error::new(
+            ErrorCode::Poisoned,
+            format!("upstream batch poisoned the store: {why}"),
+        );
+        self.poisoned = Some(why);
+        err
+    }
+
+    /// Applies one upstream batch (D3). After `Live`, drain with [`Room::commit_all`].
+    pub fn apply(&mut self, batch: &UpstreamBatch) -> Result<ApplyStatus, Error> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::new(
+                ErrorCode::NotLive,
+                format!("the room's store is poisoned ({why}); open a new room"),
+            ));
+        }
+        if batch.normalized_fp != self.upstream_fp {
+            return Err(Error::new(
+                ErrorCode::FingerprintMismatch,
+                format!(
+                    "upstream batch normalizedFp {:?} does not match the hello's {:?}",
+                    batch.normalized_fp, self.upstream_fp
+                ),
+            ));
+        }
+        if batch.epoch < self.epoch {
+            return Ok(ApplyStatus::StaleEpoch {
+                expected: self.epoch,
+                got: batch.epoch,
+            });
+        }
+        if batch.epoch > self.epoch {
+            return Err(Error::new(
+                ErrorCode::EpochAhead,
+                format!(
+                    "upstream batch epoch {} is ahead of the store's epoch {}; open a new room from the new hello",
+                    batch.epoch, self.epoch
+                ),
+            ));
+        }
+        match self.last_seq {
+            None => {
+                if batch.seq != 0 {
+                    return Err(Error::new(
+                        ErrorCode::SequenceGap,
+                        format!(
+                            "upstream gap: the first batch must be seq 0, got seq {}",
+                            batch.seq
+                        ),
+                    ));
+                }
+                if let Some(i) = batch
+                    .ops
+                    .iter()
+                    .position(|op| !matches!(op, NetOp::Add { .. }))
+                {
+                    return Err(Error::new(
+                        ErrorCode::MalformedInput,
+                        format!("upstream snapshot op {i} is not an add (a seq-0 snapshot holds only adds)"),
+                    ));
+                }
+                let rows = self.apply_ops(&batch.ops)?;
+                self.last_seq = Some(0);
+                self.cv = batch.cv.or(self.cv);
+                self.head_cv = 1;
+                Ok(ApplyStatus::Snapshot { rows })
+            }
+            Some(last) if batch.seq <= last => Ok(ApplyStatus::Duplicate),
+            Some(last) if batch.seq == last + 1 => {
+                let ops = self.apply_ops(&batch.ops)?;
+                self.last_seq = Some(batch.seq);
+                self.cv = batch.cv.or(self.cv);
+                self.head_cv += 1;
+                Ok(ApplyStatus::Live { ops })
+            }
+            Some(last) => Err(Error::new(
+                ErrorCode::SequenceGap,
+                format!(
+                    "upstream gap: expected seq {}, got seq {}",
+                    last + 1,
+                    batch.seq
+                ),
+            )),
+        }
+    }
+
+    fn apply_ops(&mut self, ops: &[NetOp]) -> Result<usize, Error> {
+        for (i, op) in ops.iter().enumerate() {
+            if let Err(why) = self.apply_upstream_op(op) {
+                return Err(self.poison(format!("op {i}: {why}")));
+            }
+        }
+        Ok(ops.len())
+    }
+
+    /// Writes one upstream op to the store and maintains every query.
+    fn apply_upstream_op(&mut self, op: &NetOp) -> Result<(), String> {
+        let name = op.table();
+        let t = self
+            .store
+            .table_id(name)
+            .ok_or_else(|| format!("unknown table {name:?}"))?;
+        let width = self.store.table(t).schema.columns.len();
+        let check = |row: &Row| {
+            if row.len() == width {
+                Ok(())
+            } else {
+                Err(format!(
+                    "a {name:?} row has {} cells, the table has {width} columns",
+                    row.len()
+                ))
+            }
+        };
+        match op {
+            NetOp::Add { row, .. } => {
+                check(row)?;
+                self.insert_row(t, row.clone())
+            }
+            NetOp::Remove { row, .. } => {
+                check(row)?;
+                let rid = self
+                    .store
+                    .find(t, row)
+                    .ok_or_else(|| format!("remove of a missing key in {name:?}"))?;
+                self.remove_row(t, rid);
+                Ok(())
+            }
+            NetOp::Edit { old, new, .. } => {
+                check(old)?;
+                check(new)?;
+                let rid = self
+                    .store
+                    .find(t, old)
+                    .ok_or_else(|| format!("edit of a missing key in {name:?}"))?;
+                let same_key = {
+                    let pk = &self.store.table(t).schema.primary_key;
+                    pk.iter().all(|&c| old[c] == new[c])
+                };
+                if same_key {
+                    self.replace_row(t, rid, new.clone());
+                    Ok(())
+                } else {
+                    // A key change arrives as remove + add.
+                    if self.store.find(t, new).is_some() {
+                        return Err(format!("edit onto an existing key in {name:?}"));
+                    }
+                    self.remove_row(t, rid);
+                    self.insert_row(t, new.clone())
+                }
+            }
+        }
+    }
+
+    /// Inserts a row and maintains every query.
+    pub(crate) fn insert_row(&mut self, t: usize, row: Row) -> Result<(), String> {
+        let name = self.store.table(t).schema.name.clone();
+        let (table, scratch) = self.store.table_mut(t);
+        let rid = table.insert(row.clone(), scratch).map_err(|e| match e {
+            StoreRefusal::KeyExists => format!("add of an existing key in {name:?}"),
+            StoreRefusal::WrongWidth => format!("a {name:?} row has the wrong width"),
+        })?;
+        self.engine.on_change(&self.store, t, rid, None, Some(&row));
+        Ok(())
+    }
+
+    /// Removes a row and maintains every query.
+    pub(crate) fn remove_row(&mut self, t: usize, rid: crate::store::RowId) {
+        let (table, scratch) = self.store.table_mut(t);
+        if let Some(old) = table.remove(rid, scratch) {
+            self.engine.on_change(&self.store, t, rid, Some(&old), None);
+        }
+    }
+
+    /// Replaces a row's image (same key) and maintains every query.
+    pub(crate) fn replace_row(&mut self, t: usize, rid: crate::store::RowId, row: Row) {
+        let (table, scratch) = self.store.table_mut(t);
+        if let Some(old) = table.replace(rid, row.clone(), scratch) {
+            self.engine
+                .on_change(&self.store, t, rid, Some(&old), Some(&row));
+        }
+    }
+
+    /// Parses and validates a wire AST against this room's tables.
+    pub fn parse_query(&self, ast_json: &str) -> Result<Query, Error> {
+        Query::parse(ast_json, &self.store)
+    }
+
+    /// Attaches subscriber `sub` at `epoch` to `query` (materializing it, or reusing the
+    /// pipeline of an identical query). Send `hello`, then `snapshot` (seq 0), then this
+    /// subscriber's frames from each [`Room::commit_all`]. Re-subscribing an existing
+    /// `sub` replaces its envelope.
+    pub fn subscribe(
+        &mut self,
+        sub: &str,
+        epoch: u64,
+        query: &Query,
+        now_ms: u64,
+    ) -> Result<Subscribed, Error> {
+        self.require_live()?;
+        let canonical = canonical_text(query, &self.store);
+        let (p, reused) = match self.server.by_canonical.get(&canonical) {
+            Some(&p) => (p, true),
+            None => {
+                let p = self.engine.build(&mut self.store, query);
+                let tables = hello_tables(query, &self.store);
+                let normalized_fp: Arc<str> = Arc::from(normalized_fp(tables.iter()));
+                let mut h = Fnv64::new();
+                h.bytes(canonical.as_bytes());
+                let served = Served {
+                    key: Arc::from(h.hex()),
+                    canonical: canonical.clone(),
+                    tables: tables.into(),
+                    normalized_fp,
+                    subscribers: 0,
+                    idle_since: None,
+                };
+                self.server.served.insert(p, served);
+                self.server.by_canonical.insert(canonical, p);
+                (p, false)
+            }
+        };
+        if reused && self.engine.pipeline(p).footprint.has_changes() {
+            // Re-base the pipeline's drain point on now (the new snapshot); what earlier
+            // subscribers are owed so far waits in their stash.
+            let changes = self.engine.pipeline_mut(p).footprint.take_changes();
+            let owed = ops_from_changes(&self.store, changes);
+            if !owed.is_empty() {
+                for (key, s) in self.server.subs.iter_mut() {
+                    if s.pipeline == p && &**key != sub {
+                        let stash = s.stash.take().unwrap_or_default();
+                        s.stash = Some(compose(&self.store, stash, &owed));
+                    }
+                }
+            }
+        }
+        self.detach(sub, now_ms);
+        let key: Arc<str> = Arc::from(sub);
+        self.server.subs.insert(
+            key,
+            Subscriber {
+                pipeline: p,
+                epoch,
+                next_seq: 1,
+                stash: None,
+            },
+        );
+        let served = self
+            .server
+            .served
+            .get_mut(&p)
+            .ok_or_else(internal_missing_pipeline)?;
+        served.subscribers += 1;
+        served.idle_since = None;
+        let (query_key, tables, fp) = (
+            served.key.clone(),
+            served.tables.clone(),
+            served.normalized_fp.clone(),
+        );
+        let ops = self.snapshot_ops(p);
+        Ok(Subscribed {
+            query_key,
+            reused,
+            hello: DownstreamHello {
+                epoch,
+                tables,
+                normalized_fp: fp.clone(),
+            },
+            snapshot: Batch {
+                epoch,
+                seq: 0,
+                normalized_fp: fp,
+                ops: ops.into(),
+                cv: self.head_cv,
+            },
+        })
+    }
+
+    fn snapshot_ops(&self, p: crate::ivm::PipelineId) -> Vec<NetOp> {
+        let fp = &self.engine.pipeline(p).footprint;
+        let ops = fp
+            .members
+            .iter()
+            .map(|(&(t, _), e)| NetOp::Add {
+                table: self.store.table(t as usize).schema.name.clone(),
+                row: e.row.clone(),
+            })
+            .collect();
+        sort_ops(&self.store, ops)
+    }
+
+    /// Detaches `sub`; its pipeline stays materialized for the idle TTL. Returns whether
+    /// it was attached.
+    pub fn unsubscribe(&mut self, sub: &str, now_ms: u64) -> bool {
+        self.detach(sub, now_ms)
+    }
+
+    fn detach(&mut self, sub: &str, now_ms: u64) -> bool {
+        let Some(s) = self.server.subs.remove(sub) else {
+            return false;
+        };
+        if let Some(served) = self.server.served.get_mut(&s.pipeline) {
+            served.subscribers = served.subscribers.saturating_sub(1);
+            if served.subscribers == 0 {
+                served.idle_since = Some(now_ms);
+            }
+        }
+        true
+    }
+
+    /// Reclaims queries idle for at least the TTL; returns how many.
+    pub fn sweep(&mut self, now_ms: u64) -> usize {
+        let ttl = self.idle_ttl_ms;
+        let expired: Vec<crate::ivm::PipelineId> = self
+            .server
+            .served
+            .iter()
+            .filter(|(_, s)| {
+                s.subscribers == 0
+                    && s.idle_since
+                        .is_some_and(|t| now_ms.saturating_sub(t) >= ttl)
+            })
+            .map(|(&p, _)| p)
+            .collect();
+        for &p in &expired {
+            if let Some(served) = self.server.served.remove(&p) {
+                self.server.by_canonical.remove(&served.canonical);
+            }
+            self.engine.destroy(&mut self.store, p);
+        }
+        expired.len()
+    }
+
+    /// Drains every query once: one frame per subscriber with a non-empty net change
+    /// since its last frame, in subscriber-key order, stamped with `headCv`. Empty when
+    /// nothing changed or the room is not live.
+    pub fn commit_all(&mut self) -> Vec<Frame> {
+        if !self.is_live() {
+            return Vec::new();
+        }
+        let mut changed: hashbrown::HashMap<crate::ivm::PipelineId, Arc<[NetOp]>> =
+            hashbrown::HashMap::new();
+        let ids: Vec<_> = self.engine.pipeline_ids().collect();
+        for p in ids {
+            if self.engine.pipeline(p).footprint.has_changes() {
+                let changes = self.engine.pipeline_mut(p).footprint.take_changes();
+                let ops = ops_from_changes(&self.store, changes);
+                if !ops.is_empty() {
+                    changed.insert(p, ops.into());
+                }
+            }
+        }
+        let mut frames = Vec::new();
+        for (key, s) in self.server.subs.iter_mut() {
+            let ops: Arc<[NetOp]> = match (s.stash.take(), changed.get(&s.pipeline)) {
+                (Some(stash), ops) => {
+                    compose(&self.store, stash, ops.map_or(&[][..], |o| &o[..])).into()
+                }
+                (None, Some(ops)) => ops.clone(),
+                (None, None) => continue,
+            };
+            if ops.is_empty() {
+                continue;
+            }
+            let fp = match self.server.served.get(&s.pipeline) {
+                Some(served) => served.normalized_fp.clone(),
+                None => continue,
+            };
+            frames.push(Frame {
+                sub: key.clone(),
+                batch: Batch {
+                    epoch: s.epoch,
+                    seq: s.next_seq,
+                    normalized_fp: fp,
+                    ops,
+                    cv: self.head_cv,
+                },
+            });
+            s.next_seq += 1;
+        }
+        self.store.end_drain();
+        frames
+    }
+
+    /// The rows a subscriber's query currently holds, as `(table, row)` in D5 op order
+    /// (tests and diagnostics).
+    pub fn footprint(&self, sub: &str) -> Option<Vec<(Arc<str>, Row)>> {
+        let s = self.server.subs.get(sub)?;
+        Some(
+            self.snapshot_ops(s.pipeline)
+                .into_iter()
+                .filter_map(|op| match op {
+                    NetOp::Add { table, row } => Some((table, row)),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// A table's rows in primary-key order (tests and diagnostics).
+    pub fn rows(&self, table: &str) -> Vec<Row> {
+        match self.store.table_id(table) {
+            Some(t) => self.store.table(t).iter().map(|(_, r)| r.clone()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// How many engine nodes are live (diagnostics).
+    pub fn node_count(&self) -> usize {
+        self.engine.node_count()
+    }
+}
+
+fn internal_missing_pipeline() -> Error {
+    Error::new(
+        ErrorCode::Internal,
+        "internal: a subscribed pipeline has no serving state",
+    )
+}
+
+/// The tables a query's footprint can draw rows from (D5): the root, related levels, and
+/// the children of witness-shipping EXISTS gates — sorted by name, full width.
+fn hello_tables(q: &Query, store: &Store) -> Vec<TableSchema> {
+    fn walk(q: &Query, out: &mut Vec<usize>) {
+        if !out.contains(&q.table) {
+            out.push(q.table);
+        }
+        if let Some(c) = &q.filter {
+            cond(c, out);
+        }
+        for r in &q.related {
+            walk(&r.query, out);
+        }
+    }
+    fn cond(c: &Cond, out: &mut Vec<usize>) {
+        match c {
+            Cond::And(items) | Cond::Or(items) => items.iter().for_each(|c| cond(c, out)),
+            Cond::Exists(e) if !e.negated && !e.permissions => walk(&e.query, out),
+            _ => {}
+        }
+    }
+    let mut ids = Vec::new();
+    walk(q, &mut ids);
+    let mut tables: Vec<TableSchema> = ids.iter().map(|&t| store.table(t).schema.clone()).collect();
+    tables.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    tables
+}

@@ -1,0 +1,264 @@
+//! Downstream serving: pipelines shared by QueryKey, subscribers with their own
+//! epoch/seq envelopes, and op netting (DECISIONS D5).
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use hashbrown::HashMap;
+
+use crate::ivm::footprint::NetChange;
+use crate::ivm::PipelineId;
+use crate::schema::TableSchema;
+use crate::store::{Row, Store};
+use crate::value::compare;
+
+/// One normalized op (protocol.md §3.3).
+#[derive(Clone, Debug, PartialEq)]
+pub enum NetOp {
+    /// The key entered the footprint with this image.
+    Add {
+        /// The table.
+        table: Arc<str>,
+        /// The new image.
+        row: Row,
+    },
+    /// The key left the footprint; `row` is its last image.
+    Remove {
+        /// The table.
+        table: Arc<str>,
+        /// The old image.
+        row: Row,
+    },
+    /// The key stayed and its image changed.
+    Edit {
+        /// The table.
+        table: Arc<str>,
+        /// The image the subscriber holds.
+        old: Row,
+        /// The new image.
+        new: Row,
+    },
+}
+
+impl NetOp {
+    /// The op's table.
+    pub fn table(&self) -> &Arc<str> {
+        match self {
+            NetOp::Add { table, .. } | NetOp::Remove { table, .. } | NetOp::Edit { table, .. } => {
+                table
+            }
+        }
+    }
+
+    /// The image before the op (`None` for an add).
+    pub fn before(&self) -> Option<&Row> {
+        match self {
+            NetOp::Add { .. } => None,
+            NetOp::Remove { row, .. } => Some(row),
+            NetOp::Edit { old, .. } => Some(old),
+        }
+    }
+
+    /// The image after the op (`None` for a remove).
+    pub fn after(&self) -> Option<&Row> {
+        match self {
+            NetOp::Add { row, .. } => Some(row),
+            NetOp::Remove { .. } => None,
+            NetOp::Edit { new, .. } => Some(new),
+        }
+    }
+
+    /// Either image (both carry the key).
+    fn image(&self) -> &Row {
+        match self {
+            NetOp::Add { row, .. } | NetOp::Remove { row, .. } => row,
+            NetOp::Edit { new, .. } => new,
+        }
+    }
+
+    /// The op taking `before` to `after`, if they differ.
+    pub fn between(table: &Arc<str>, before: Option<Row>, after: Option<Row>) -> Option<NetOp> {
+        let table = table.clone();
+        match (before, after) {
+            (None, None) => None,
+            (None, Some(row)) => Some(NetOp::Add { table, row }),
+            (Some(row), None) => Some(NetOp::Remove { table, row }),
+            (Some(old), Some(new)) => {
+                if Row::ptr_eq(&old, &new) || old[..] == new[..] {
+                    None
+                } else {
+                    Some(NetOp::Edit { table, old, new })
+                }
+            }
+        }
+    }
+}
+
+/// One downstream `nbatch.batch`.
+#[derive(Clone, Debug)]
+pub struct Batch {
+    /// The subscriber's epoch.
+    pub epoch: u64,
+    /// The subscriber's sequence number (0 = snapshot).
+    pub seq: u64,
+    /// The subscription's `normalizedFp`.
+    pub normalized_fp: Arc<str>,
+    /// Net ops, ordered by table name then primary key.
+    pub ops: Arc<[NetOp]>,
+    /// The room's `headCv` at the drain.
+    pub cv: u64,
+}
+
+/// One entry of a drain: a subscriber and its batch.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// The host's opaque subscriber key.
+    pub sub: Arc<str>,
+    /// The batch to send.
+    pub batch: Batch,
+}
+
+/// The downstream hello of one subscription (D5).
+#[derive(Clone, Debug)]
+pub struct DownstreamHello {
+    /// The subscriber's epoch.
+    pub epoch: u64,
+    /// Every table the footprint can draw from, by name, full width.
+    pub tables: Arc<[TableSchema]>,
+    /// The fingerprint of `tables`.
+    pub normalized_fp: Arc<str>,
+}
+
+/// What `subscribe` returns.
+#[derive(Clone, Debug)]
+pub struct Subscribed {
+    /// The pipeline's key (shared by identical queries).
+    pub query_key: Arc<str>,
+    /// Whether an existing pipeline was reused.
+    pub reused: bool,
+    /// Send as `nhello.hello`.
+    pub hello: DownstreamHello,
+    /// Send as the seq-0 `nbatch.batch`.
+    pub snapshot: Batch,
+}
+
+/// Serving state of one pipeline.
+#[derive(Debug)]
+pub(crate) struct Served {
+    pub key: Arc<str>,
+    pub canonical: String,
+    pub tables: Arc<[TableSchema]>,
+    pub normalized_fp: Arc<str>,
+    pub subscribers: u32,
+    pub idle_since: Option<u64>,
+}
+
+/// One attached subscriber.
+#[derive(Debug)]
+pub(crate) struct Subscriber {
+    pub pipeline: PipelineId,
+    pub epoch: u64,
+    pub next_seq: u64,
+    /// Net ops owed from before a later subscriber re-based the pipeline's drain point.
+    pub stash: Option<Vec<NetOp>>,
+}
+
+/// Subscribers and the pipelines they share.
+#[derive(Debug, Default)]
+pub(crate) struct Server {
+    pub served: HashMap<PipelineId, Served>,
+    pub by_canonical: HashMap<String, PipelineId>,
+    pub subs: BTreeMap<Arc<str>, Subscriber>,
+}
+
+/// The D5 op order: table name (bytes), then primary key (comparator order).
+fn op_order(store: &Store, a: &NetOp, b: &NetOp) -> Ordering {
+    let o = a.table().as_bytes().cmp(b.table().as_bytes());
+    if o != Ordering::Equal {
+        return o;
+    }
+    let pk: &[usize] = match store.table_id(a.table()) {
+        Some(i) => &store.table(i).schema.primary_key,
+        None => &[],
+    };
+    let (ra, rb) = (a.image(), b.image());
+    for &c in pk {
+        let o = compare(&ra[c], &rb[c]);
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Orders ops (D5) and folds two ops on one key into one: a key removed and re-added
+/// within a drain gets a fresh row id, so it arrives as a remove of the old id and an
+/// add of the new one.
+pub(crate) fn sort_ops(store: &Store, mut ops: Vec<NetOp>) -> Vec<NetOp> {
+    ops.sort_by(|a, b| op_order(store, a, b));
+    let mut out: Vec<NetOp> = Vec::with_capacity(ops.len());
+    for op in ops {
+        if let Some(last) = out.last() {
+            if op_order(store, last, &op) == Ordering::Equal {
+                let last = out.pop();
+                let before = last
+                    .as_ref()
+                    .and_then(|l| l.before().cloned())
+                    .or(op.before().cloned());
+                let after = op
+                    .after()
+                    .cloned()
+                    .or(last.as_ref().and_then(|l| l.after().cloned()));
+                if let Some(merged) = NetOp::between(op.table(), before, after) {
+                    out.push(merged);
+                }
+                continue;
+            }
+        }
+        out.push(op);
+    }
+    out
+}
+
+/// Turns a footprint's net changes into sorted ops.
+pub(crate) fn ops_from_changes(store: &Store, changes: Vec<NetChange>) -> Vec<NetOp> {
+    let ops: Vec<NetOp> = changes
+        .into_iter()
+        .filter_map(|(t, before, after)| {
+            NetOp::between(&store.table(t as usize).schema.name, before, after)
+        })
+        .collect();
+    sort_ops(store, ops)
+}
+
+/// Composes two sorted net-op lists (`first`, then `second`) into the net change of both.
+pub(crate) fn compose(store: &Store, first: Vec<NetOp>, second: &[NetOp]) -> Vec<NetOp> {
+    if first.is_empty() {
+        return second.to_vec();
+    }
+    let mut out = Vec::with_capacity(first.len() + second.len());
+    let mut a = first.into_iter().peekable();
+    let mut b = second.iter().peekable();
+    loop {
+        let o = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(x), Some(y)) => op_order(store, x, y),
+        };
+        match o {
+            Ordering::Less => out.extend(a.next()),
+            Ordering::Greater => out.extend(b.next().cloned()),
+            Ordering::Equal => {
+                if let (Some(x), Some(y)) = (a.next(), b.next()) {
+                    let merged = NetOp::between(y.table(), x.before().cloned(), y.after().cloned());
+                    out.extend(merged);
+                }
+            }
+        }
+    }
+    out
+}

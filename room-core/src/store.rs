@@ -1,0 +1,414 @@
+//! The base store: one document's rows, per table, keyed by primary key.
+//!
+//! Each row gets a [`RowId`] for as long as its key exists: queries index rows by id
+//! instead of re-hashing key cells. An id freed by a remove is quarantined until the next
+//! drain, so within one drain an id always names one key (netting relies on it).
+//!
+//! Access paths: point lookup by key, ordered scan by key (comparator order, through the
+//! order-preserving [`keys`](crate::keys) encoding), and secondary hash indexes on column
+//! sets, created on demand by queries (EXISTS correlation, equality guards) and dropped
+//! when their last user goes.
+
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use hashbrown::{HashMap, HashSet};
+
+use crate::keys::{cells_key_into, join_key_into, Key};
+use crate::schema::TableSchema;
+use crate::value::Value;
+
+/// A row image, shared between the store, queries and emitted ops.
+pub type Row = Arc<[Value]>;
+
+/// A row's handle within its table.
+pub(crate) type RowId = u32;
+
+/// A secondary index: rows by the (non-NULL) cells of a column set.
+#[derive(Debug)]
+struct SecondaryIndex {
+    cols: Box<[usize]>,
+    users: u32,
+    map: HashMap<Key, HashSet<RowId>>,
+}
+
+/// One table's rows.
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub schema: TableSchema,
+    by_key: BTreeMap<Key, RowId>,
+    rows: Vec<Option<Row>>,
+    free: Vec<RowId>,
+    quarantine: Vec<RowId>,
+    indexes: Vec<Option<SecondaryIndex>>,
+}
+
+/// Why a write could not be applied to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreRefusal {
+    /// An add for a key that exists.
+    KeyExists,
+    /// The row has the wrong number of cells.
+    WrongWidth,
+}
+
+impl Table {
+    fn new(schema: TableSchema) -> Table {
+        Table {
+            schema,
+            by_key: BTreeMap::new(),
+            rows: Vec::new(),
+            free: Vec::new(),
+            quarantine: Vec::new(),
+            indexes: Vec::new(),
+        }
+    }
+
+    /// How many rows the table holds.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// The row for an id, if live.
+    #[inline]
+    pub fn row(&self, id: RowId) -> Option<&Row> {
+        self.rows.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// Encodes the primary key of a full-width row.
+    pub fn key_of(&self, row: &[Value], out: &mut Vec<u8>) {
+        cells_key_into(out, row, &self.schema.primary_key);
+    }
+
+    /// Looks up a row id by an encoded primary key.
+    pub fn id_by_key(&self, key: &[u8]) -> Option<RowId> {
+        self.by_key.get(key).copied()
+    }
+
+    /// Rows in primary-key order.
+    pub fn iter(&self) -> impl Iterator<Item = (RowId, &Row)> + '_ {
+        self.by_key
+            .values()
+            .filter_map(move |&id| self.row(id).map(|r| (id, r)))
+    }
+
+    fn index_insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+        for ix in self.indexes.iter_mut().flatten() {
+            if join_key_into(scratch, row, &ix.cols) {
+                match ix.map.get_mut(scratch.as_slice()) {
+                    Some(set) => {
+                        set.insert(id);
+                    }
+                    None => {
+                        let mut set = HashSet::new();
+                        set.insert(id);
+                        ix.map.insert(Box::from(scratch.as_slice()), set);
+                    }
+                }
+            }
+        }
+    }
+
+    fn index_remove(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+        for ix in self.indexes.iter_mut().flatten() {
+            if join_key_into(scratch, row, &ix.cols) {
+                if let Some(set) = ix.map.get_mut(scratch.as_slice()) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        ix.map.remove(scratch.as_slice());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Inserts a new row; refuses an existing key or a wrong width.
+    pub fn insert(&mut self, row: Row, scratch: &mut Vec<u8>) -> Result<RowId, StoreRefusal> {
+        if row.len() != self.schema.columns.len() {
+            return Err(StoreRefusal::WrongWidth);
+        }
+        self.key_of(&row, scratch);
+        if self.by_key.contains_key(scratch.as_slice()) {
+            return Err(StoreRefusal::KeyExists);
+        }
+        let key: Key = Box::from(scratch.as_slice());
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.rows.push(None);
+                (self.rows.len() - 1) as RowId
+            }
+        };
+        self.by_key.insert(key, id);
+        self.index_insert(id, &row, scratch);
+        self.rows[id as usize] = Some(row);
+        Ok(id)
+    }
+
+    /// Replaces the image of a live row whose key does not change; returns the old image.
+    pub fn replace(&mut self, id: RowId, row: Row, scratch: &mut Vec<u8>) -> Option<Row> {
+        let old = self.rows.get_mut(id as usize)?.take()?;
+        if !self.indexes.is_empty() {
+            self.index_remove(id, &old, scratch);
+            self.index_insert(id, &row, scratch);
+        }
+        self.rows[id as usize] = Some(row);
+        Some(old)
+    }
+
+    /// Removes a live row; its id is quarantined until [`Store::end_drain`].
+    pub fn remove(&mut self, id: RowId, scratch: &mut Vec<u8>) -> Option<Row> {
+        let old = self.rows.get_mut(id as usize)?.take()?;
+        self.key_of(&old, scratch);
+        self.by_key.remove(scratch.as_slice());
+        self.index_remove(id, &old, scratch);
+        self.quarantine.push(id);
+        Some(old)
+    }
+
+    /// Registers a user of the index on `cols`, building it if needed.
+    pub fn ensure_index(&mut self, cols: &[usize], scratch: &mut Vec<u8>) -> usize {
+        if let Some(i) = self
+            .indexes
+            .iter()
+            .position(|ix| ix.as_ref().is_some_and(|ix| &*ix.cols == cols))
+        {
+            if let Some(ix) = self.indexes[i].as_mut() {
+                ix.users += 1;
+            }
+            return i;
+        }
+        let mut ix = SecondaryIndex {
+            cols: cols.into(),
+            users: 1,
+            map: HashMap::new(),
+        };
+        for (id, row) in self.rows.iter().enumerate() {
+            let Some(row) = row else { continue };
+            if join_key_into(scratch, row, cols) {
+                match ix.map.get_mut(scratch.as_slice()) {
+                    Some(set) => {
+                        set.insert(id as RowId);
+                    }
+                    None => {
+                        let mut set = HashSet::new();
+                        set.insert(id as RowId);
+                        ix.map.insert(Box::from(scratch.as_slice()), set);
+                    }
+                }
+            }
+        }
+        match self.indexes.iter().position(Option::is_none) {
+            Some(i) => {
+                self.indexes[i] = Some(ix);
+                i
+            }
+            None => {
+                self.indexes.push(Some(ix));
+                self.indexes.len() - 1
+            }
+        }
+    }
+
+    /// Drops one user of an index; the last user frees it.
+    pub fn release_index(&mut self, index: usize) {
+        if let Some(slot) = self.indexes.get_mut(index) {
+            if let Some(ix) = slot.as_mut() {
+                ix.users -= 1;
+                if ix.users == 0 {
+                    *slot = None;
+                }
+            }
+        }
+    }
+
+    /// The rows whose indexed cells encode to `key`.
+    pub fn index_lookup(&self, index: usize, key: &[u8]) -> impl Iterator<Item = RowId> + '_ {
+        self.indexes
+            .get(index)
+            .and_then(Option::as_ref)
+            .and_then(|ix| ix.map.get(key))
+            .into_iter()
+            .flat_map(|set| set.iter().copied())
+    }
+
+    /// How many secondary indexes are live (diagnostics).
+    pub fn index_count(&self) -> usize {
+        self.indexes.iter().flatten().count()
+    }
+}
+
+/// Every table of the room.
+#[derive(Debug)]
+pub(crate) struct Store {
+    tables: Vec<Table>,
+    by_name: HashMap<Arc<str>, usize>,
+    /// A reusable key buffer for lookups.
+    pub scratch: Vec<u8>,
+}
+
+impl Store {
+    /// A store with the given tables, all empty.
+    pub fn new(schemas: Vec<TableSchema>) -> Store {
+        let mut store = Store {
+            tables: Vec::new(),
+            by_name: HashMap::new(),
+            scratch: Vec::new(),
+        };
+        for s in schemas {
+            store.add_table(s);
+        }
+        store
+    }
+
+    /// Adds a table (the write plane's system tables arrive after open).
+    pub fn add_table(&mut self, schema: TableSchema) -> usize {
+        let idx = self.tables.len();
+        self.by_name.insert(schema.name.clone(), idx);
+        self.tables.push(Table::new(schema));
+        idx
+    }
+
+    /// A table by index.
+    #[inline]
+    pub fn table(&self, t: usize) -> &Table {
+        &self.tables[t]
+    }
+
+    /// A table by index, mutably, with the store's scratch buffer.
+    #[inline]
+    pub fn table_mut(&mut self, t: usize) -> (&mut Table, &mut Vec<u8>) {
+        (&mut self.tables[t], &mut self.scratch)
+    }
+
+    /// The index of a table by name.
+    pub fn table_id(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// How many tables there are.
+    pub fn table_count(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// The row for `(table, id)`.
+    #[inline]
+    pub fn row(&self, t: usize, id: RowId) -> Option<&Row> {
+        self.tables[t].row(id)
+    }
+
+    /// Looks up a row by the primary key of a full-width row image.
+    pub fn find(&mut self, t: usize, row: &[Value]) -> Option<RowId> {
+        let table = &self.tables[t];
+        table.key_of(row, &mut self.scratch);
+        table.id_by_key(&self.scratch)
+    }
+
+    /// Looks up a row by its primary-key cells (in primary-key order).
+    pub fn find_by_pk(&mut self, t: usize, pk: &[Value]) -> Option<RowId> {
+        self.scratch.clear();
+        for v in pk {
+            crate::keys::push_cell(&mut self.scratch, v, false);
+        }
+        self.tables[t].id_by_key(&self.scratch)
+    }
+
+    /// Ends a drain: quarantined ids become reusable.
+    pub fn end_drain(&mut self) {
+        for t in &mut self.tables {
+            let q = core::mem::take(&mut t.quarantine);
+            t.free.extend(q);
+        }
+    }
+
+    /// The schemas, in table order.
+    pub fn schemas(&self) -> impl Iterator<Item = &TableSchema> {
+        self.tables.iter().map(|t| &t.schema)
+    }
+}
+
+impl crate::ast::Catalog for Store {
+    fn table(&self, name: &str) -> Option<(usize, &TableSchema)> {
+        let t = self.table_id(name)?;
+        Some((t, &self.tables[t].schema))
+    }
+
+    fn schema(&self, index: usize) -> Option<&TableSchema> {
+        self.tables.get(index).map(|t| &t.schema)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn row(cells: &[Value]) -> Row {
+        Arc::from(cells.to_vec())
+    }
+
+    #[test]
+    fn insert_lookup_remove_and_quarantine() {
+        let mut store = Store::new(vec![TableSchema::new("t", &["id", "v"], &[0])]);
+        let (t, scratch) = store.table_mut(0);
+        let a = t
+            .insert(row(&[Value::num(2.0), Value::str("b")]), scratch)
+            .unwrap();
+        let b = t
+            .insert(row(&[Value::num(1.0), Value::str("a")]), scratch)
+            .unwrap();
+        assert_eq!(
+            t.insert(row(&[Value::num(1.0), Value::Null]), scratch),
+            Err(StoreRefusal::KeyExists)
+        );
+        assert_eq!(
+            t.insert(row(&[Value::num(3.0)]), scratch),
+            Err(StoreRefusal::WrongWidth)
+        );
+        let order: Vec<RowId> = t.iter().map(|(id, _)| id).collect();
+        assert_eq!(order, vec![b, a]);
+        t.remove(a, scratch).unwrap();
+        // The freed id is not reused before the drain ends.
+        let c = t
+            .insert(row(&[Value::num(5.0), Value::Null]), scratch)
+            .unwrap();
+        assert_ne!(c, a);
+        store.end_drain();
+        let (t, scratch) = store.table_mut(0);
+        let d = t
+            .insert(row(&[Value::num(6.0), Value::Null]), scratch)
+            .unwrap();
+        assert_eq!(d, a);
+        assert_eq!(store.find_by_pk(0, &[Value::num(6.0)]), Some(d));
+    }
+
+    #[test]
+    fn secondary_index_follows_writes() {
+        let mut store = Store::new(vec![TableSchema::new("t", &["id", "g"], &[0])]);
+        let (t, scratch) = store.table_mut(0);
+        let a = t
+            .insert(row(&[Value::num(1.0), Value::num(7.0)]), scratch)
+            .unwrap();
+        let ix = t.ensure_index(&[1], scratch);
+        let b = t
+            .insert(row(&[Value::num(2.0), Value::num(7.0)]), scratch)
+            .unwrap();
+        let _n = t
+            .insert(row(&[Value::num(3.0), Value::Null]), scratch)
+            .unwrap();
+        let mut key = Vec::new();
+        join_key_into(&mut key, &[Value::Null, Value::num(7.0)], &[1]);
+        let mut got: Vec<RowId> = t.index_lookup(ix, &key).collect();
+        got.sort();
+        assert_eq!(got, vec![a, b]);
+        t.replace(b, row(&[Value::num(2.0), Value::num(8.0)]), scratch);
+        assert_eq!(t.index_lookup(ix, &key).collect::<Vec<_>>(), vec![a]);
+        assert_eq!(t.ensure_index(&[1], scratch), ix);
+        t.release_index(ix);
+        assert_eq!(t.index_count(), 1);
+        t.release_index(ix);
+        assert_eq!(t.index_count(), 0);
+    }
+}
