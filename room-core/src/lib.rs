@@ -36,6 +36,7 @@
 extern crate alloc;
 
 pub mod ast;
+pub mod calls;
 mod canonical;
 pub mod contract;
 pub mod error;

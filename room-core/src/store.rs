@@ -66,11 +66,6 @@ impl Table {
         }
     }
 
-    /// How many rows the table holds.
-    pub fn len(&self) -> usize {
-        self.by_key.len()
-    }
-
     /// The row for an id, if live.
     #[inline]
     pub fn row(&self, id: RowId) -> Option<&Row> {
@@ -235,6 +230,7 @@ impl Table {
     }
 
     /// How many secondary indexes are live (diagnostics).
+    #[cfg(test)]
     pub fn index_count(&self) -> usize {
         self.indexes.iter().flatten().count()
     }
@@ -288,11 +284,6 @@ impl Store {
         self.by_name.get(name).copied()
     }
 
-    /// How many tables there are.
-    pub fn table_count(&self) -> usize {
-        self.tables.len()
-    }
-
     /// The row for `(table, id)`.
     #[inline]
     pub fn row(&self, t: usize, id: RowId) -> Option<&Row> {
@@ -307,6 +298,7 @@ impl Store {
     }
 
     /// Looks up a row by its primary-key cells (in primary-key order).
+    #[cfg(test)]
     pub fn find_by_pk(&mut self, t: usize, pk: &[Value]) -> Option<RowId> {
         self.scratch.clear();
         for v in pk {

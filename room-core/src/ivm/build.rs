@@ -43,7 +43,6 @@ impl Engine {
         let mut indexes = Vec::new();
         let root = self.build_node(store, p, query, None, &mut order, &mut indexes);
         self.pipelines[p as usize] = Some(Pipeline {
-            root,
             nodes: order.clone(),
             indexes,
             footprint: Footprint::default(),
@@ -69,21 +68,10 @@ impl Engine {
         indexes: &mut Vec<(usize, usize)>,
     ) -> NodeId {
         let n = self.alloc_node();
-        let mut children = Vec::new();
         let mut demanded = Vec::new();
         let filter = match &q.filter {
             None => Filter::Const(true),
-            Some(c) => self.compile(
-                store,
-                p,
-                q.table,
-                n,
-                c,
-                &mut children,
-                &mut demanded,
-                order,
-                indexes,
-            ),
+            Some(c) => self.compile(store, p, q.table, n, c, &mut demanded, order, indexes),
         };
         for r in &q.related {
             let link = Link {
@@ -104,7 +92,7 @@ impl Engine {
                 order,
                 indexes,
             );
-            children.push(c);
+
             demanded.push(c);
         }
         let start = q.start.as_ref().map(|b| {
@@ -144,7 +132,7 @@ impl Engine {
             start,
             limit,
             demanded_children: demanded,
-            children,
+
             parent_index,
             guard,
             guard_index,
@@ -164,7 +152,7 @@ impl Engine {
         table: usize,
         n: NodeId,
         c: &Cond,
-        children: &mut Vec<NodeId>,
+
         demanded: &mut Vec<NodeId>,
         order: &mut Vec<NodeId>,
         indexes: &mut Vec<(usize, usize)>,
@@ -175,9 +163,7 @@ impl Engine {
             Cond::And(items) | Cond::Or(items) => {
                 let compiled: Box<[Filter]> = items
                     .iter()
-                    .map(|c| {
-                        self.compile(store, p, table, n, c, children, demanded, order, indexes)
-                    })
+                    .map(|c| self.compile(store, p, table, n, c, demanded, order, indexes))
                     .collect();
                 if matches!(c, Cond::And(_)) {
                     Filter::And(compiled)
@@ -205,7 +191,7 @@ impl Engine {
                     order,
                     indexes,
                 );
-                children.push(c);
+
                 if !e.negated && !e.permissions {
                     demanded.push(c);
                 }

@@ -28,8 +28,6 @@ pub(crate) type PipelineId = u32;
 /// One materialized query.
 #[derive(Debug)]
 pub(crate) struct Pipeline {
-    /// The root node.
-    pub root: NodeId,
     /// Every node, in build (post-) order.
     pub nodes: Vec<NodeId>,
     /// Store indexes this pipeline holds a use of: `(table, index)`.
@@ -67,11 +65,6 @@ impl Engine {
         let mut e = Engine::default();
         e.dispatch.resize_with(tables, TableDispatch::default);
         e
-    }
-
-    /// Makes room for a table added to the store.
-    pub fn add_table(&mut self) {
-        self.dispatch.push(TableDispatch::default());
     }
 
     #[inline]

@@ -82,8 +82,6 @@ pub(crate) struct Node {
     /// Children whose partitions this node's members demand (related children and
     /// witness-shipping EXISTS children).
     pub demanded_children: Vec<NodeId>,
-    /// Every child node (for teardown).
-    pub children: Vec<NodeId>,
     /// For an EXISTS child: the store index on the parent's table by the parent's
     /// correlation columns (which parent rows a partition gates).
     pub parent_index: Option<usize>,

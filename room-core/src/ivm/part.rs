@@ -39,12 +39,6 @@ impl Part {
         self.set.is_empty()
     }
 
-    /// How many rows qualify.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.set.len()
-    }
-
     /// Adds a row (its key must be new) and reports window changes.
     pub fn insert(&mut self, key: Key, rid: RowId, limit: Option<u32>, ev: &mut Vec<WindowEvent>) {
         let limit = match limit {
@@ -161,11 +155,6 @@ impl Part {
             Some(_) => self.win_len as usize,
         };
         self.set.values().copied().take(n)
-    }
-
-    /// Every qualifying row in sort order (diagnostics and tests).
-    pub fn rows(&self) -> impl Iterator<Item = RowId> + '_ {
-        self.set.values().copied()
     }
 }
 
