@@ -32,6 +32,8 @@
 #![no_std]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::std_instead_of_core, clippy::std_instead_of_alloc)]
+#![warn(clippy::alloc_instead_of_core)]
 
 extern crate alloc;
 

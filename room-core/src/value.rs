@@ -133,7 +133,7 @@ impl Hash for Value {
 #[inline]
 pub(crate) fn trunc(f: f64) -> f64 {
     // Every double of magnitude >= 2^52 (and every non-finite) is already integral.
-    if !(f.abs() < 4_503_599_627_370_496.0) {
+    if !f.is_finite() || f.abs() >= 4_503_599_627_370_496.0 {
         return f;
     }
     let t = f as i64 as f64;

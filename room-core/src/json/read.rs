@@ -109,12 +109,8 @@ mod tests {
 
     #[test]
     fn rows_parse_and_refuse_nested_values() {
-        let r: WireRow = serde_json::from_str(r#"[1, "a", null, true, -0, 1e400]"#)
-            .map(Some)
-            .unwrap_or(None)
-            .map_or_else(|| WireRow(Arc::from(Vec::new())), |r| r);
-        // 1e400 overflows: serde_json refuses it as a number out of range.
-        assert!(r.0.is_empty());
+        // 1e400 overflows a double: serde_json refuses it.
+        assert!(serde_json::from_str::<WireRow>(r#"[1, 1e400]"#).is_err());
         let r: WireRow = serde_json::from_str(r#"[1, "a", null, true, -0]"#).unwrap();
         assert_eq!(r.0.len(), 5);
         assert!(matches!(r.0[4], Value::Num(f) if f.is_sign_positive()));

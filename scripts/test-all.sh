@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test of the project: formatting, lints, the Rust workspace (unit tests,
+# conformance scenarios, IVM fixtures, the differential oracle, the fuzz smoke test),
+# and the no_std proof. CI (.ci/run) calls exactly this script on a clean clone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+
+step "toolchain"
+cargo --version
+for comp in rustfmt clippy; do
+  if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    echo "installing the $comp component"
+    rustup component add "$comp"
+  fi
+done
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (workspace, all targets, -D warnings)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (workspace)"
+cargo test --workspace --locked
+
+if [ -x tests/no-std/check.sh ]; then
+  step "no_std proof (tests/no-std)"
+  tests/no-std/check.sh
+fi
+
+step "all tests passed in $(( $(date +%s) - started ))s"
