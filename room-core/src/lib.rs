@@ -51,6 +51,7 @@ mod room;
 pub mod schema;
 mod serve;
 mod store;
+pub mod token;
 pub mod value;
 
 pub use canonical::canonical_text;

@@ -2,4 +2,5 @@
 //! byte-identical to JavaScript's `JSON.stringify`.
 
 pub(crate) mod read;
+pub mod tree;
 pub mod write;
