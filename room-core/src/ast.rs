@@ -140,6 +140,69 @@ impl Query {
 }
 
 impl Cond {
+    /// Parses a row-local wire `Condition` over `table` (simple / and / or only): the
+    /// shape of scope-spec predicates. A `correlatedSubquery` is refused.
+    pub fn parse_row_local(
+        json: &Json,
+        table: usize,
+        catalog: &dyn Catalog,
+    ) -> Result<Cond, Error> {
+        let schema = catalog
+            .schema(table)
+            .ok_or_else(|| Error::unsupported("internal: table index out of range"))?;
+        let cond = Parser { catalog, depth: 0 }.cond(json, schema)?;
+        if cond.has_exists() {
+            return Err(Error::unsupported(
+                "a correlatedSubquery is not row-local; scope predicates may only use simple, and, or",
+            ));
+        }
+        Ok(cond)
+    }
+
+    fn has_exists(&self) -> bool {
+        match self {
+            Cond::Exists(_) => true,
+            Cond::And(cs) | Cond::Or(cs) => cs.iter().any(Cond::has_exists),
+            _ => false,
+        }
+    }
+
+    /// Evaluates a row-local condition on a full-width row (`None` if it holds an
+    /// EXISTS, which needs other tables). An empty row evaluates only the structure.
+    pub fn eval_row_local(&self, row: &[Value]) -> Option<bool> {
+        Some(match self {
+            Cond::Const(b) => *b,
+            Cond::Simple { col, pred, .. } => match row.get(*col) {
+                Some(cell) => pred.eval(cell),
+                None => false,
+            },
+            Cond::And(cs) => {
+                let mut all = true;
+                for c in cs {
+                    all &= c.eval_row_local(row)?;
+                }
+                all
+            }
+            Cond::Or(cs) => {
+                let mut any = false;
+                for c in cs {
+                    any |= c.eval_row_local(row)?;
+                }
+                any
+            }
+            Cond::Exists(_) => return None,
+        })
+    }
+
+    /// Every column a row-local condition reads.
+    pub fn columns(&self, out: &mut Vec<usize>) {
+        match self {
+            Cond::Simple { col, .. } if !out.contains(col) => out.push(*col),
+            Cond::And(cs) | Cond::Or(cs) => cs.iter().for_each(|c| c.columns(out)),
+            _ => {}
+        }
+    }
+
     fn reads_table(&self, table: usize) -> bool {
         match self {
             Cond::And(cs) | Cond::Or(cs) => cs.iter().any(|c| c.reads_table(table)),

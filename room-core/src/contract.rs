@@ -21,6 +21,9 @@ use crate::schema::{safe_uint, Hello};
 use crate::serve::{Batch, Frame, NetOp, Subscribed};
 use crate::value::COMPARATOR_VERSION;
 
+mod write;
+pub use write::{mint_room_token, render_cell, scope_specs_hash, verify_room_token};
+
 /// A room behind the JSON contract.
 #[derive(Debug)]
 pub struct JsonRoom {

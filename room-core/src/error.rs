@@ -41,6 +41,9 @@ pub enum ErrorCode {
     WriteRefused = 132,
     /// A write-plane specification (owned tables, scope specs) is invalid.
     InvalidScope = 133,
+    /// A mutator used a capability rooms lack (`tx.query`): hosts answer with an
+    /// `environment` deopt.
+    Environment = 134,
     /// A lease token was refused; the message is the `lease token refused: …` reason.
     TokenRefused = 140,
     /// An internal invariant failed; a bug in the room, reported instead of panicking.
@@ -69,13 +72,14 @@ impl ErrorCode {
             ErrorCode::MutationGap => "MUTATION_GAP",
             ErrorCode::WriteRefused => "WRITE_REFUSED",
             ErrorCode::InvalidScope => "INVALID_SCOPE",
+            ErrorCode::Environment => "ENVIRONMENT",
             ErrorCode::TokenRefused => "TOKEN_REFUSED",
             ErrorCode::Internal => "INTERNAL",
         }
     }
 
     /// Every code, for hosts that publish the table.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::MalformedInput,
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidHello,
@@ -89,6 +93,7 @@ impl ErrorCode {
         ErrorCode::MutationGap,
         ErrorCode::WriteRefused,
         ErrorCode::InvalidScope,
+        ErrorCode::Environment,
         ErrorCode::TokenRefused,
         ErrorCode::Internal,
     ];

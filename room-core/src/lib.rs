@@ -53,6 +53,7 @@ mod serve;
 mod store;
 pub mod token;
 pub mod value;
+pub mod write;
 
 pub use canonical::canonical_text;
 pub use error::{Error, ErrorCode};
@@ -61,3 +62,5 @@ pub use schema::{Hello, TableSchema};
 pub use serve::{Batch, DownstreamHello, Frame, NetOp, Subscribed};
 pub use store::Row;
 pub use value::Value;
+pub use write::keyed::{KeyedRow, MutationTx};
+pub use write::{Begin, Commit, Conflict, Deopt, FlushBatch, FlushChange, FlushOk};

@@ -70,6 +70,10 @@ pub struct Room {
     pub(crate) head_cv: u64,
     poisoned: Option<String>,
     idle_ttl_ms: u64,
+    /// The write plane, once enabled.
+    pub(crate) writes: Option<crate::write::WritePlane>,
+    /// How many tables came from the upstream hello (system tables follow).
+    user_tables: usize,
 }
 
 impl Room {
@@ -89,6 +93,8 @@ impl Room {
             head_cv: 0,
             poisoned: None,
             idle_ttl_ms,
+            writes: None,
+            user_tables: tables,
         })
     }
 
@@ -131,6 +137,11 @@ impl Room {
     /// The tables of the upstream hello (plus any system tables), in table order.
     pub fn tables(&self) -> impl Iterator<Item = &TableSchema> {
         self.store.schemas()
+    }
+
+    /// How many tables the upstream hello declared.
+    pub(crate) fn user_tables(&self) -> usize {
+        self.user_tables
     }
 
     /// Errors unless the room can serve.
@@ -247,61 +258,97 @@ impl Room {
     }
 
     /// Writes one upstream op to the store and maintains every query.
+    ///
+    /// With a write plane, an op on a **dirty** key only replaces that key's CAS base
+    /// (D6: the head image is the room's own), and on a **writable** table an op that
+    /// disagrees with the head only about the key's existence is reconciled instead of
+    /// poisoning: the room's own writes echo back from upstream after a flush (see
+    /// `docs/write-plane.md`).
     fn apply_upstream_op(&mut self, op: &NetOp) -> Result<(), String> {
         let name = op.table();
         let t = self
             .store
             .table_id(name)
+            .filter(|&t| t < self.user_tables)
             .ok_or_else(|| format!("unknown table {name:?}"))?;
         let width = self.store.table(t).schema.columns.len();
-        let check = |row: &Row| {
-            if row.len() == width {
-                Ok(())
-            } else {
-                Err(format!(
+        for row in [op.before(), op.after()].into_iter().flatten() {
+            if row.len() != width {
+                return Err(format!(
                     "a {name:?} row has {} cells, the table has {width} columns",
                     row.len()
-                ))
+                ));
             }
+        }
+        let (old, new) = match op {
+            NetOp::Add { row, .. } => (None, Some(row)),
+            NetOp::Remove { row, .. } => (Some(row), None),
+            NetOp::Edit { old, new, .. } => (Some(old), Some(new)),
         };
-        match op {
-            NetOp::Add { row, .. } => {
-                check(row)?;
-                self.insert_row(t, row.clone())
+        let same_key = match (old, new) {
+            (Some(o), Some(n)) => {
+                let pk = &self.store.table(t).schema.primary_key;
+                pk.iter().all(|&c| o[c] == n[c])
             }
-            NetOp::Remove { row, .. } => {
-                check(row)?;
-                let rid = self
-                    .store
-                    .find(t, row)
-                    .ok_or_else(|| format!("remove of a missing key in {name:?}"))?;
-                self.remove_row(t, rid);
-                Ok(())
+            _ => false,
+        };
+        if same_key {
+            return self.upstream_key(t, op, old, new);
+        }
+        // A key change arrives as remove (old key) + add (new key).
+        if let Some(o) = old {
+            self.upstream_key(t, op, Some(o), None)?;
+        }
+        if let Some(n) = new {
+            self.upstream_key(t, op, None, Some(n))?;
+        }
+        Ok(())
+    }
+
+    /// Applies an upstream change of one key (`old` → `new`, same key).
+    fn upstream_key(
+        &mut self,
+        t: usize,
+        op: &NetOp,
+        old: Option<&Row>,
+        new: Option<&Row>,
+    ) -> Result<(), String> {
+        let name = op.table();
+        let Some(image) = old.or(new) else {
+            return Ok(());
+        };
+        let rid = self.store.find(t, image);
+        let mut tolerant = false;
+        if let Some(w) = self.writes.as_mut() {
+            let mut key = alloc::vec::Vec::new();
+            self.store.table(t).key_of(image, &mut key);
+            if let Some(d) = w.dirty.get_mut(&(t, key.into_boxed_slice())) {
+                d.base = new.cloned();
+                return Ok(());
             }
-            NetOp::Edit { old, new, .. } => {
-                check(old)?;
-                check(new)?;
-                let rid = self
-                    .store
-                    .find(t, old)
-                    .ok_or_else(|| format!("edit of a missing key in {name:?}"))?;
-                let same_key = {
-                    let pk = &self.store.table(t).schema.primary_key;
-                    pk.iter().all(|&c| old[c] == new[c])
-                };
-                if same_key {
-                    self.replace_row(t, rid, new.clone());
-                    Ok(())
-                } else {
-                    // A key change arrives as remove + add.
-                    if self.store.find(t, new).is_some() {
-                        return Err(format!("edit onto an existing key in {name:?}"));
-                    }
-                    self.remove_row(t, rid);
-                    self.insert_row(t, new.clone())
+            tolerant = w.writable(t);
+        }
+        match (rid, new) {
+            (Some(rid), Some(row)) => {
+                if old.is_none() && !tolerant {
+                    return Err(format!("add of an existing key in {name:?}"));
+                }
+                self.replace_row(t, rid, row.clone());
+            }
+            (Some(rid), None) => self.remove_row(t, rid),
+            (None, Some(row)) => {
+                if old.is_some() && !tolerant {
+                    return Err(format!("edit of a missing key in {name:?}"));
+                }
+                self.insert_row(t, row.clone())?;
+            }
+            (None, None) => {
+                if !tolerant {
+                    return Err(format!("remove of a missing key in {name:?}"));
                 }
             }
         }
+        Ok(())
     }
 
     /// Inserts a row and maintains every query.
@@ -335,7 +382,7 @@ impl Room {
 
     /// Parses and validates a wire AST against this room's tables.
     pub fn parse_query(&self, ast_json: &str) -> Result<Query, Error> {
-        Query::parse(ast_json, &self.store)
+        Query::parse(ast_json, &crate::store::UserCatalog(&self.store))
     }
 
     /// Attaches subscriber `sub` at `epoch` to `query` (materializing it, or reusing the
@@ -364,7 +411,7 @@ impl Room {
                     canonical: canonical.clone(),
                     tables: tables.into(),
                     normalized_fp,
-                    subscribers: 0,
+                    subs: Vec::new(),
                     idle_since: None,
                 };
                 self.server.served.insert(p, served);
@@ -378,10 +425,23 @@ impl Room {
             let changes = self.engine.pipeline_mut(p).footprint.take_changes();
             let owed = ops_from_changes(&self.store, changes);
             if !owed.is_empty() {
-                for (key, s) in self.server.subs.iter_mut() {
-                    if s.pipeline == p && &**key != sub {
+                let keys = self
+                    .server
+                    .served
+                    .get(&p)
+                    .map(|s| s.subs.clone())
+                    .unwrap_or_default();
+                for key in keys {
+                    if &*key == sub {
+                        continue;
+                    }
+                    if let Some(s) = self.server.subs.get_mut(&key) {
+                        let fresh = s.stash.is_none();
                         let stash = s.stash.take().unwrap_or_default();
                         s.stash = Some(compose(&self.store, stash, &owed));
+                        if fresh {
+                            self.server.stashed.push(key);
+                        }
                     }
                 }
             }
@@ -389,7 +449,7 @@ impl Room {
         self.detach(sub, now_ms);
         let key: Arc<str> = Arc::from(sub);
         self.server.subs.insert(
-            key,
+            key.clone(),
             Subscriber {
                 pipeline: p,
                 epoch,
@@ -402,7 +462,7 @@ impl Room {
             .served
             .get_mut(&p)
             .ok_or_else(internal_missing_pipeline)?;
-        served.subscribers += 1;
+        served.subs.push(key);
         served.idle_since = None;
         let (query_key, tables, fp) = (
             served.key.clone(),
@@ -452,10 +512,15 @@ impl Room {
             return false;
         };
         if let Some(served) = self.server.served.get_mut(&s.pipeline) {
-            served.subscribers = served.subscribers.saturating_sub(1);
-            if served.subscribers == 0 {
+            if let Some(i) = served.subs.iter().position(|k| &**k == sub) {
+                served.subs.swap_remove(i);
+            }
+            if served.subs.is_empty() {
                 served.idle_since = Some(now_ms);
             }
+        }
+        if s.stash.is_some() {
+            self.server.stashed.retain(|k| &**k != sub);
         }
         true
     }
@@ -468,7 +533,7 @@ impl Room {
             .served
             .iter()
             .filter(|(_, s)| {
-                s.subscribers == 0
+                s.subs.is_empty()
                     && s.idle_since
                         .is_some_and(|t| now_ms.saturating_sub(t) >= ttl)
             })
@@ -490,46 +555,76 @@ impl Room {
         if !self.is_live() {
             return Vec::new();
         }
-        let mut changed: hashbrown::HashMap<crate::ivm::PipelineId, Arc<[NetOp]>> =
-            hashbrown::HashMap::new();
-        let ids: Vec<_> = self.engine.pipeline_ids().collect();
-        for p in ids {
-            if self.engine.pipeline(p).footprint.has_changes() {
-                let changes = self.engine.pipeline_mut(p).footprint.take_changes();
-                let ops = ops_from_changes(&self.store, changes);
-                if !ops.is_empty() {
-                    changed.insert(p, ops.into());
-                }
-            }
-        }
+        // Only pipelines whose footprint changed, and only their subscribers (plus any
+        // subscriber owed a stash), are visited: a drain costs what changed.
         let mut frames = Vec::new();
-        for (key, s) in self.server.subs.iter_mut() {
-            let ops: Arc<[NetOp]> = match (s.stash.take(), changed.get(&s.pipeline)) {
-                (Some(stash), ops) => {
-                    compose(&self.store, stash, ops.map_or(&[][..], |o| &o[..])).into()
-                }
-                (None, Some(ops)) => ops.clone(),
-                (None, None) => continue,
+        for p in self.engine.take_touched() {
+            let Some(pipeline) = self.engine.pipeline_opt_mut(p) else {
+                continue;
+            };
+            if !pipeline.footprint.has_changes() {
+                continue;
+            }
+            let changes = pipeline.footprint.take_changes();
+            let ops = ops_from_changes(&self.store, changes);
+            let Some(served) = self.server.served.get(&p) else {
+                continue;
             };
             if ops.is_empty() {
                 continue;
             }
-            let fp = match self.server.served.get(&s.pipeline) {
-                Some(served) => served.normalized_fp.clone(),
-                None => continue,
+            let ops: Arc<[NetOp]> = ops.into();
+            for key in &served.subs {
+                let Some(s) = self.server.subs.get_mut(key) else {
+                    continue;
+                };
+                let owed: Arc<[NetOp]> = match s.stash.take() {
+                    Some(stash) => compose(&self.store, stash, &ops).into(),
+                    None => ops.clone(),
+                };
+                if owed.is_empty() {
+                    continue;
+                }
+                frames.push(Frame {
+                    sub: key.clone(),
+                    batch: Batch {
+                        epoch: s.epoch,
+                        seq: s.next_seq,
+                        normalized_fp: served.normalized_fp.clone(),
+                        ops: owed,
+                        cv: self.head_cv,
+                    },
+                });
+                s.next_seq += 1;
+            }
+        }
+        // Subscribers owed a stash whose pipeline had nothing newer to compose with.
+        for key in core::mem::take(&mut self.server.stashed) {
+            let Some(s) = self.server.subs.get_mut(&key) else {
+                continue;
+            };
+            let Some(stash) = s.stash.take() else {
+                continue;
+            };
+            if stash.is_empty() {
+                continue;
+            }
+            let Some(served) = self.server.served.get(&s.pipeline) else {
+                continue;
             };
             frames.push(Frame {
                 sub: key.clone(),
                 batch: Batch {
                     epoch: s.epoch,
                     seq: s.next_seq,
-                    normalized_fp: fp,
-                    ops,
+                    normalized_fp: served.normalized_fp.clone(),
+                    ops: stash.into(),
                     cv: self.head_cv,
                 },
             });
             s.next_seq += 1;
         }
+        frames.sort_by(|a, b| a.sub.as_bytes().cmp(b.sub.as_bytes()));
         self.store.end_drain();
         frames
     }

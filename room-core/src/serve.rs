@@ -152,7 +152,8 @@ pub(crate) struct Served {
     pub canonical: String,
     pub tables: Arc<[TableSchema]>,
     pub normalized_fp: Arc<str>,
-    pub subscribers: u32,
+    /// The attached subscribers' keys.
+    pub subs: Vec<Arc<str>>,
     pub idle_since: Option<u64>,
 }
 
@@ -172,6 +173,8 @@ pub(crate) struct Server {
     pub served: HashMap<PipelineId, Served>,
     pub by_canonical: HashMap<String, PipelineId>,
     pub subs: BTreeMap<Arc<str>, Subscriber>,
+    /// Subscribers holding a stash (owed ops), drained at the next commit.
+    pub stashed: Vec<Arc<str>>,
 }
 
 /// The D5 op order: table name (bytes), then primary key (comparator order).

@@ -240,6 +240,9 @@ impl Table {
 #[derive(Debug)]
 pub(crate) struct Store {
     tables: Vec<Table>,
+    /// Tables at or past this index are the room's own system tables (the ledger): not
+    /// visible to client ASTs.
+    user_tables: usize,
     by_name: HashMap<Arc<str>, usize>,
     /// A reusable key buffer for lookups.
     pub scratch: Vec<u8>,
@@ -250,6 +253,7 @@ impl Store {
     pub fn new(schemas: Vec<TableSchema>) -> Store {
         let mut store = Store {
             tables: Vec::new(),
+            user_tables: schemas.len(),
             by_name: HashMap::new(),
             scratch: Vec::new(),
         };
@@ -318,6 +322,21 @@ impl Store {
     /// The schemas, in table order.
     pub fn schemas(&self) -> impl Iterator<Item = &TableSchema> {
         self.tables.iter().map(|t| &t.schema)
+    }
+}
+
+/// The tables client ASTs may read: the upstream hello's, not the system tables.
+#[derive(Debug)]
+pub(crate) struct UserCatalog<'a>(pub &'a Store);
+
+impl crate::ast::Catalog for UserCatalog<'_> {
+    fn table(&self, name: &str) -> Option<(usize, &TableSchema)> {
+        let t = self.0.table_id(name).filter(|&t| t < self.0.user_tables)?;
+        Some((t, &self.0.tables[t].schema))
+    }
+
+    fn schema(&self, index: usize) -> Option<&TableSchema> {
+        self.0.tables.get(index).map(|t| &t.schema)
     }
 }
 

@@ -257,7 +257,12 @@ impl Engine {
             let node = self.node(n);
             (node.pipeline, node.table)
         };
-        self.pipeline_mut(p).footprint.enter(table, rid, row);
+        let pipeline = self.pipeline_mut(p);
+        let was_clean = !pipeline.footprint.has_changes();
+        pipeline.footprint.enter(table, rid, row);
+        if was_clean && pipeline.footprint.has_changes() {
+            self.touched.push(p);
+        }
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
@@ -274,7 +279,12 @@ impl Engine {
             let node = self.node(n);
             (node.pipeline, node.table)
         };
-        self.pipeline_mut(p).footprint.leave(table, rid);
+        let pipeline = self.pipeline_mut(p);
+        let was_clean = !pipeline.footprint.has_changes();
+        pipeline.footprint.leave(table, rid);
+        if was_clean && pipeline.footprint.has_changes() {
+            self.touched.push(p);
+        }
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
@@ -290,7 +300,12 @@ impl Engine {
             let node = self.node(n);
             (node.pipeline, node.table)
         };
-        self.pipeline_mut(p).footprint.image(table, rid, new);
+        let pipeline = self.pipeline_mut(p);
+        let was_clean = !pipeline.footprint.has_changes();
+        pipeline.footprint.image(table, rid, new);
+        if was_clean && pipeline.footprint.has_changes() {
+            self.touched.push(p);
+        }
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];

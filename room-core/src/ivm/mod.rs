@@ -57,6 +57,8 @@ pub(crate) struct Engine {
     work: Vec<(NodeId, RowId)>,
     /// A reusable window-event buffer.
     events: Vec<part::WindowEvent>,
+    /// Pipelines whose footprint went from clean to changed since the last drain.
+    touched: Vec<PipelineId>,
 }
 
 impl Engine {
@@ -100,13 +102,20 @@ impl Engine {
             .expect("pipeline ids held by the room are live")
     }
 
-    /// Every live pipeline id.
-    pub fn pipeline_ids(&self) -> impl Iterator<Item = PipelineId> + '_ {
-        self.pipelines
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.is_some())
-            .map(|(i, _)| i as PipelineId)
+    /// A pipeline, if `p` names a live one.
+    pub fn pipeline_opt_mut(&mut self, p: PipelineId) -> Option<&mut Pipeline> {
+        self.pipelines.get_mut(p as usize).and_then(Option::as_mut)
+    }
+
+    /// Takes the pipelines whose footprint changed since the last call (may repeat ids
+    /// or name pipelines destroyed since; callers check).
+    pub fn take_touched(&mut self) -> Vec<PipelineId> {
+        core::mem::take(&mut self.touched)
+    }
+
+    /// Makes room for a table added to the store.
+    pub fn add_table(&mut self) {
+        self.dispatch.push(TableDispatch::default());
     }
 
     fn alloc_node(&mut self) -> NodeId {

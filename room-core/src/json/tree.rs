@@ -39,6 +39,24 @@ impl JsValue {
         serde_json::from_str(text)
     }
 
+    /// Converts a `serde_json` value (its object key order is whatever serde_json kept).
+    pub fn from_serde(v: &serde_json::Value) -> JsValue {
+        match v {
+            serde_json::Value::Null => JsValue::Null,
+            serde_json::Value::Bool(b) => JsValue::Bool(*b),
+            serde_json::Value::Number(n) => JsValue::Num(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::String(s) => JsValue::Str(s.clone()),
+            serde_json::Value::Array(a) => {
+                JsValue::Arr(a.iter().map(JsValue::from_serde).collect())
+            }
+            serde_json::Value::Object(o) => JsValue::Obj(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), JsValue::from_serde(v)))
+                    .collect(),
+            ),
+        }
+    }
+
     /// A member of an object.
     pub fn get(&self, key: &str) -> Option<&JsValue> {
         match self {

@@ -1,0 +1,455 @@
+//! The write-behind flush (D7): the net effect of the dirty keys against their CAS
+//! bases, the ledger co-edits and the outcome rows, as one authority batch; then its
+//! settlement.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, ErrorCode};
+use crate::json::write::{write_key, write_row, write_str};
+use crate::keys::Key;
+use crate::room::Room;
+use crate::store::Row;
+use crate::value::Value;
+
+use super::{Flight, LEDGER_TABLE, OUTCOMES_TABLE};
+
+/// One element of `changes` (the authority's ingest shape).
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlushChange {
+    /// `{table, op:"add", row}`.
+    Add {
+        /// The table.
+        table: Arc<str>,
+        /// The new row.
+        row: Row,
+    },
+    /// `{table, op:"remove", old}`.
+    Remove {
+        /// The table.
+        table: Arc<str>,
+        /// The CAS base.
+        old: Row,
+    },
+    /// `{table, op:"edit", old, row}`.
+    Edit {
+        /// The table.
+        table: Arc<str>,
+        /// The CAS base.
+        old: Row,
+        /// The new row.
+        row: Row,
+    },
+}
+
+impl FlushChange {
+    fn between(table: &Arc<str>, base: Option<Row>, head: Option<Row>) -> Option<FlushChange> {
+        let table = table.clone();
+        match (base, head) {
+            (None, None) => None,
+            (None, Some(row)) => Some(FlushChange::Add { table, row }),
+            (Some(old), None) => Some(FlushChange::Remove { table, old }),
+            (Some(old), Some(row)) if old[..] == row[..] => None,
+            (Some(old), Some(row)) => Some(FlushChange::Edit { table, old, row }),
+        }
+    }
+
+    /// Appends the change as JSON; `canonical` sorts keys as RFC 8785 does.
+    fn write(&self, out: &mut String, canonical: bool) {
+        let (table, op, old, row) = match self {
+            FlushChange::Add { table, row } => (table, "add", None, Some(row)),
+            FlushChange::Remove { table, old } => (table, "remove", Some(old), None),
+            FlushChange::Edit { table, old, row } => (table, "edit", Some(old), Some(row)),
+        };
+        out.push('{');
+        if canonical {
+            // "old" < "op" < "row" < "table" in UTF-16 order.
+            if let Some(old) = old {
+                write_key(out, "old");
+                write_row(out, old);
+                out.push(',');
+            }
+            write_key(out, "op");
+            write_str(out, op);
+            if let Some(row) = row {
+                out.push(',');
+                write_key(out, "row");
+                write_row(out, row);
+            }
+            out.push(',');
+            write_key(out, "table");
+            write_str(out, table);
+        } else {
+            write_key(out, "table");
+            write_str(out, table);
+            out.push(',');
+            write_key(out, "op");
+            write_str(out, op);
+            if let Some(old) = old {
+                out.push(',');
+                write_key(out, "old");
+                write_row(out, old);
+            }
+            if let Some(row) = row {
+                out.push(',');
+                write_key(out, "row");
+                write_row(out, row);
+            }
+        }
+        out.push('}');
+    }
+}
+
+/// What `begin_flush` built.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlushBatch {
+    /// The `/apply-row-change-txn` `changes` array.
+    pub changes: Vec<FlushChange>,
+    /// First 16 hex chars of SHA-256 over the JCS text of `changes`.
+    pub batch_hash: String,
+    /// The `(clientID, mid)` advances the batch makes durable.
+    pub lmids: Vec<(String, u64)>,
+}
+
+impl FlushBatch {
+    /// The `changes` array as JSON text (key order as the wire writes it).
+    pub fn changes_json(&self) -> String {
+        write_changes(&self.changes, false)
+    }
+
+    /// `{"changes":[…],"batchHash":"…","lmids":[{"clientID":…,"mid":…}]}`.
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{\"changes\":");
+        out.push_str(&self.changes_json());
+        out.push_str(",\"batchHash\":");
+        write_str(&mut out, &self.batch_hash);
+        out.push_str(",\"lmids\":[");
+        for (i, (client, mid)) in self.lmids.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"clientID\":");
+            write_str(&mut out, client);
+            let _ = write!(out, ",\"mid\":{mid}}}");
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+fn write_changes(changes: &[FlushChange], canonical: bool) -> String {
+    let mut out = String::from("[");
+    for (i, c) in changes.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        c.write(&mut out, canonical);
+    }
+    out.push(']');
+    out
+}
+
+/// The result of `flush_ok`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushOk {
+    /// Dirty keys retired.
+    pub retired: usize,
+    /// Keys still dirty (written during the flight): schedule another flush.
+    pub dirty: usize,
+}
+
+/// One CAS rejection from the authority's 409 body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conflict {
+    /// The table.
+    pub table: String,
+    /// The key's pk cells.
+    pub pk: Vec<Value>,
+    /// The authority's current row (`None` = absent).
+    pub current: Option<Row>,
+}
+
+fn ledger_row(client: &str, mid: u64) -> Row {
+    Arc::from(alloc::vec![Value::str(client), Value::num(mid as f64)])
+}
+
+impl Room {
+    /// `beginFlush()`: builds the next batch, or `None` when nothing is unflushed. At
+    /// most one flush may be in flight.
+    pub fn begin_flush(&mut self) -> Result<Option<FlushBatch>, Error> {
+        self.require_live()?;
+        let w = self.writes_ref()?;
+        if w.flight.is_some() {
+            return Err(Error::new(
+                ErrorCode::WrongState,
+                "a flush is already in flight (settle it with flushOk or flushConflict)",
+            ));
+        }
+        let mut data: Vec<(Arc<str>, Key, FlushChange, Option<Row>)> = Vec::new();
+        let mut settled: Vec<(usize, Key)> = Vec::new();
+        for ((t, key), d) in &w.dirty {
+            let head = self
+                .store
+                .table(*t)
+                .id_by_key(key)
+                .and_then(|r| self.store.row(*t, r).cloned());
+            let name = &self.store.table(*t).schema.name;
+            match FlushChange::between(name, d.base.clone(), head.clone()) {
+                Some(change) => data.push((name.clone(), key.clone(), change, head)),
+                None => settled.push((*t, key.clone())),
+            }
+        }
+        data.sort_by(|a, b| {
+            a.0.as_bytes()
+                .cmp(b.0.as_bytes())
+                .then_with(|| a.1.cmp(&b.1))
+        });
+        let ledger_name: Arc<str> = Arc::from(LEDGER_TABLE);
+        let mut lmids = Vec::new();
+        let mut ledger = Vec::new();
+        for (client, m) in &w.clients {
+            if m.applied > m.durable {
+                let row = ledger_row(client, m.applied);
+                ledger.push(if m.durable > 0 {
+                    FlushChange::Edit {
+                        table: ledger_name.clone(),
+                        old: ledger_row(client, m.durable),
+                        row,
+                    }
+                } else {
+                    FlushChange::Add {
+                        table: ledger_name.clone(),
+                        row,
+                    }
+                });
+                lmids.push((client.clone(), m.applied));
+            }
+        }
+        let mut outcomes = w.outcomes.clone();
+        outcomes.sort_by(|a, b| {
+            a.client
+                .as_bytes()
+                .cmp(b.client.as_bytes())
+                .then(a.mid.cmp(&b.mid))
+        });
+        let outcomes_name: Arc<str> = Arc::from(OUTCOMES_TABLE);
+        let w = self.writes_mut()?;
+        for k in &settled {
+            w.dirty.remove(k);
+        }
+        if data.is_empty() && ledger.is_empty() && outcomes.is_empty() {
+            return Ok(None);
+        }
+        let mut changes = Vec::with_capacity(data.len() + ledger.len() + outcomes.len());
+        let mut keys = Vec::with_capacity(data.len());
+        for (name, key, change, head) in data {
+            if let Some(t) = self.store.table_id(&name) {
+                if let Some(d) = self
+                    .writes
+                    .as_mut()
+                    .and_then(|w| w.dirty.get_mut(&(t, key.clone())))
+                {
+                    d.sent = Some(head);
+                    d.redirtied = false;
+                }
+                keys.push((t, key));
+            }
+            changes.push(change);
+        }
+        changes.extend(ledger);
+        changes.extend(outcomes.iter().map(|o| FlushChange::Add {
+            table: outcomes_name.clone(),
+            row: o.row(),
+        }));
+        let digest = Sha256::digest(write_changes(&changes, true).as_bytes());
+        let mut batch_hash = String::with_capacity(16);
+        for b in &digest[..8] {
+            let _ = write!(batch_hash, "{b:02x}");
+        }
+        let w = self.writes_mut()?;
+        w.flight = Some(Flight {
+            keys,
+            lmids: lmids.clone(),
+            outcomes: outcomes.iter().map(|o| (o.client.clone(), o.mid)).collect(),
+        });
+        Ok(Some(FlushBatch {
+            changes,
+            batch_hash,
+            lmids,
+        }))
+    }
+
+    /// `flushOk()`: the authority committed the batch in flight. Its keys retire (or
+    /// re-base onto the image sent, when written again meanwhile); durable watermarks
+    /// advance; covered pending mutations retire.
+    pub fn flush_ok(&mut self) -> Result<FlushOk, Error> {
+        let w = self.writes_mut()?;
+        let flight = w.flight.take().ok_or_else(no_flight)?;
+        let mut retired = 0;
+        for k in &flight.keys {
+            let Some(d) = w.dirty.get_mut(k) else {
+                continue;
+            };
+            if d.redirtied {
+                d.base = d.sent.take().flatten();
+                d.redirtied = false;
+            } else {
+                w.dirty.remove(k);
+                retired += 1;
+            }
+        }
+        for (client, mid) in &flight.lmids {
+            let m = w.marks_mut(client);
+            m.durable = m.durable.max(*mid);
+        }
+        w.outcomes.retain(|o| {
+            !flight
+                .outcomes
+                .iter()
+                .any(|(c, m)| *c == o.client && *m == o.mid)
+        });
+        w.retire_pending();
+        Ok(FlushOk {
+            retired,
+            dirty: w.dirty.len(),
+        })
+    }
+
+    /// `flushConflict(conflicts)`: the authority refused the batch on CAS. Each conflicted
+    /// key converges to the authority's image (its local net effect is dropped); the rest
+    /// stays dirty for the next flush. Returns the new `headCv` when the head changed —
+    /// drain next to ship the corrective ops.
+    pub fn flush_conflict(&mut self, conflicts: &[Conflict]) -> Result<Option<u64>, Error> {
+        self.require_live()?;
+        if self.writes_ref()?.flight.is_none() {
+            return Err(no_flight());
+        }
+        // Validate everything before changing anything.
+        let mut resolved = Vec::with_capacity(conflicts.len());
+        for (i, c) in conflicts.iter().enumerate() {
+            let bad = |why: String| {
+                Error::new(
+                    ErrorCode::MalformedInput,
+                    format!("flushConflict: conflict {i}: {why}"),
+                )
+            };
+            if c.table == OUTCOMES_TABLE {
+                resolved.push(Resolved::Outcome(c.pk.clone()));
+                continue;
+            }
+            let t = self
+                .store
+                .table_id(&c.table)
+                .ok_or_else(|| bad(format!("unknown table {:?}", c.table)))?;
+            let schema = &self.store.table(t).schema;
+            if c.pk.len() != schema.primary_key.len() {
+                return Err(bad(format!(
+                    "pk has {} cells, the key has {}",
+                    c.pk.len(),
+                    schema.primary_key.len()
+                )));
+            }
+            if let Some(row) = &c.current {
+                if row.len() != schema.columns.len() {
+                    return Err(bad(format!(
+                        "current has {} cells, the table has {} columns",
+                        row.len(),
+                        schema.columns.len()
+                    )));
+                }
+                let same_key = schema
+                    .primary_key
+                    .iter()
+                    .zip(&c.pk)
+                    .all(|(&col, v)| row[col] == *v);
+                if !same_key {
+                    return Err(bad(String::from("current's primary key differs from pk")));
+                }
+            }
+            let mut key = Vec::new();
+            for v in &c.pk {
+                crate::keys::push_cell(&mut key, v, false);
+            }
+            if c.table == LEDGER_TABLE {
+                resolved.push(Resolved::Ledger(c.pk.clone(), c.current.clone()));
+            } else {
+                resolved.push(Resolved::Data(t, key.into_boxed_slice(), c.current.clone()));
+            }
+        }
+        let mut changed = false;
+        for r in resolved {
+            match r {
+                Resolved::Data(t, key, current) => {
+                    let head = self
+                        .store
+                        .table(t)
+                        .id_by_key(&key)
+                        .and_then(|rid| self.store.row(t, rid).cloned());
+                    let differs = match (&head, &current) {
+                        (None, None) => false,
+                        (Some(a), Some(b)) => a[..] != b[..],
+                        _ => true,
+                    };
+                    if differs {
+                        self.write_head(t, &key, current)?;
+                        changed = true;
+                    }
+                    self.writes_mut()?.dirty.remove(&(t, key));
+                }
+                Resolved::Ledger(pk, current) => {
+                    let client = match pk.first() {
+                        Some(Value::Str(s)) => String::from(&**s),
+                        _ => continue,
+                    };
+                    let lmid = match current.as_ref().map(|r| &r[1]) {
+                        Some(Value::Num(f)) if *f >= 0.0 => *f as u64,
+                        _ => 0,
+                    };
+                    let w = self.writes_mut()?;
+                    w.marks_mut(&client).durable = lmid;
+                    w.retire_pending();
+                }
+                Resolved::Outcome(pk) => {
+                    let w = self.writes_mut()?;
+                    if let (Some(Value::Str(c)), Some(Value::Num(m))) = (pk.first(), pk.get(1)) {
+                        let (c, m) = (String::from(&**c), *m as u64);
+                        w.outcomes.retain(|o| !(o.client == c && o.mid == m));
+                    }
+                }
+            }
+        }
+        let w = self.writes_mut()?;
+        if let Some(flight) = w.flight.take() {
+            for k in &flight.keys {
+                if let Some(d) = w.dirty.get_mut(k) {
+                    d.sent = None;
+                    d.redirtied = false;
+                }
+            }
+        }
+        if changed {
+            self.head_cv += 1;
+            Ok(Some(self.head_cv))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+enum Resolved {
+    Data(usize, Key, Option<Row>),
+    Ledger(Vec<Value>, Option<Row>),
+    Outcome(Vec<Value>),
+}
+
+fn no_flight() -> Error {
+    Error::new(
+        ErrorCode::WrongState,
+        "no flush is in flight (call beginFlush first)",
+    )
+}

@@ -1,0 +1,219 @@
+//! The write plane (DECISIONS D6–D7): the client-mutation ledger and its watermarks,
+//! mutation transactions with the commit gate, dirty-key tracking and the write-behind
+//! flush.
+//!
+//! ## The write loop a host runs
+//!
+//! 1. `enable_writes` / `enable_writes_v2` once, right after the seq-0 snapshot.
+//! 2. Per envelope: [`Room::begin_mutation`]; on `Tx` run the mutator against the staged
+//!    transaction (`tx_get` / `tx_add` / `tx_edit` / `tx_remove`, or the keyed
+//!    [`MutationTx`](keyed::MutationTx)), then [`Room::commit_mutation`] — or
+//!    [`Room::reject_mutation`]. **Drain** (`commit_all`) right away: fan-out is never
+//!    gated on durability.
+//! 3. Journal the envelope durably, then [`Room::ack`] — the ledger rows advance as a
+//!    local commit — and **drain** again (the lmid frames).
+//! 4. On the flush cadence: [`Room::begin_flush`], send the batch, then
+//!    [`Room::flush_ok`] or [`Room::flush_conflict`] (**drain** after a conflict that
+//!    returned a cv: the corrective ops).
+//!
+//! Watermarks per client: *applied* (highest mid consumed by the head, the dedup
+//! watermark), *acked* (the ledger row clients see) and *durable* (what the authority
+//! committed).
+
+mod flush;
+pub mod keyed;
+mod scope;
+mod tx;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use crate::keys::Key;
+use crate::store::Row;
+use crate::value::Value;
+
+pub use flush::{Conflict, FlushBatch, FlushChange, FlushOk};
+pub(crate) use scope::{Mode, TableScope, Writable};
+pub use tx::{Begin, Commit, Deopt};
+
+/// The ledger table every room serves lmids from.
+pub const LEDGER_TABLE: &str = "_rindle_client_mutations";
+/// The ledger's columns.
+pub const LEDGER_COLUMNS: [&str; 2] = ["client_id", "last_mutation_id"];
+/// The table durable outcome rows ride in a flush.
+pub const OUTCOMES_TABLE: &str = "_rindle_mutation_outcomes";
+
+/// One client's watermarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Marks {
+    /// Highest mid consumed by the head (dedup watermark).
+    pub applied: u64,
+    /// The ledger row's value.
+    pub acked: u64,
+    /// Highest mid the authority committed.
+    pub durable: u64,
+}
+
+/// A recorded non-applied verdict, waiting to ride a flush as an outcome row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub client: String,
+    pub mid: u64,
+    /// `"rejected"` or `"deopt"`.
+    pub kind: &'static str,
+    pub reason: Option<String>,
+    /// The envelope's mutator name (deopt rows only).
+    pub name: Option<String>,
+    /// The envelope's args as JSON text (deopt rows only).
+    pub args: Option<String>,
+}
+
+impl Outcome {
+    /// The `_rindle_mutation_outcomes` row `[client_id, mid, kind, reason, name, args]`.
+    pub fn row(&self) -> Row {
+        let opt = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::str);
+        Arc::from(alloc::vec![
+            Value::str(&self.client),
+            Value::num(self.mid as f64),
+            Value::str(self.kind),
+            opt(&self.reason),
+            opt(&self.name),
+            opt(&self.args),
+        ])
+    }
+}
+
+/// A key the room wrote whose net effect the authority does not hold yet.
+#[derive(Clone, Debug)]
+pub(crate) struct Dirty {
+    /// The CAS base: the authority's last known image (`None` = absent).
+    pub base: Option<Row>,
+    /// While a flush carries this key: the image it sent.
+    pub sent: Option<Option<Row>>,
+    /// The head changed again after the in-flight batch was built.
+    pub redirtied: bool,
+}
+
+/// What the batch in flight covers.
+#[derive(Debug)]
+pub(crate) struct Flight {
+    /// Dirty keys the batch carries.
+    pub keys: Vec<(usize, Key)>,
+    /// Ledger advances `(client, mid)`.
+    pub lmids: Vec<(String, u64)>,
+    /// Outcome rows `(client, mid)`.
+    pub outcomes: Vec<(String, u64)>,
+}
+
+/// The write plane's state.
+#[derive(Debug)]
+pub(crate) struct WritePlane {
+    pub mode: Mode,
+    /// The ledger's table index.
+    pub ledger: usize,
+    pub clients: BTreeMap<String, Marks>,
+    pub tx: Option<tx::Tx>,
+    /// Processed mids `(client, mid)` not yet durable.
+    pub pending: Vec<(String, u64)>,
+    /// Dirty keys by `(table, encoded pk)`.
+    pub dirty: BTreeMap<(usize, Key), Dirty>,
+    /// Recorded non-applied outcomes not yet durable.
+    pub outcomes: Vec<Outcome>,
+    pub flight: Option<Flight>,
+}
+
+impl WritePlane {
+    fn new(mode: Mode, ledger: usize) -> WritePlane {
+        WritePlane {
+            mode,
+            ledger,
+            clients: BTreeMap::new(),
+            tx: None,
+            pending: Vec::new(),
+            dirty: BTreeMap::new(),
+            outcomes: Vec::new(),
+            flight: None,
+        }
+    }
+
+    /// A client's watermarks (zero when unknown).
+    pub fn marks(&self, client: &str) -> Marks {
+        self.clients.get(client).copied().unwrap_or_default()
+    }
+
+    fn marks_mut(&mut self, client: &str) -> &mut Marks {
+        if !self.clients.contains_key(client) {
+            self.clients.insert(String::from(client), Marks::default());
+        }
+        // Inserted just above when missing.
+        self.clients.get_mut(client).expect("the entry exists")
+    }
+
+    /// Whether mutators may write `table`.
+    pub fn writable(&self, table: usize) -> bool {
+        match &self.mode {
+            Mode::V1 { owned } => owned.contains(&table),
+            Mode::V2 { scopes } => scopes
+                .iter()
+                .any(|s| s.table == table && matches!(s.writable, Writable::Predicate { .. })),
+        }
+    }
+
+    /// Whether mutators may read `table` with `tx_get`.
+    pub fn readable(&self, table: usize, user_tables: usize) -> bool {
+        match &self.mode {
+            Mode::V1 { .. } => table < user_tables,
+            Mode::V2 { scopes } => scopes.iter().any(|s| s.table == table),
+        }
+    }
+
+    /// The scope of a table under v2.
+    pub fn scope(&self, table: usize) -> Option<&TableScope> {
+        match &self.mode {
+            Mode::V1 { .. } => None,
+            Mode::V2 { scopes } => scopes.iter().find(|s| s.table == table),
+        }
+    }
+
+    /// Records that the head of `key` changed by a local commit; `before` is its image
+    /// just before (the authority's image when the key was clean).
+    pub fn touch_dirty(&mut self, table: usize, key: Key, before: Option<Row>) {
+        match self.dirty.get_mut(&(table, key.clone())) {
+            Some(d) => {
+                if d.sent.is_some() {
+                    d.redirtied = true;
+                }
+            }
+            None => {
+                self.dirty.insert(
+                    (table, key),
+                    Dirty {
+                        base: before,
+                        sent: None,
+                        redirtied: false,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Counts a processed mid as pending until it is durable.
+    fn processed(&mut self, client: &str, mid: u64) {
+        let marks = self.marks_mut(client);
+        marks.applied = marks.applied.max(mid);
+        if mid > marks.durable {
+            self.pending.push((String::from(client), mid));
+        }
+    }
+
+    /// Drops pending mids the durable watermarks now cover.
+    fn retire_pending(&mut self) {
+        let clients = &self.clients;
+        self.pending
+            .retain(|(c, mid)| clients.get(c).is_none_or(|m| *mid > m.durable));
+    }
+}
+
+mod ledger;

@@ -1,0 +1,469 @@
+//! Mutation transactions: dedup and gap checks, staged writes with read-your-writes,
+//! the v2 commit gate (D6), and the local commit.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::error::{Error, ErrorCode};
+use crate::keys::{cells_key_into, Key};
+use crate::room::Room;
+use crate::store::Row;
+use crate::value::Value;
+
+use super::{Outcome, Writable};
+
+/// One staged key: its head image at first touch and its staged image.
+#[derive(Clone, Debug)]
+pub(crate) struct Staged {
+    pub before: Option<Row>,
+    pub after: Option<Row>,
+}
+
+/// The open transaction.
+#[derive(Debug)]
+pub(crate) struct Tx {
+    pub client: String,
+    pub mid: u64,
+    pub name: Option<String>,
+    pub args: Option<String>,
+    pub staged: BTreeMap<(usize, Key), Staged>,
+    /// Keys in first-touch order (the gate's order).
+    pub order: Vec<(usize, Key)>,
+    /// Reads that found no row: `(table, pk cells)`.
+    pub absent_reads: Vec<(usize, Vec<Value>)>,
+}
+
+/// What `begin_mutation` decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Begin {
+    /// A transaction is open: run the mutator, then commit or reject.
+    Tx,
+    /// An absorbed redelivery (mid at or below the applied watermark): send nothing.
+    Dedup,
+}
+
+/// A commit-gate violation (D6).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Deopt {
+    /// `writeOutOfScope`, `joinKeyChanged` or `absentReadUnproven`.
+    pub reason: &'static str,
+    /// The table.
+    pub table: String,
+    /// The key's pk cells.
+    pub pk: Vec<Value>,
+    /// For `writeOutOfScope`: `add`, `remove` or `edit`.
+    pub op: Option<&'static str>,
+    /// For `joinKeyChanged`: the column.
+    pub column: Option<String>,
+}
+
+/// What `commit_mutation` did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Commit {
+    /// Applied as one local commit; the head's cv after it.
+    Applied {
+        /// `headCv` after the commit.
+        head_cv: u64,
+    },
+    /// The gate refused: nothing applied, the mid is consumed.
+    Deopt(Deopt),
+}
+
+impl Room {
+    /// `beginMutation(client, mid, name?, args?)`: dedup, gap check, open the
+    /// transaction. The gap error's message is exactly
+    /// `mutation gap for <client>: expected mid <w+1>, got <mid>`.
+    pub fn begin_mutation(
+        &mut self,
+        client: &str,
+        mid: u64,
+        name: Option<&str>,
+        args_json: Option<&str>,
+    ) -> Result<Begin, Error> {
+        self.require_live()?;
+        let w = self.writes_ref()?;
+        if w.tx.is_some() {
+            return Err(Error::new(
+                ErrorCode::WrongState,
+                "a mutation transaction is already open (commit or reject it first)",
+            ));
+        }
+        let applied = w.marks(client).applied;
+        if mid <= applied {
+            return Ok(Begin::Dedup);
+        }
+        if mid != applied + 1 {
+            return Err(Error::new(
+                ErrorCode::MutationGap,
+                format!(
+                    "mutation gap for {client}: expected mid {}, got {mid}",
+                    applied + 1
+                ),
+            ));
+        }
+        self.writes_mut()?.tx = Some(Tx {
+            client: String::from(client),
+            mid,
+            name: name.map(String::from),
+            args: args_json.map(String::from),
+            staged: BTreeMap::new(),
+            order: Vec::new(),
+            absent_reads: Vec::new(),
+        });
+        Ok(Begin::Tx)
+    }
+
+    fn open_tx(&self) -> Result<&Tx, Error> {
+        self.writes_ref()?.tx.as_ref().ok_or_else(no_tx)
+    }
+
+    /// Resolves a table a mutator names, checking it may be read (or written).
+    pub(crate) fn tx_table(&self, table: &str, write: bool, what: &str) -> Result<usize, Error> {
+        let w = self.writes_ref()?;
+        let t = self
+            .store
+            .table_id(table)
+            .filter(|&t| w.readable(t, self.user_tables()))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::WriteRefused,
+                    format!("{what}: table {table:?} is not readable by mutators"),
+                )
+            })?;
+        if write && !w.writable(t) {
+            return Err(Error::new(
+                ErrorCode::WriteRefused,
+                format!("{what}: table {table:?} is not writable by mutators"),
+            ));
+        }
+        Ok(t)
+    }
+
+    /// The effective image of a key: staged if the transaction touched it, else the head.
+    fn effective(&self, t: usize, key: &[u8]) -> Option<Row> {
+        if let Ok(tx) = self.open_tx() {
+            if let Some(s) = tx.staged.get(&(t, Key::from(key))) {
+                return s.after.clone();
+            }
+        }
+        self.store
+            .table(t)
+            .id_by_key(key)
+            .and_then(|rid| self.store.row(t, rid).cloned())
+    }
+
+    fn pk_key(&self, t: usize, pk: &[Value], what: &str) -> Result<Key, Error> {
+        let schema = &self.store.table(t).schema;
+        if pk.len() != schema.primary_key.len() {
+            return Err(Error::new(
+                ErrorCode::WriteRefused,
+                format!(
+                    "{what}: table {:?} has a {}-column primary key, got {} cells",
+                    schema.name,
+                    schema.primary_key.len(),
+                    pk.len()
+                ),
+            ));
+        }
+        let mut key = Vec::new();
+        for v in pk {
+            crate::keys::push_cell(&mut key, v, false);
+        }
+        Ok(key.into_boxed_slice())
+    }
+
+    fn row_key(&self, t: usize, row: &[Value], what: &str) -> Result<Key, Error> {
+        let schema = &self.store.table(t).schema;
+        if row.len() != schema.columns.len() {
+            return Err(Error::new(
+                ErrorCode::WriteRefused,
+                format!(
+                    "{what}: a {:?} row has {} columns, got {} cells",
+                    schema.name,
+                    schema.columns.len(),
+                    row.len()
+                ),
+            ));
+        }
+        let mut key = Vec::new();
+        cells_key_into(&mut key, row, &schema.primary_key);
+        Ok(key.into_boxed_slice())
+    }
+
+    /// `txGet(table, pk)`: the row under this transaction's staged writes, or `None`.
+    pub fn tx_get(&mut self, table: &str, pk: &[Value]) -> Result<Option<Row>, Error> {
+        self.open_tx()?;
+        let t = self.tx_table(table, false, "txGet")?;
+        let key = self.pk_key(t, pk, "txGet")?;
+        let row = self.effective(t, &key);
+        if row.is_none() {
+            if let Some(tx) = self.writes.as_mut().and_then(|w| w.tx.as_mut()) {
+                tx.absent_reads.push((t, pk.to_vec()));
+            }
+        }
+        Ok(row)
+    }
+
+    fn stage(&mut self, t: usize, key: Key, after: Option<Row>) -> Result<(), Error> {
+        let head = self
+            .store
+            .table(t)
+            .id_by_key(&key)
+            .and_then(|rid| self.store.row(t, rid).cloned());
+        let tx = self.writes_mut()?.tx.as_mut().ok_or_else(no_tx)?;
+        match tx.staged.get_mut(&(t, key.clone())) {
+            Some(s) => s.after = after,
+            None => {
+                tx.order.push((t, key.clone()));
+                tx.staged.insert(
+                    (t, key),
+                    Staged {
+                        before: head,
+                        after,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `txAdd(table, row)`: stages an add of a full-width row; refused when the key
+    /// exists, the table is not writable, or the width is wrong.
+    pub fn tx_add(&mut self, table: &str, row: Row) -> Result<(), Error> {
+        self.open_tx()?;
+        let t = self.tx_table(table, true, "txAdd")?;
+        let key = self.row_key(t, &row, "txAdd")?;
+        if self.effective(t, &key).is_some() {
+            return Err(Error::new(
+                ErrorCode::WriteRefused,
+                format!("txAdd: a {table:?} row with that primary key already exists"),
+            ));
+        }
+        self.stage(t, key, Some(row))
+    }
+
+    /// `txEdit(table, row)`: stages a full-width replacement of the row with the same
+    /// primary key; refused when the row does not exist.
+    pub fn tx_edit(&mut self, table: &str, row: Row) -> Result<(), Error> {
+        self.open_tx()?;
+        let t = self.tx_table(table, true, "txEdit")?;
+        let key = self.row_key(t, &row, "txEdit")?;
+        if self.effective(t, &key).is_none() {
+            return Err(Error::new(
+                ErrorCode::WriteRefused,
+                format!("txEdit: no {table:?} row with that primary key"),
+            ));
+        }
+        self.stage(t, key, Some(row))
+    }
+
+    /// `txRemove(table, pk)`: stages a remove; refused when the row does not exist.
+    pub fn tx_remove(&mut self, table: &str, pk: &[Value]) -> Result<(), Error> {
+        self.open_tx()?;
+        let t = self.tx_table(table, true, "txRemove")?;
+        let key = self.pk_key(t, pk, "txRemove")?;
+        if self.effective(t, &key).is_none() {
+            return Err(Error::new(
+                ErrorCode::WriteRefused,
+                format!("txRemove: no {table:?} row with that primary key"),
+            ));
+        }
+        self.stage(t, key, None)
+    }
+
+    /// `rejectMutation(kind, reason)`: consumes the mid with no effects and records the
+    /// outcome (`kind` `"rejected"` by default, or `"deopt"`).
+    pub fn reject_mutation(
+        &mut self,
+        kind: Option<&str>,
+        reason: Option<&str>,
+    ) -> Result<(), Error> {
+        let kind: &'static str = match kind {
+            None | Some("rejected") => "rejected",
+            Some("deopt") => "deopt",
+            Some(other) => {
+                return Err(Error::new(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "rejectMutation: kind must be \"rejected\" or \"deopt\", got {other:?}"
+                    ),
+                ))
+            }
+        };
+        let w = self.writes_mut()?;
+        let tx = w.tx.take().ok_or_else(no_tx)?;
+        w.record_outcome(tx, kind, reason.map(String::from));
+        Ok(())
+    }
+
+    /// `commitMutation()`: runs the gate (v2), then applies the net staged writes as one
+    /// local commit. Drain next.
+    pub fn commit_mutation(&mut self) -> Result<Commit, Error> {
+        self.require_live()?;
+        let w = self.writes_mut()?;
+        let tx = w.tx.take().ok_or_else(no_tx)?;
+        if let Some(deopt) = self.gate(&tx) {
+            let w = self.writes_mut()?;
+            w.record_outcome(tx, "deopt", Some(String::from(deopt.reason)));
+            return Ok(Commit::Deopt(deopt));
+        }
+        let mut changed = false;
+        for (t, key) in &tx.order {
+            let Some(s) = tx.staged.get(&(*t, key.clone())) else {
+                continue;
+            };
+            let same = match (&s.before, &s.after) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a[..] == b[..],
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            changed = true;
+            self.write_head(*t, key, s.after.clone())?;
+            if let Some(w) = self.writes.as_mut() {
+                w.touch_dirty(*t, key.clone(), s.before.clone());
+            }
+        }
+        if changed {
+            self.head_cv += 1;
+        }
+        let w = self.writes_mut()?;
+        w.processed(&tx.client, tx.mid);
+        Ok(Commit::Applied {
+            head_cv: self.head_cv,
+        })
+    }
+
+    /// Writes one key's new head image (a local commit step) and maintains every query.
+    pub(crate) fn write_head(
+        &mut self,
+        t: usize,
+        key: &[u8],
+        after: Option<Row>,
+    ) -> Result<(), Error> {
+        let rid = self.store.table(t).id_by_key(key);
+        match (rid, after) {
+            (Some(rid), Some(row)) => self.replace_row(t, rid, row),
+            (Some(rid), None) => self.remove_row(t, rid),
+            (None, Some(row)) => self
+                .insert_row(t, row)
+                .map_err(|e| Error::new(ErrorCode::Internal, e))?,
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
+    /// The v2 commit gate over the net staged writes: the first violation, if any.
+    fn gate(&self, tx: &Tx) -> Option<Deopt> {
+        let w = self.writes.as_ref()?;
+        if matches!(w.mode, super::Mode::V1 { .. }) {
+            return None;
+        }
+        for (t, key) in &tx.order {
+            let Some(s) = tx.staged.get(&(*t, key.clone())) else {
+                continue;
+            };
+            let (op, rows): (&'static str, [Option<&Row>; 2]) = match (&s.before, &s.after) {
+                (None, None) => continue,
+                (Some(a), Some(b)) if a[..] == b[..] => continue,
+                (None, Some(b)) => ("add", [Some(b), None]),
+                (Some(a), None) => ("remove", [Some(a), None]),
+                (Some(a), Some(b)) => ("edit", [Some(a), Some(b)]),
+            };
+            let Some(scope) = w.scope(*t) else { continue };
+            let Writable::Predicate {
+                where_,
+                join_key_cols,
+            } = &scope.writable
+            else {
+                continue;
+            };
+            let Some(image) = rows[0].or(rows[1]) else {
+                continue;
+            };
+            let schema = &self.store.table(*t).schema;
+            let pk: Vec<Value> = schema
+                .primary_key
+                .iter()
+                .map(|&c| image[c].clone())
+                .collect();
+            let deopt = |reason, op, column| Deopt {
+                reason,
+                table: String::from(&*schema.name),
+                pk: pk.clone(),
+                op,
+                column,
+            };
+            if let Some(cond) = where_ {
+                let out = rows
+                    .iter()
+                    .flatten()
+                    .any(|r| cond.eval_row_local(r) != Some(true));
+                if out {
+                    return Some(deopt("writeOutOfScope", Some(op), None));
+                }
+            }
+            if let (Some(a), Some(b)) = (&s.before, &s.after) {
+                if let Some(&c) = join_key_cols.iter().find(|&&c| a[c] != b[c]) {
+                    let column = String::from(&*schema.columns[c]);
+                    return Some(deopt("joinKeyChanged", None, Some(column)));
+                }
+            }
+        }
+        for (t, pk) in &tx.absent_reads {
+            let schema = &self.store.table(*t).schema;
+            let proven = w
+                .scope(*t)
+                .and_then(|s| s.footprint_where.as_ref())
+                .is_some_and(|cond| {
+                    let mut cols = Vec::new();
+                    cond.columns(&mut cols);
+                    if cols.iter().any(|c| !schema.primary_key.contains(c)) {
+                        return false;
+                    }
+                    let mut row = alloc::vec![Value::Null; schema.columns.len()];
+                    for (i, &c) in schema.primary_key.iter().enumerate() {
+                        row[c] = pk[i].clone();
+                    }
+                    cond.eval_row_local(&row) == Some(true)
+                });
+            if !proven {
+                return Some(Deopt {
+                    reason: "absentReadUnproven",
+                    table: String::from(&*schema.name),
+                    pk: pk.clone(),
+                    op: None,
+                    column: None,
+                });
+            }
+        }
+        None
+    }
+}
+
+impl super::WritePlane {
+    /// Consumes a transaction's mid with no effects and records the verdict.
+    pub(crate) fn record_outcome(&mut self, tx: Tx, kind: &'static str, reason: Option<String>) {
+        self.processed(&tx.client, tx.mid);
+        let deopt = kind == "deopt";
+        self.outcomes.push(Outcome {
+            client: tx.client,
+            mid: tx.mid,
+            kind,
+            reason,
+            name: if deopt { tx.name } else { None },
+            args: if deopt { tx.args } else { None },
+        });
+    }
+}
+
+fn no_tx() -> Error {
+    Error::new(
+        ErrorCode::WrongState,
+        "no mutation transaction is open (call beginMutation first)",
+    )
+}
