@@ -217,3 +217,6 @@ impl WritePlane {
 }
 
 mod ledger;
+
+#[cfg(test)]
+mod tests;
