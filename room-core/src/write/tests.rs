@@ -203,7 +203,7 @@ fn each_gate_reason() {
     // A proven absent read: deck d1's key satisfies footprintWhere.
     r.begin_mutation("c", 4, None, None).unwrap();
     r.tx_remove("deck", &[s("d1")]).unwrap();
-    assert!(r.tx_get("deck", &[s("d1")]).unwrap().is_some() == false);
+    assert!(r.tx_get("deck", &[s("d1")]).unwrap().is_none());
     assert!(matches!(
         r.commit_mutation().unwrap(),
         Commit::Applied { .. }
