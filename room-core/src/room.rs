@@ -263,7 +263,7 @@ impl Room {
     /// (D6: the head image is the room's own), and on a **writable** table an op that
     /// disagrees with the head only about the key's existence is reconciled instead of
     /// poisoning: the room's own writes echo back from upstream after a flush (see
-    /// `docs/write-plane.md`).
+    /// `docs/decisions-local.md`).
     fn apply_upstream_op(&mut self, op: &NetOp) -> Result<(), String> {
         let name = op.table();
         let t = self
