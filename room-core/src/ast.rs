@@ -19,7 +19,7 @@ use crate::schema::TableSchema;
 use crate::value::Value;
 
 /// Subqueries may nest at most this deep (related and EXISTS levels together).
-pub const MAX_DEPTH: usize = 24;
+pub const MAX_DEPTH: usize = 64;
 
 /// One validated query level.
 #[derive(Clone, Debug)]

@@ -4,7 +4,9 @@
 //! this one table, so a scenario means the same thing everywhere. Arguments that the
 //! `WasmRoom` method takes as JSON text are given as JSON values and serialized here
 //! exactly as JavaScript's `JSON.stringify` would (key order kept); `open` creates the
-//! room the later calls act on. A missing trailing argument is `undefined`.
+//! room the later calls act on. A missing trailing argument is `undefined`. An argument
+//! written `{"$text": "…"}` passes that raw text instead (the only way to send text that
+//! is not JSON at all).
 
 use alloc::format;
 use alloc::string::String;
@@ -118,7 +120,7 @@ impl Args<'_> {
 
     fn json_text(&self, i: usize) -> Result<String, Error> {
         match self.args.get(i) {
-            Some(v) => Ok(v.to_js_string()),
+            Some(v) => Ok(as_text(v)),
             None => Err(self.bad(i, "a JSON value")),
         }
     }
@@ -126,7 +128,7 @@ impl Args<'_> {
     /// An optional JSON-text argument: missing is `None` (JSON `null` is the text
     /// `"null"`).
     fn opt_json_text(&self, i: usize) -> Option<String> {
-        self.args.get(i).map(JsValue::to_js_string)
+        self.args.get(i).map(as_text)
     }
 
     fn number(&self, i: usize) -> Result<f64, Error> {
@@ -135,6 +137,19 @@ impl Args<'_> {
             _ => Err(self.bad(i, "a number")),
         }
     }
+}
+
+/// The text a JSON-text argument stands for: `{"$text": "…"}` passes raw (possibly
+/// malformed) text verbatim; any other value is serialized as `JSON.stringify` would.
+pub fn as_text(v: &JsValue) -> String {
+    if let JsValue::Obj(members) = v {
+        if let [(k, JsValue::Str(raw))] = members.as_slice() {
+            if k == "$text" {
+                return raw.clone();
+            }
+        }
+    }
+    v.to_js_string()
 }
 
 fn opt_json(v: Option<String>) -> Output {

@@ -83,8 +83,12 @@ pub fn js_time(v: f64, what: &str) -> Result<u64, Error> {
 
 /// Parses an upstream `nbatch.batch` object from JSON text.
 pub fn parse_upstream_batch(text: &str) -> Result<UpstreamBatch, Error> {
-    let wire: WireBatch<'_> = serde_json::from_str(text)
-        .map_err(|e| Error::malformed(format!("malformed upstream batch: {e}")))?;
+    let wire: WireBatch<'_> = serde_json::from_str(text).map_err(|e| {
+        Error::malformed(format!(
+            "malformed upstream batch: {}",
+            diagnose_batch(text, &e)
+        ))
+    })?;
     let epoch = safe_uint(&wire.epoch).ok_or_else(|| {
         Error::malformed("malformed upstream batch: epoch must be a non-negative integer")
     })?;
@@ -135,6 +139,66 @@ pub fn parse_upstream_batch(text: &str) -> Result<UpstreamBatch, Error> {
         cv,
         ops,
     })
+}
+
+/// Names the field a malformed batch got wrong (the slow path, only after serde refused).
+fn diagnose_batch(text: &str, err: &serde_json::Error) -> String {
+    use serde_json::Value as Json;
+    let Ok(v) = serde_json::from_str::<Json>(text) else {
+        return format!("{err}");
+    };
+    let Some(o) = v.as_object() else {
+        return String::from("the batch must be a JSON object");
+    };
+    for key in ["epoch", "seq"] {
+        match o.get(key) {
+            Some(Json::Number(_)) => {}
+            Some(other) => return format!("`{key}` must be a number, got {other}"),
+            None => return format!("`{key}` is missing"),
+        }
+    }
+    match o.get("normalizedFp") {
+        Some(Json::String(_)) => {}
+        Some(other) => return format!("`normalizedFp` must be a string, got {other}"),
+        None => return String::from("`normalizedFp` is missing"),
+    }
+    if let Some(cv) = o.get("cv") {
+        if !matches!(cv, Json::Number(_) | Json::Null) {
+            return format!("`cv` must be a number, got {cv}");
+        }
+    }
+    let ops = match o.get("ops") {
+        Some(Json::Array(ops)) => ops,
+        Some(other) => return format!("`ops` must be an array, got {other}"),
+        None => return String::from("`ops` is missing"),
+    };
+    for (i, op) in ops.iter().enumerate() {
+        let Some(op) = op.as_object() else {
+            return format!("ops[{i}] must be an object");
+        };
+        for key in ["table", "op"] {
+            if !matches!(op.get(key), Some(Json::String(_))) {
+                return format!("ops[{i}].{key} must be a string");
+            }
+        }
+        for key in ["row", "old", "new"] {
+            match op.get(key) {
+                None | Some(Json::Null) => {}
+                Some(Json::Array(cells)) => {
+                    if let Some(c) = cells
+                        .iter()
+                        .find(|c| matches!(c, Json::Array(_) | Json::Object(_)))
+                    {
+                        return format!("ops[{i}].{key}: a cell must be null, boolean, number or string, got {c}");
+                    }
+                }
+                Some(other) => {
+                    return format!("ops[{i}].{key} must be an array of cells, got {other}")
+                }
+            }
+        }
+    }
+    format!("{err}")
 }
 
 impl JsonRoom {

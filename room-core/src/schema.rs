@@ -6,8 +6,6 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use serde::Deserialize;
-
 use crate::error::{Error, ErrorCode};
 use crate::fingerprint::normalized_fp;
 use crate::json::write::{write_key, write_str, write_str_array};
@@ -124,23 +122,6 @@ pub struct Hello {
     pub normalized_fp: String,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireHello {
-    epoch: serde_json::Number,
-    comparator_version: serde_json::Number,
-    tables: Vec<WireTable>,
-    normalized_fp: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireTable {
-    name: String,
-    columns: Vec<String>,
-    primary_key: Vec<serde_json::Number>,
-}
-
 /// Reads a JSON number as a non-negative integer no larger than 2^53 − 1.
 pub(crate) fn safe_uint(n: &serde_json::Number) -> Option<u64> {
     const MAX: u64 = (1 << 53) - 1;
@@ -153,54 +134,87 @@ pub(crate) fn safe_uint(n: &serde_json::Number) -> Option<u64> {
 
 impl Hello {
     /// Parses and validates a hello from JSON text (D3). Nothing is constructed from a
-    /// hello that fails any rule.
+    /// hello that fails any rule; the error names the offending field.
     pub fn from_json(text: &str) -> Result<Hello, Error> {
-        let wire: WireHello = serde_json::from_str(text)
-            .map_err(|e| Error::new(ErrorCode::InvalidHello, format!("invalid hello: {e}")))?;
-        let epoch = safe_uint(&wire.epoch).ok_or_else(|| {
-            Error::new(
-                ErrorCode::InvalidHello,
-                "invalid hello: epoch must be a non-negative integer",
-            )
-        })?;
-        let comparator_version = match safe_uint(&wire.comparator_version) {
-            Some(v) if v == COMPARATOR_VERSION as u64 => COMPARATOR_VERSION,
-            _ => {
-                return Err(Error::new(
-                    ErrorCode::InvalidHello,
-                    format!(
-                        "invalid hello: comparatorVersion {} is not supported (expected {})",
-                        wire.comparator_version, COMPARATOR_VERSION
-                    ),
-                ))
+        use serde_json::Value as Json;
+        let bad =
+            |why: String| Error::new(ErrorCode::InvalidHello, format!("invalid hello: {why}"));
+        let json: Json = serde_json::from_str(text).map_err(|e| bad(format!("not JSON ({e})")))?;
+        let o = json
+            .as_object()
+            .ok_or_else(|| bad(String::from("must be a JSON object")))?;
+        let uint = |key: &str| -> Result<u64, Error> {
+            match o.get(key) {
+                Some(Json::Number(n)) => safe_uint(n)
+                    .ok_or_else(|| bad(format!("`{key}` must be a non-negative integer, got {n}"))),
+                Some(other) => Err(bad(format!("`{key}` must be a number, got {other}"))),
+                None => Err(bad(format!("`{key}` is missing"))),
             }
         };
-        let mut tables = Vec::with_capacity(wire.tables.len());
-        for t in wire.tables {
-            let mut pk = Vec::with_capacity(t.primary_key.len());
-            for k in &t.primary_key {
-                let idx = safe_uint(k).ok_or_else(|| {
-                    Error::new(
-                        ErrorCode::InvalidHello,
-                        format!(
-                            "invalid hello: table {:?} has a non-integer primaryKey index",
-                            t.name
-                        ),
-                    )
-                })?;
-                pk.push(usize::try_from(idx).unwrap_or(usize::MAX));
+        let epoch = uint("epoch")?;
+        let cv = uint("comparatorVersion")?;
+        if cv != COMPARATOR_VERSION as u64 {
+            return Err(bad(format!(
+                "comparatorVersion {cv} is not supported (expected {COMPARATOR_VERSION})"
+            )));
+        }
+        let normalized_fp = match o.get("normalizedFp") {
+            Some(Json::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(bad(format!("`normalizedFp` must be a string, got {other}")))
             }
+            None => return Err(bad(String::from("`normalizedFp` is missing"))),
+        };
+        let wire_tables = match o.get("tables") {
+            Some(Json::Array(t)) => t,
+            Some(other) => return Err(bad(format!("`tables` must be an array, got {other}"))),
+            None => return Err(bad(String::from("`tables` is missing"))),
+        };
+        let mut tables = Vec::with_capacity(wire_tables.len());
+        for (i, t) in wire_tables.iter().enumerate() {
+            let t = t
+                .as_object()
+                .ok_or_else(|| bad(format!("tables[{i}] must be an object")))?;
+            let name = t
+                .get("name")
+                .and_then(Json::as_str)
+                .ok_or_else(|| bad(format!("tables[{i}].name must be a string")))?;
+            let columns = t
+                .get("columns")
+                .and_then(Json::as_array)
+                .ok_or_else(|| bad(format!("table {name:?}: `columns` must be an array")))?
+                .iter()
+                .map(|c| {
+                    c.as_str().map(Arc::from).ok_or_else(|| {
+                        bad(format!(
+                            "table {name:?}: column names must be strings, got {c}"
+                        ))
+                    })
+                })
+                .collect::<Result<Box<[Arc<str>]>, Error>>()?;
+            let primary_key = t
+                .get("primaryKey")
+                .and_then(Json::as_array)
+                .ok_or_else(|| bad(format!("table {name:?}: `primaryKey` must be an array")))?
+                .iter()
+                .map(|k| match k {
+                    Json::Number(n) => safe_uint(n)
+                        .map(|u| usize::try_from(u).unwrap_or(usize::MAX))
+                        .ok_or_else(|| bad(format!("table {name:?}: primaryKey index {n} is not a non-negative integer"))),
+                    other => Err(bad(format!("table {name:?}: primaryKey indices must be numbers, got {other}"))),
+                })
+                .collect::<Result<Box<[usize]>, Error>>()?;
             tables.push(TableSchema {
-                name: Arc::from(t.name.as_str()),
-                columns: t.columns.iter().map(|c| Arc::from(c.as_str())).collect(),
-                primary_key: pk.into(),
+                name: Arc::from(name),
+                columns,
+                primary_key,
             });
         }
         let hello = Hello {
             epoch,
-            comparator_version,
+            comparator_version: COMPARATOR_VERSION,
             tables,
-            normalized_fp: wire.normalized_fp,
+            normalized_fp,
         };
         hello.validate()?;
         Ok(hello)
