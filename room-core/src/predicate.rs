@@ -12,6 +12,10 @@ use core::cmp::Ordering;
 
 use crate::value::{compare, Value};
 
+pub use like::LikeMatcher;
+
+mod like;
+
 /// A literal from a query: numbers keep the exact integer plane of the wire AST.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lit {
@@ -312,101 +316,6 @@ pub fn fold_literals(left: &Lit, op: SimpleOp, right: Lit) -> Result<bool, &'sta
 /// Equality on cells used where two cells meet (re-exported for the naive evaluator).
 pub fn cells_identical(a: &Value, b: &Value) -> bool {
     compare(a, b) == Ordering::Equal
-}
-
-/// One element of a compiled LIKE pattern.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LikeTok {
-    /// A literal byte (already ASCII-folded for ILIKE).
-    Byte(u8),
-    /// `_`: exactly one byte.
-    One,
-    /// `%`: any run of bytes, possibly empty.
-    Any,
-}
-
-/// A compiled LIKE / ILIKE pattern: byte-level, `\` escapes `%`, `_` and `\`; any other
-/// escaped byte keeps the backslash; a trailing lone `\` is literal. ILIKE folds ASCII
-/// letters only.
-#[derive(Clone, Debug)]
-pub struct LikeMatcher {
-    toks: Box<[LikeTok]>,
-    fold: bool,
-}
-
-impl LikeMatcher {
-    /// Compiles `pattern`.
-    pub fn new(pattern: &[u8], fold: bool) -> LikeMatcher {
-        let norm = |b: u8| if fold { b.to_ascii_lowercase() } else { b };
-        let mut toks = Vec::with_capacity(pattern.len());
-        let mut i = 0;
-        while i < pattern.len() {
-            let b = pattern[i];
-            match b {
-                b'\\' => match pattern.get(i + 1) {
-                    Some(&n @ (b'%' | b'_' | b'\\')) => {
-                        toks.push(LikeTok::Byte(n));
-                        i += 1;
-                    }
-                    _ => toks.push(LikeTok::Byte(b'\\')),
-                },
-                b'%' => {
-                    if toks.last() != Some(&LikeTok::Any) {
-                        toks.push(LikeTok::Any);
-                    }
-                }
-                b'_' => toks.push(LikeTok::One),
-                _ => toks.push(LikeTok::Byte(norm(b))),
-            }
-            i += 1;
-        }
-        LikeMatcher {
-            toks: toks.into(),
-            fold,
-        }
-    }
-
-    /// Whether `text` matches the whole pattern.
-    pub fn matches(&self, text: &[u8]) -> bool {
-        let toks = &self.toks;
-        let (mut t, mut p) = (0usize, 0usize);
-        // Backtrack point: the last `%` seen and the text position it resumes from.
-        let mut star: Option<(usize, usize)> = None;
-        while t < text.len() {
-            let c = if self.fold {
-                text[t].to_ascii_lowercase()
-            } else {
-                text[t]
-            };
-            match toks.get(p) {
-                Some(LikeTok::Any) => {
-                    star = Some((p, t));
-                    p += 1;
-                    continue;
-                }
-                Some(LikeTok::One) => {
-                    p += 1;
-                    t += 1;
-                    continue;
-                }
-                Some(LikeTok::Byte(b)) if *b == c => {
-                    p += 1;
-                    t += 1;
-                    continue;
-                }
-                _ => {}
-            }
-            match star {
-                Some((sp, st)) => {
-                    p = sp + 1;
-                    t = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            }
-        }
-        toks[p..].iter().all(|tok| *tok == LikeTok::Any)
-    }
 }
 
 #[cfg(test)]

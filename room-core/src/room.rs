@@ -74,6 +74,8 @@ pub struct Room {
     pub(crate) writes: Option<crate::write::WritePlane>,
     /// How many tables came from the upstream hello (system tables follow).
     user_tables: usize,
+    /// The `cv` of the upstream batch being applied (for the in-flight log).
+    applying_cv: Option<f64>,
 }
 
 impl Room {
@@ -95,6 +97,7 @@ impl Room {
             idle_ttl_ms,
             writes: None,
             user_tables: tables,
+            applying_cv: None,
         })
     }
 
@@ -231,6 +234,7 @@ impl Room {
             }
             Some(last) if batch.seq <= last => Ok(ApplyStatus::Duplicate),
             Some(last) if batch.seq == last + 1 => {
+                self.applying_cv = batch.cv;
                 let ops = self.apply_ops(&batch.ops)?;
                 self.last_seq = Some(batch.seq);
                 self.cv = batch.cv.or(self.cv);
@@ -324,6 +328,9 @@ impl Room {
             self.store.table(t).key_of(image, &mut key);
             if let Some(d) = w.dirty.get_mut(&(t, key.into_boxed_slice())) {
                 d.base = new.cloned();
+                if d.sent.is_some() {
+                    d.in_flight_log.push((self.applying_cv, new.cloned()));
+                }
                 return Ok(());
             }
             tolerant = w.writable(t);

@@ -93,8 +93,9 @@ pub struct TokenPayload {
 pub struct MintOptions<'a> {
     /// The document id.
     pub doc: &'a str,
-    /// The approved AST.
-    pub ast: &'a JsValue,
+    /// The approved AST (`None`: the payload has no `ast` member, as `JSON.stringify`
+    /// drops an undefined one).
+    pub ast: Option<&'a JsValue>,
     /// The subject.
     pub sub: &'a str,
     /// The key id.
@@ -130,12 +131,16 @@ pub fn mint(opts: &MintOptions<'_>) -> Result<String, Error> {
     let mut members = alloc::vec![
         (String::from("v"), JsValue::Num(1.0)),
         (String::from("doc"), JsValue::Str(String::from(opts.doc))),
-        (String::from("ast"), opts.ast.clone()),
+    ];
+    if let Some(ast) = opts.ast {
+        members.push((String::from("ast"), ast.clone()));
+    }
+    members.extend([
         (String::from("sub"), JsValue::Str(String::from(opts.sub))),
         (String::from("iat"), JsValue::Num(opts.now_ms)),
         (String::from("exp"), JsValue::Num(opts.now_ms + opts.ttl_ms)),
         (String::from("kid"), JsValue::Str(String::from(opts.kid))),
-    ];
+    ]);
     if let Some(h) = opts.scopes_hash {
         members.push((String::from("scopesHash"), JsValue::Str(String::from(h))));
     }

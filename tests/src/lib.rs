@@ -1,1 +1,7 @@
-//! Shared helpers for the cross-face tests.
+//! Shared helpers for the cross-face tests: the naive footprint evaluator (the IVM's
+//! correctness oracle), a strict downstream client model, and an in-process harness that
+//! wires them to a [`Room`](rindle_room_core::Room).
+
+pub mod client;
+pub mod harness;
+pub mod naive;

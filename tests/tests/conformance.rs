@@ -80,7 +80,7 @@ fn parse_step(i: usize, v: &Json, ordered: &JsValue) -> Result<Step, String> {
         .get("call")
         .and_then(Json::as_str)
         .ok_or_else(|| format!("{what} needs a string `call`"))?;
-        let args = match ordered.get("args") {
+    let args = match ordered.get("args") {
         Some(JsValue::Arr(a)) => a.clone(),
         _ => return Err(format!("{what} needs an array `args`")),
     };
@@ -134,7 +134,7 @@ fn load(path: &Path) -> Result<Scenario, String> {
         Some(Json::Array(s)) if !s.is_empty() => s,
         _ => return Err("the scenario needs a non-empty array `steps`".into()),
     };
-        // The same file as an order-preserving tree: arguments keep their key order.
+    // The same file as an order-preserving tree: arguments keep their key order.
     let ordered = JsValue::parse(&text).map_err(|e| format!("not JSON: {e}"))?;
     let ordered_steps = match ordered.get("steps") {
         Some(JsValue::Arr(a)) => a.clone(),
@@ -154,7 +154,7 @@ fn load(path: &Path) -> Result<Scenario, String> {
 fn run_step(room: &mut Option<JsonRoom>, step: &Step) -> Result<String, String> {
     // Arguments keep their key order (`JsValue`), and `{"$text": …}` passes raw text:
     // the call table handles both, exactly as the C and Node runners do.
-        calls::call_js(room, &step.call, &step.args)
+    calls::call_js(room, &step.call, &step.args)
         .map(|o| o.to_json_text())
         .map_err(|e| e.message().to_owned())
 }

@@ -238,9 +238,10 @@ impl JsonRoom {
         Ok(self.room.begin_flush()?.map(|b| b.to_json()))
     }
 
-    /// `flushOk()`: `{"retired":n,"dirty":n}`.
-    pub fn flush_ok(&mut self) -> Result<String, Error> {
-        let r = self.room.flush_ok()?;
+    /// `flushOk(cv?)`: `{"retired":n,"dirty":n}`. `cv` is the authority's commit
+    /// version of the batch (`{applied, cv}`), when known.
+    pub fn flush_ok(&mut self, cv: Option<f64>) -> Result<String, Error> {
+        let r = self.room.flush_ok(cv)?;
         Ok(format!(
             "{{\"retired\":{},\"dirty\":{}}}",
             r.retired, r.dirty
@@ -293,10 +294,11 @@ pub fn mint_room_token(opts_json: &str) -> Result<String, Error> {
             ))
         }
     };
-    let ast = opts.get("ast").cloned().unwrap_or(JsValue::Null);
+    // JSON.stringify drops an undefined member: no `ast` option, no `ast` in the payload.
+    let ast = opts.get("ast").cloned();
     token::mint(&MintOptions {
         doc: text("doc")?,
-        ast: &ast,
+        ast: ast.as_ref(),
         sub: text("sub")?,
         kid: text("kid")?,
         key: text("key")?,

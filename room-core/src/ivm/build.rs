@@ -53,7 +53,7 @@ impl Engine {
             self.work.clear();
             self.register(n);
         }
-        self.demand_inc(root, Vec::new());
+        self.demand_inc(store, root, Vec::new());
         self.pipeline_mut(p).footprint.dirty.clear();
         p
     }

@@ -78,7 +78,7 @@ impl Engine {
                     return;
                 }
                 if same_slot(node, &old, &new) {
-                    self.image_changed(n, rid, old, new);
+                    self.image_changed(store, n, rid, old, new);
                 } else {
                     self.leave_part(store, n, rid, &old);
                     self.enter_part(store, n, rid, new);
@@ -153,7 +153,7 @@ impl Engine {
             )
         };
         if demanded {
-            self.apply_events(n, &events);
+            self.apply_events(store, n, &events);
         }
         self.node_mut(n).rows.remove(&rid);
         self.events = events;
@@ -189,7 +189,7 @@ impl Engine {
             )
         };
         if demanded {
-            self.apply_events(n, &events);
+            self.apply_events(store, n, &events);
         }
         self.events = events;
         if was_empty && self.node(n).is_exists() {
@@ -197,7 +197,7 @@ impl Engine {
         }
     }
 
-    fn image_changed(&mut self, n: NodeId, rid: RowId, old: Row, new: Row) {
+    fn image_changed(&mut self, store: &Store, n: NodeId, rid: RowId, old: Row, new: Row) {
         let mut pk = Vec::new();
         let mut sk = Vec::new();
         let member = {
@@ -213,21 +213,21 @@ impl Engine {
                     .is_some_and(|p| p.in_window(&sk, node.limit))
         };
         if member {
-            self.member_image(n, rid, &old, &new);
+            self.member_image(store, n, rid, &old, &new);
         }
     }
 
-    fn apply_events(&mut self, n: NodeId, events: &[WindowEvent]) {
+    fn apply_events(&mut self, store: &Store, n: NodeId, events: &[WindowEvent]) {
         for ev in events {
             match *ev {
                 WindowEvent::Enter(r) => {
                     if let Some(img) = self.node(n).rows.get(&r).cloned() {
-                        self.member_enter(n, r, &img);
+                        self.member_enter(store, n, r, &img);
                     }
                 }
                 WindowEvent::Leave(r) => {
                     if let Some(img) = self.node(n).rows.get(&r).cloned() {
-                        self.member_leave(n, r, &img);
+                        self.member_leave(store, n, r, &img);
                     }
                 }
             }
@@ -241,25 +241,27 @@ impl Engine {
             return;
         };
         let parent_table = self.node(parent).table;
-        let before = self.work.len();
         self.work.extend(
             store
                 .table(parent_table)
                 .index_lookup(ix, part_key)
                 .map(|r| (parent, r)),
         );
-        let _ = before;
     }
 
     /// A row became a member of the result tree through node `n`.
-    pub(crate) fn member_enter(&mut self, n: NodeId, rid: RowId, row: &Row) {
+    pub(crate) fn member_enter(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
         let (p, table) = {
             let node = self.node(n);
             (node.pipeline, node.table)
         };
         let pipeline = self.pipeline_mut(p);
         let was_clean = !pipeline.footprint.has_changes();
-        pipeline.footprint.enter(table, rid, row);
+        // The footprint holds the store's current image: a node not yet refreshed for
+        // this change may bring the row in with the image it still holds.
+        pipeline
+            .footprint
+            .enter(table, rid, store.row(table, rid).unwrap_or(row));
         if was_clean && pipeline.footprint.has_changes() {
             self.touched.push(p);
         }
@@ -268,13 +270,13 @@ impl Engine {
             let c = self.node(n).demanded_children[i];
             let mut key = Vec::new();
             if self.child_key(c, row, &mut key) {
-                self.demand_inc(c, key);
+                self.demand_inc(store, c, key);
             }
         }
     }
 
     /// A row stopped being a member through node `n` (`row` is the image it entered with).
-    pub(crate) fn member_leave(&mut self, n: NodeId, rid: RowId, row: &Row) {
+    pub(crate) fn member_leave(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
         let (p, table) = {
             let node = self.node(n);
             (node.pipeline, node.table)
@@ -290,19 +292,21 @@ impl Engine {
             let c = self.node(n).demanded_children[i];
             let mut key = Vec::new();
             if self.child_key(c, row, &mut key) {
-                self.demand_dec(c, &key);
+                self.demand_dec(store, c, &key);
             }
         }
     }
 
-    fn member_image(&mut self, n: NodeId, rid: RowId, old: &Row, new: &Row) {
+    fn member_image(&mut self, store: &Store, n: NodeId, rid: RowId, old: &Row, new: &Row) {
         let (p, table) = {
             let node = self.node(n);
             (node.pipeline, node.table)
         };
         let pipeline = self.pipeline_mut(p);
         let was_clean = !pipeline.footprint.has_changes();
-        pipeline.footprint.image(table, rid, new);
+        pipeline
+            .footprint
+            .image(table, rid, store.row(table, rid).unwrap_or(new));
         if was_clean && pipeline.footprint.has_changes() {
             self.touched.push(p);
         }
@@ -316,10 +320,10 @@ impl Engine {
                 continue;
             }
             if has_new {
-                self.demand_inc(c, kn);
+                self.demand_inc(store, c, kn);
             }
             if has_old {
-                self.demand_dec(c, &ko);
+                self.demand_dec(store, c, &ko);
             }
         }
     }
@@ -333,7 +337,7 @@ impl Engine {
     }
 
     /// One more demand for partition `key` of node `c`; the first brings its window in.
-    pub(crate) fn demand_inc(&mut self, c: NodeId, key: Vec<u8>) {
+    pub(crate) fn demand_inc(&mut self, store: &Store, c: NodeId, key: Vec<u8>) {
         let first = {
             let node = self.node_mut(c);
             match node.demand.get_mut(key.as_slice()) {
@@ -349,13 +353,13 @@ impl Engine {
         };
         if first {
             for (r, img) in self.window_rows(c, &key) {
-                self.member_enter(c, r, &img);
+                self.member_enter(store, c, r, &img);
             }
         }
     }
 
     /// One demand fewer; the last takes the window out.
-    pub(crate) fn demand_dec(&mut self, c: NodeId, key: &[u8]) {
+    pub(crate) fn demand_dec(&mut self, store: &Store, c: NodeId, key: &[u8]) {
         let last = {
             let node = self.node_mut(c);
             match node.demand.get_mut(key) {
@@ -372,7 +376,7 @@ impl Engine {
         };
         if last {
             for (r, img) in self.window_rows(c, key) {
-                self.member_leave(c, r, &img);
+                self.member_leave(store, c, r, &img);
             }
         }
     }

@@ -157,3 +157,63 @@ fn literal_folding() {
         Ok(true)
     );
 }
+
+/// A deliberately simple recursive LIKE, for cross-checking the linear matcher.
+fn reference_like(pat: &[u8], text: &[u8], fold: bool) -> bool {
+    let n = |b: u8| if fold { b.to_ascii_lowercase() } else { b };
+    match pat.first() {
+        None => text.is_empty(),
+        Some(b'%') => (0..=text.len()).any(|k| reference_like(&pat[1..], &text[k..], fold)),
+        Some(b'_') => !text.is_empty() && reference_like(&pat[1..], &text[1..], fold),
+        Some(b'\\') => {
+            let (lit, rest): (u8, &[u8]) = match pat.get(1) {
+                Some(&c @ (b'%' | b'_' | b'\\')) => (c, &pat[2..]),
+                _ => (b'\\', &pat[1..]),
+            };
+            !text.is_empty() && n(text[0]) == n(lit) && reference_like(rest, &text[1..], fold)
+        }
+        Some(&c) => {
+            !text.is_empty() && n(text[0]) == n(c) && reference_like(&pat[1..], &text[1..], fold)
+        }
+    }
+}
+
+#[test]
+fn linear_like_agrees_with_the_reference() {
+    let alphabet = b"aAb%_\\";
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..20_000 {
+        let plen = (next() % 8) as usize;
+        let tlen = (next() % 9) as usize;
+        let pat: alloc::vec::Vec<u8> = (0..plen)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect();
+        let text: alloc::vec::Vec<u8> = (0..tlen)
+            .map(|_| b"aAb_%\\"[(next() % 6) as usize])
+            .collect();
+        for fold in [false, true] {
+            assert_eq!(
+                LikeMatcher::new(&pat, fold).matches(&text),
+                reference_like(&pat, &text, fold),
+                "pattern {:?} text {:?} fold {fold}",
+                core::str::from_utf8(&pat),
+                core::str::from_utf8(&text)
+            );
+        }
+    }
+    // Long segments cross the 64-bit word boundary.
+    let long: alloc::vec::Vec<u8> = core::iter::repeat_n(b'a', 130).chain([b'b']).collect();
+    let mut pat = alloc::vec![b'%'];
+    pat.extend_from_slice(&long);
+    pat.push(b'%');
+    let mut text = alloc::vec![b'a'; 300];
+    assert!(!LikeMatcher::new(&pat, false).matches(&text));
+    text.push(b'b');
+    assert!(LikeMatcher::new(&pat, false).matches(&text));
+}

@@ -17,7 +17,7 @@ fn token(now: f64, ttl: f64) -> String {
     let ast = ast();
     mint(&MintOptions {
         doc: "doc/1",
-        ast: &ast,
+        ast: Some(&ast),
         sub: "user:a",
         kid: "k1",
         key: "secret-one",

@@ -284,21 +284,37 @@ impl Room {
         }))
     }
 
-    /// `flushOk()`: the authority committed the batch in flight. Its keys retire (or
-    /// re-base onto the image sent, when written again meanwhile); durable watermarks
-    /// advance; covered pending mutations retire.
-    pub fn flush_ok(&mut self) -> Result<FlushOk, Error> {
+    /// `flushOk(cv?)`: the authority committed the batch in flight (at commit version
+    /// `cv`, when the host knows it). Its keys retire (or re-base onto the authority's
+    /// image, when written again meanwhile); durable watermarks advance; covered pending
+    /// mutations retire.
+    ///
+    /// Upstream ops that reached an in-flight key and were committed **after** the batch
+    /// are the authority's newest image: a key not written again converges to it (the
+    /// head changes — drain next), a key written again re-bases onto it. With `cv`, those
+    /// are the ops of upstream batches with a greater `cv`; without it, the ops after the
+    /// batch's own echo (the image it sent).
+    pub fn flush_ok(&mut self, cv: Option<f64>) -> Result<FlushOk, Error> {
         let w = self.writes_mut()?;
         let flight = w.flight.take().ok_or_else(no_flight)?;
         let mut retired = 0;
+        let mut converge: Vec<(usize, Key, Option<Row>)> = Vec::new();
         for k in &flight.keys {
             let Some(d) = w.dirty.get_mut(k) else {
                 continue;
             };
+            let sent = d.sent.take().flatten();
+            let log = core::mem::take(&mut d.in_flight_log);
+            let newer = newest_after_commit(&log, &sent, cv);
             if d.redirtied {
-                d.base = d.sent.take().flatten();
+                d.base = newer.unwrap_or(sent);
                 d.redirtied = false;
             } else {
+                if let Some(image) = newer {
+                    if !same_image(&image, &sent) {
+                        converge.push((k.0, k.1.clone(), image));
+                    }
+                }
                 w.dirty.remove(k);
                 retired += 1;
             }
@@ -314,10 +330,31 @@ impl Room {
                 .any(|(c, m)| *c == o.client && *m == o.mid)
         });
         w.retire_pending();
-        Ok(FlushOk {
-            retired,
-            dirty: w.dirty.len(),
-        })
+        let dirty = w.dirty.len();
+        if !converge.is_empty() {
+            let mut changed = false;
+            for (t, key, image) in converge {
+                changed |= self.converge_head(t, &key, image)?;
+            }
+            if changed {
+                self.head_cv += 1;
+            }
+        }
+        Ok(FlushOk { retired, dirty })
+    }
+
+    /// Sets a key's head image if it differs; returns whether it did.
+    fn converge_head(&mut self, t: usize, key: &[u8], image: Option<Row>) -> Result<bool, Error> {
+        let head = self
+            .store
+            .table(t)
+            .id_by_key(key)
+            .and_then(|rid| self.store.row(t, rid).cloned());
+        if same_image(&head, &image) {
+            return Ok(false);
+        }
+        self.write_head(t, key, image)?;
+        Ok(true)
     }
 
     /// `flushConflict(conflicts)`: the authority refused the batch on CAS. Each conflicted
@@ -385,6 +422,14 @@ impl Room {
         for r in resolved {
             match r {
                 Resolved::Data(t, key, current) => {
+                    // Upstream order is authority order: when the 409's image already
+                    // arrived during the flight, what arrived after it is newer.
+                    let current = match self.writes_ref()?.dirty.get(&(t, key.clone())) {
+                        Some(d) => {
+                            newest_after_image(&d.in_flight_log, &current).unwrap_or(current)
+                        }
+                        None => current,
+                    };
                     let head = self
                         .store
                         .table(t)
@@ -429,6 +474,7 @@ impl Room {
                 if let Some(d) = w.dirty.get_mut(k) {
                     d.sent = None;
                     d.redirtied = false;
+                    d.in_flight_log.clear();
                 }
             }
         }
@@ -445,6 +491,45 @@ enum Resolved {
     Data(usize, Key, Option<Row>),
     Ledger(Vec<Value>, Option<Row>),
     Outcome(Vec<Value>),
+}
+
+/// The newest image upstream reported after the batch committed: with the commit `cv`,
+/// the last entry of a later batch; without it, the last entry after the batch's own
+/// echo (`sent`). `None` when nothing newer arrived.
+fn newest_after_commit(
+    log: &[(Option<f64>, Option<Row>)],
+    sent: &Option<Row>,
+    cv: Option<f64>,
+) -> Option<Option<Row>> {
+    match cv {
+        Some(commit) if log.iter().all(|(c, _)| c.is_some()) => log
+            .iter()
+            .rev()
+            .find(|(c, _)| c.is_some_and(|c| c > commit))
+            .map(|(_, img)| img.clone()),
+        _ => newest_after_image(log, sent),
+    }
+}
+
+/// The last logged image, if `marker` appears in the log (the log then reaches past the
+/// state `marker` stands for); `None` otherwise.
+fn newest_after_image(
+    log: &[(Option<f64>, Option<Row>)],
+    marker: &Option<Row>,
+) -> Option<Option<Row>> {
+    if log.iter().any(|(_, img)| same_image(img, marker)) {
+        log.last().map(|(_, img)| img.clone())
+    } else {
+        None
+    }
+}
+
+fn same_image(a: &Option<Row>, b: &Option<Row>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => x[..] == y[..],
+        _ => false,
+    }
 }
 
 fn no_flight() -> Error {

@@ -94,6 +94,10 @@ pub(crate) struct Dirty {
     pub sent: Option<Option<Row>>,
     /// The head changed again after the in-flight batch was built.
     pub redirtied: bool,
+    /// Images upstream reported for the key while the batch was in flight, in arrival
+    /// (= authority commit) order, with their batch's `cv`: settlement must not lose
+    /// the ones committed after the batch.
+    pub in_flight_log: Vec<(Option<f64>, Option<Row>)>,
 }
 
 /// What the batch in flight covers.
@@ -193,6 +197,7 @@ impl WritePlane {
                         base: before,
                         sent: None,
                         redirtied: false,
+                        in_flight_log: Vec::new(),
                     },
                 );
             }

@@ -295,7 +295,7 @@ fn flush_redirtied_mid_flight_rebases() {
     r.tx_edit("slide", row(&[s("s1"), s("d1"), n(6.0)]))
         .unwrap();
     r.commit_mutation().unwrap();
-    let ok = r.flush_ok().unwrap();
+    let ok = r.flush_ok(None).unwrap();
     assert_eq!((ok.retired, ok.dirty), (0, 1));
     assert_eq!(r.durable_lmid("c"), 1);
     let b2 = r.begin_flush().unwrap().unwrap();
@@ -308,7 +308,7 @@ fn flush_redirtied_mid_flight_rebases() {
             row: row(&[s("s1"), s("d1"), n(6.0)]),
         }
     );
-    assert_eq!(r.flush_ok().unwrap().dirty, 0);
+    assert_eq!(r.flush_ok(None).unwrap().dirty, 0);
     assert_eq!((r.pending_len(), r.dirty_len()), (0, 0));
     assert!(r.begin_flush().unwrap().is_none());
 }
@@ -381,7 +381,7 @@ fn upstream_ops_on_dirty_keys_only_move_the_cas_base() {
             row: row(&[s("s1"), s("d1"), n(5.0)]),
         }
     );
-    r.flush_ok().unwrap();
+    r.flush_ok(None).unwrap();
     // The echo of our own write on a now-clean key does not poison.
     upstream(
         &mut r,

@@ -4,8 +4,10 @@
     python3 tests/conformance/gen/gen.py
 
 The expected outputs are derived from the spec by hand in upstream.py, serving.py,
-footprints.py, queries.py and wire.py; nothing here runs or reads the room. Files in the
-scenario directory that no generator function wrote are reported, never deleted.
+footprints.py, queries.py and wire.py (read path) and writes.py, gate.py, flush.py and
+tokens.py (write plane and tokens; canon.py spells JCS, the hashes and token signing);
+nothing here runs or reads the room. Files in the scenario directory that no generator
+function wrote are reported, never deleted.
 """
 
 import os
@@ -15,17 +17,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
+import flush  # noqa: E402
 import footprints  # noqa: E402
+import gate  # noqa: E402
 import queries  # noqa: E402
 import serving  # noqa: E402
+import tokens  # noqa: E402
 import upstream  # noqa: E402
 import wire  # noqa: E402
+import writes  # noqa: E402
 
 
 def main():
     out_dir = os.path.dirname(HERE)
     all_scenarios = []
-    for module in (upstream, serving, footprints, queries, wire):
+    for module in (upstream, serving, footprints, queries, wire, writes, gate, flush, tokens):
         all_scenarios.extend(module.scenarios())
     names = [s.name for s in all_scenarios]
     assert len(names) == len(set(names)), "duplicate scenario names"

@@ -1,0 +1,130 @@
+"""Canonical JSON, hashes and tokens for the write-plane scenarios (DECISIONS D7, D8).
+
+Independent re-derivations, written from the spec text only (nothing here reads the
+core):
+
+- `jcs(v)`: RFC 8785 canonical JSON — object members sorted by their names' UTF-16
+  code units (§3.2.3), no whitespace, numbers and strings as ECMAScript
+  `JSON.stringify` prints them (§3.2.2; `lib.js` already spells those, D2);
+- `fnv1a32_hex(data)`: FNV-1a 32 (basis 0x811c9dc5, prime 0x01000193), 8 lowercase hex
+  (authority.md §2.2, D8) — `scope_specs_hash(specs)` runs it over the UTF-8 of JCS;
+- `batch_hash(changes)`: first 16 lowercase hex chars of SHA-256 over the UTF-8 of the
+  JCS text of `changes` (D7);
+- `mint(...)`: the `rt1` lease token (authority.md §1.2, D8) with Python's hmac /
+  hashlib / base64.
+
+Each helper is checked against published vectors below, so a slip fails generation.
+"""
+
+import base64
+import hashlib
+import hmac
+
+from lib import js, js_num, js_str
+
+# --------------------------------------------------------------------------------------
+# RFC 8785
+
+
+def _utf16_key(name):
+    # Big-endian UTF-16 bytes compare exactly as the sequence of UTF-16 code units.
+    return name.encode("utf-16-be")
+
+
+def jcs(v):
+    if isinstance(v, dict):
+        names = sorted(v, key=_utf16_key)
+        return "{" + ",".join(js_str(k) + ":" + jcs(v[k]) for k in names) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(jcs(x) for x in v) + "]"
+    if isinstance(v, float):
+        return js_num(v)
+    return js(v)
+
+
+# RFC 8785 §3.2.3 sorting example (member names given as escapes there).
+_sorted = jcs({"\u20ac": "Euro Sign", "\r": "Carriage Return",
+               "\ufb33": "Hebrew Letter Dalet With Dagesh", "1": "One",
+               "\U0001f600": "Emoji: Grinning Face", "\u0080": "Control",
+               "\u00f6": "Latin Small Letter O With Diaeresis"})
+assert _sorted == (
+    '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O '
+    'With Diaeresis","\u20ac":"Euro Sign","\U0001f600":"Emoji: Grinning Face","\ufb33":"Hebrew '
+    'Letter Dalet With Dagesh"}'
+), _sorted
+# RFC 8785 §3.2.2.3 number examples.
+for _x, _want in [(333333333.33333329, "333333333.3333333"), (1e30, "1e+30"), (4.50, "4.5"),
+                  (2e-3, "0.002"), (0.000000000000000000000000001, "1e-27")]:
+    assert jcs(_x) == _want, (_x, jcs(_x), _want)
+
+# --------------------------------------------------------------------------------------
+# FNV-1a 32 and scopeSpecsHash
+
+
+def fnv1a32_hex(data):
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return format(h, "08x")
+
+
+# Published FNV-1a 32 test vectors (Fowler/Noll/Vo reference test suite).
+assert fnv1a32_hex(b"") == "811c9dc5"
+assert fnv1a32_hex(b"a") == "e40c292c"
+assert fnv1a32_hex(b"foobar") == "bf9cf968"
+
+
+def scope_specs_hash(specs):
+    return fnv1a32_hex(jcs(specs).encode("utf-8"))
+
+
+# --------------------------------------------------------------------------------------
+# batchHash (D7)
+
+
+def batch_hash(changes):
+    return hashlib.sha256(jcs(changes).encode("utf-8")).hexdigest()[:16]
+
+
+assert hashlib.sha256(b"abc").hexdigest().startswith("ba7816bf8f01cfea")  # FIPS 180-2
+
+# --------------------------------------------------------------------------------------
+# rt1 tokens (authority.md §1.2, D8)
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+assert [b64url(x) for x in (b"", b"f", b"fo", b"foo", b"foob", b"\xfb\xff")] == [
+    "", "Zg", "Zm8", "Zm9v", "Zm9vYg", "-_8"]  # RFC 4648 §10, url alphabet
+
+
+def sign_segment(segment, secret):
+    """`rt1.<segment>.<b64url(HMAC-SHA256(secret, "rt1.<segment>"))>`."""
+    signed = "rt1." + segment
+    mac = hmac.new(secret.encode("utf-8"), signed.encode("ascii"), hashlib.sha256).digest()
+    return signed + "." + b64url(mac)
+
+
+# RFC 4231 test case 2.
+assert hmac.new(b"Jefe", b"what do ya want for nothing?", hashlib.sha256).hexdigest() == (
+    "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+
+
+def sign_text(payload_text, secret):
+    """Signs an arbitrary payload text (its UTF-8 bytes)."""
+    return sign_segment(b64url(payload_text.encode("utf-8")), secret)
+
+
+def payload(doc, ast, sub, kid, ttl, now, scopes_hash=None):
+    """`JSON.stringify({v:1, doc, ast, sub, iat: now, exp: now + ttlMs, kid[, scopesHash]})`
+    — an absent scopesHash is omitted, as JSON.stringify drops undefined."""
+    p = {"v": 1, "doc": doc, "ast": ast, "sub": sub, "iat": now, "exp": now + ttl, "kid": kid}
+    if scopes_hash is not None:
+        p["scopesHash"] = scopes_hash
+    return js(p)
+
+
+def mint(doc, ast, sub, kid, key, ttl, now, scopes_hash=None):
+    return sign_text(payload(doc, ast, sub, kid, ttl, now, scopes_hash), key)

@@ -1,0 +1,219 @@
+"""Scenarios: the v2 commit gate (DECISIONS D6, authority.md §3.5, seed 000
+commitMutation / enableWritesV2).
+
+The specs (wlib.SPECS): deck writable where id = 'd1', joinKeyCols [id], footprintWhere
+id = 'd1' OR id = 'd2'; member a context table (kind none) whose footprintWhere reads a
+non-pk column (name = 'ann'); slide writable where pos < 100, joinKeyCols [deckId], no
+footprintWhere; tag writable everywhere, joinKeyCols [], footprintWhere the empty AND
+(true). Head: deck d1; slides s1 (pos 1), s2 (pos 2), s9 (pos 500); member m1; tags 2, 10.
+
+A deopt is `{"deopt":{reason, table, pk, op?, column?}}` (D6): nothing is applied
+(commitAll [], headCv unchanged), the transaction is consumed and the mid burnt
+(appliedMid advances). The gate runs over the NET staged writes (a key staged and
+restored is no write). Where several violations exist, the first wins: staged writes in
+first-touch order, each checked for scope then join key, then absent reads in read order
+(decisions-local "Gate order"; D6 only says "first violation wins").
+"""
+
+from lib import add, edit, rem
+from wlib import (OWNED, SLIDES, SPECS, WScenario, deopt, f_edit, head, ledger_add,
+                  outcome)
+
+SL = ["slide"]
+WOOS = "writeOutOfScope"
+JKC = "joinKeyChanged"
+ARU = "absentReadUnproven"
+
+
+def gate_write_out_of_scope():
+    s = WScenario(
+        "gate_write_out_of_scope",
+        "D6 writeOutOfScope (+op): an add whose new row, a remove whose old row, an edit "
+        "whose new OR old row fails the table's writable where (slide pos < 100; a NULL "
+        "pos is not < 100, protocol.md §1.4) deopts with op add/remove/edit and the "
+        "key's pk; the first violating write in first-touch order is named; nothing is "
+        "applied and the mid is consumed. A net-empty write (add then remove of deck d2, "
+        "an edit restored) is not checked; an in-scope edit applies. The flush then "
+        "carries the applied edit, the ledger advance to mid 7 and one outcome row per "
+        "deopt [c1, mid, deopt, writeOutOfScope, name, args] echoing the envelope's name "
+        "and JSON-text args, or null when beginMutation had none (D7).",
+    )
+    s.boot()
+    s.ok("enableWritesV2", SPECS, OWNED, expect="null")
+    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [add("deck", ["d1", "Deck one"])], 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.begin("c1", 1, "addDeck", {"id": "d2"})
+    s.ok("txAdd", "deck", ["d2", "Two"], expect="null")
+    s.commit(deopt(WOOS, "deck", ["d2"], op="add"))
+    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect="1")
+    s.marks("c1", 1, 0, 0)
+    s.begin("c1", 2, "dropSlide", {"id": "s9"})
+    s.ok("txRemove", "slide", ["s9"], expect="null")
+    s.commit(deopt(WOOS, "slide", ["s9"], op="remove"))
+    s.begin("c1", 3)
+    s.ok("txEdit", "slide", ["s1", "d1", 200], expect="null")
+    s.commit(deopt(WOOS, "slide", ["s1"], op="edit"))
+    s.begin("c1", 4)
+    s.ok("txEdit", "slide", ["s9", "d1", 5], expect="null")
+    s.commit(deopt(WOOS, "slide", ["s9"], op="edit"))
+    s.begin("c1", 5)
+    s.ok("txEdit", "slide", ["s2", "d1", 50], expect="null")
+    s.ok("txAdd", "slide", ["s4", "d1", 150], expect="null")
+    s.commit(deopt(WOOS, "slide", ["s4"], op="add"))
+    s.begin("c1", 6)
+    s.ok("txAdd", "slide", ["s5", "d1", None], expect="null")
+    s.commit(deopt(WOOS, "slide", ["s5"], op="add"))
+    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect="1")
+    s.begin("c1", 7)
+    s.ok("txAdd", "deck", ["d2", "Two"], expect="null")
+    s.ok("txRemove", "deck", ["d2"], expect="null")
+    s.ok("txEdit", "slide", ["s1", "d1", 300], expect="null")
+    s.ok("txEdit", "slide", ["s1", "d1", 1], expect="null")
+    s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
+    s.commit(head(2))
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s2", "d1", 2], ["s2", "d1", 20])], 2))
+    s.ok("commitAll", expect="[]")
+    s.sub("q2", 1, {"table": "slide"}, 0, True, SL,
+          [add("slide", ["s1", "d1", 1]), add("slide", ["s2", "d1", 20]),
+           add("slide", ["s9", "d1", 500])], 2)
+    s.marks("c1", 7, 0, 0)
+    s.lens(7, 1)
+    s.flush([
+        f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+        ledger_add("c1", 7),
+        outcome("c1", 1, "deopt", WOOS, "addDeck", '{"id":"d2"}'),
+        outcome("c1", 2, "deopt", WOOS, "dropSlide", '{"id":"s9"}'),
+        outcome("c1", 3, "deopt", WOOS),
+        outcome("c1", 4, "deopt", WOOS),
+        outcome("c1", 5, "deopt", WOOS),
+        outcome("c1", 6, "deopt", WOOS),
+    ], [("c1", 7)])
+    return s
+
+
+def gate_join_key_changed():
+    s = WScenario(
+        "gate_join_key_changed",
+        "D6 joinKeyChanged (+column): an edit that changes a joinKeyCols column (slide "
+        "deckId, to another deck or to NULL) deopts naming the column; the net change "
+        "decides (moved away and back with only pos changed applies); adds and removes "
+        "with any deckId are not edits and apply; a deck edit keeping id applies. An edit "
+        "both out of scope and moving decks reports writeOutOfScope (scope first, "
+        "decisions-local); with two staged edits the first touched violation wins. "
+        "enableWritesV2 without the owned argument accepts the specs.",
+    )
+    s.boot()
+    s.ok("enableWritesV2", SPECS, expect="null")
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.begin("c1", 1, "moveSlide", {"id": "s1", "to": "d2"})
+    s.ok("txEdit", "slide", ["s1", "d2", 1], expect="null")
+    s.commit(deopt(JKC, "slide", ["s1"], column="deckId"))
+    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect="1")
+    s.begin("c1", 2)
+    s.ok("txEdit", "slide", ["s1", "d2", 1], expect="null")
+    s.ok("txEdit", "slide", ["s1", "d1", 7], expect="null")
+    s.commit(head(2))
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 7])], 2))
+    s.begin("c1", 3)
+    s.ok("txAdd", "slide", ["s5", "d9", 5], expect="null")
+    s.commit(head(3))
+    s.drain(("q", 1, 2, SL, [add("slide", ["s5", "d9", 5])], 3))
+    s.begin("c1", 4)
+    s.ok("txRemove", "slide", ["s5"], expect="null")
+    s.commit(head(4))
+    s.drain(("q", 1, 3, SL, [rem("slide", ["s5", "d9", 5])], 4))
+    s.begin("c1", 5)
+    s.ok("txEdit", "slide", ["s2", None, 2], expect="null")
+    s.commit(deopt(JKC, "slide", ["s2"], column="deckId"))
+    s.begin("c1", 6)
+    s.ok("txEdit", "slide", ["s1", "d3", 500], expect="null")
+    s.commit(deopt(WOOS, "slide", ["s1"], op="edit"))
+    s.begin("c1", 7)
+    s.ok("txEdit", "deck", ["d1", "Renamed"], expect="null")
+    s.commit(head(5))
+    s.begin("c1", 8)
+    s.ok("txEdit", "slide", ["s2", "d1", 3], expect="null")
+    s.ok("txEdit", "slide", ["s1", "d4", 7], expect="null")
+    s.commit(deopt(JKC, "slide", ["s1"], column="deckId"))
+    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect="5")
+    s.marks("c1", 8, 0, 0)
+    return s
+
+
+def gate_absent_read():
+    s = WScenario(
+        "gate_absent_read",
+        "D6 absentReadUnproven: a txGet that found no row deopts unless the table's "
+        "footprintWhere references only pk columns and is true for the probed pk. Unproven: "
+        "slide (no footprintWhere), deck d5 (id = d1 OR id = d2 is false), member m9 "
+        "(footprintWhere reads name, a non-pk column), and an absent read of a key the same "
+        "transaction then adds (the read still found no row). Proven: deck d2, tag 99 (the "
+        "empty AND is true), deck d1 read after the transaction removed it. Present reads "
+        "(slide s1, context member m1) are not absent reads. A staged-write violation "
+        "outranks an earlier absent read; among absent reads the first unproven one in "
+        "read order is named (decisions-local). The pk of the deopt is the probed pk.",
+    )
+    s.boot()
+    s.ok("enableWritesV2", SPECS, OWNED, expect="null")
+    s.begin("c1", 1)
+    s.ok("txGet", "slide", ["s7"], expect="null")
+    s.commit(deopt(ARU, "slide", ["s7"]))
+    s.begin("c1", 2)
+    s.ok("txGet", "deck", ["d2"], expect="null")
+    s.commit(head(1))
+    s.begin("c1", 3)
+    s.ok("txGet", "deck", ["d5"], expect="null")
+    s.commit(deopt(ARU, "deck", ["d5"]))
+    s.begin("c1", 4)
+    s.ok("txGet", "member", ["m9"], expect="null")
+    s.commit(deopt(ARU, "member", ["m9"]))
+    s.begin("c1", 5)
+    s.ok("txGet", "tag", [99], expect="null")
+    s.ok("txAdd", "tag", [99, "n"], expect="null")
+    s.commit(head(2))
+    s.begin("c1", 6)
+    s.ok("txGet", "slide", ["s1"], expect='["s1","d1",1]')
+    s.ok("txEdit", "slide", ["s1", "d1", 3], expect="null")
+    s.commit(head(3))
+    s.begin("c1", 7)
+    s.ok("txGet", "slide", ["s8"], expect="null")
+    s.ok("txAdd", "slide", ["s8", "d1", 8], expect="null")
+    s.ok("txGet", "slide", ["s8"], expect='["s8","d1",8]')
+    s.commit(deopt(ARU, "slide", ["s8"]))
+    s.begin("c1", 8)
+    s.ok("txRemove", "deck", ["d1"], expect="null")
+    s.ok("txGet", "deck", ["d1"], expect="null")
+    s.commit(head(4))
+    s.begin("c1", 9)
+    s.ok("txGet", "slide", ["zz"], expect="null")
+    s.ok("txEdit", "slide", ["s2", "d9", 2], expect="null")
+    s.commit(deopt(JKC, "slide", ["s2"], column="deckId"))
+    s.begin("c1", 10)
+    s.ok("txGet", "deck", ["d2"], expect="null")
+    s.ok("txGet", "deck", ["d6"], expect="null")
+    s.ok("txGet", "slide", ["s6"], expect="null")
+    s.commit(deopt(ARU, "deck", ["d6"]))
+    s.begin("c1", 11)
+    s.ok("txGet", "member", ["m1"], expect='["m1","ann"]')
+    s.commit(head(4))
+    s.ok("headCv", expect="4")
+    s.marks("c1", 11, 0, 0)
+    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [], 4)
+    s.sub("t", 1, {"table": "tag"}, 0, False, ["tag"],
+          [add("tag", [2, "two"]), add("tag", [10, "ten"]), add("tag", [99, "n"])], 4)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL,
+          [add("slide", ["s1", "d1", 3]), add("slide", ["s2", "d1", 2]),
+           add("slide", ["s9", "d1", 500])], 4)
+    return s
+
+
+def scenarios():
+    return [
+        gate_write_out_of_scope(),
+        gate_join_key_changed(),
+        gate_absent_read(),
+    ]

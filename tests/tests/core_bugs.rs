@@ -1,0 +1,104 @@
+//! Minimal reproductions of core bugs the differential oracle found. Each test states
+//! its input, the expected footprint (D4, by the naive evaluator) and what the room
+//! returned when it was written; each must pass once the core is fixed.
+
+use rindle_room_core::value::Value;
+use rindle_room_core::{NetOp, TableSchema};
+use rindle_room_tests::harness::Harness;
+
+fn n(v: f64) -> Value {
+    Value::num(v)
+}
+
+/// Bug 1 — a row that is a member through two nodes of one query keeps a stale image.
+///
+/// `issue(id, owner, rank)`, one row `[1, 7, 0]`. The query lists issues by `rank` and,
+/// per issue, the issues with the same owner whose rank is not 2 (the row is its own
+/// related child). Upstream edits the row to `[1, 7, 2]`: it stays a root row (new
+/// image) and leaves the related level (rank 2 is filtered out).
+///
+/// Expected footprint: `issue [1, 7, 2]`. Got: `issue [1, 7, 0]` — the old image, and
+/// the subscriber receives no `edit`. The root is refreshed first; its leave + enter of
+/// the re-sorted row drops and re-adds the demand on the related partition `owner = 7`,
+/// which re-enters that node's window rows with the image the related node still holds
+/// (not yet refreshed: the old one), overwriting the footprint entry's image. The related
+/// node's own refresh then only decrements the count.
+#[test]
+fn self_join_row_keeps_the_new_image_after_an_edit() {
+    let issue = TableSchema::new("issue", &["id", "owner", "rank"], &[0]);
+    let mut h = Harness::open(
+        vec![issue],
+        vec![("issue".into(), vec![n(1.0), n(7.0), n(0.0)])],
+    );
+    let ast = r#"{"table":"issue","orderBy":[["rank","asc"]],
+        "related":[{"correlation":{"parentField":["owner"],"childField":["owner"]},
+          "subquery":{"table":"issue","alias":"sameOwner",
+            "where":{"type":"simple","op":"!=","left":{"type":"column","name":"rank"},
+                     "right":{"type":"literal","value":2}}}}]}"#;
+    let q = h.room.parse_query(ast).expect("valid AST");
+    h.subscribe("s", 1, q).expect("subscribe");
+    h.check().expect("snapshot");
+    h.upstream(vec![NetOp::Edit {
+        table: "issue".into(),
+        old: vec![n(1.0), n(7.0), n(0.0)].into(),
+        new: vec![n(1.0), n(7.0), n(2.0)].into(),
+    }])
+    .expect("live batch");
+    h.drain().expect("drain");
+    assert_eq!(
+        h.footprint("s").expect("attached"),
+        vec![("issue".to_string(), vec![n(1.0), n(7.0), n(2.0)])]
+    );
+    h.check().expect("oracle");
+}
+
+/// Bug 1, second shape — no self-join: the same table at two levels of a chain.
+///
+/// `comment(id, issue, rank)`: `[10, 1, 0]`, `[12, 1, 2]`; `issue(id)`: `[1]`. The query
+/// lists comments with `rank >= 3`, each with its issue, each issue with its lowest-rank
+/// comment (`limit 1`). Upstream edits comment 10 to `[10, 1, 3]`: it enters the root,
+/// which brings issue 1 in, whose top comment is now 12.
+///
+/// Expected footprint: `comment [10, 1, 3]`, `comment [12, 1, 2]`, `issue [1]`. Got
+/// `comment [10, 1, 0]` instead of `[10, 1, 3]`: issue 1's demand re-enters the window of
+/// the `topComment` level before that level has seen the edit, so the footprint entry
+/// takes the old image; when that level then moves comment 10 out of its window, only
+/// the count drops.
+#[test]
+fn chained_levels_over_one_table_keep_the_new_image() {
+    let comment = TableSchema::new("comment", &["id", "issue", "rank"], &[0]);
+    let issue = TableSchema::new("issue", &["id"], &[0]);
+    let rows = vec![
+        ("comment".into(), vec![n(10.0), n(1.0), n(0.0)]),
+        ("comment".into(), vec![n(12.0), n(1.0), n(2.0)]),
+        ("issue".into(), vec![n(1.0)]),
+    ];
+    let mut h = Harness::open(vec![comment, issue], rows);
+    let ast = r#"{"table":"comment",
+        "where":{"type":"simple","op":">=","left":{"type":"column","name":"rank"},
+                 "right":{"type":"literal","value":3}},
+        "related":[{"correlation":{"parentField":["issue"],"childField":["id"]},
+          "subquery":{"table":"issue","alias":"issue",
+            "related":[{"correlation":{"parentField":["id"],"childField":["issue"]},
+              "subquery":{"table":"comment","alias":"topComment",
+                          "orderBy":[["rank","asc"]],"limit":1}}]}}]}"#;
+    let q = h.room.parse_query(ast).expect("valid AST");
+    h.subscribe("s", 1, q).expect("subscribe");
+    h.check().expect("snapshot");
+    h.upstream(vec![NetOp::Edit {
+        table: "comment".into(),
+        old: vec![n(10.0), n(1.0), n(0.0)].into(),
+        new: vec![n(10.0), n(1.0), n(3.0)].into(),
+    }])
+    .expect("live batch");
+    h.drain().expect("drain");
+    assert_eq!(
+        h.footprint("s").expect("attached"),
+        vec![
+            ("comment".to_string(), vec![n(10.0), n(1.0), n(3.0)]),
+            ("comment".to_string(), vec![n(12.0), n(1.0), n(2.0)]),
+            ("issue".to_string(), vec![n(1.0)]),
+        ]
+    );
+    h.check().expect("oracle");
+}
