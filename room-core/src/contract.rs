@@ -83,6 +83,15 @@ pub fn js_time(v: f64, what: &str) -> Result<u64, Error> {
 
 /// Parses an upstream `nbatch.batch` object from JSON text.
 pub fn parse_upstream_batch(text: &str) -> Result<UpstreamBatch, Error> {
+    parse_upstream_batch_interned(text, &|name| alloc::sync::Arc::from(name))
+}
+
+/// Parses a batch, getting each op's table name from `intern` (a room shares its own
+/// names instead of allocating one per op).
+pub fn parse_upstream_batch_interned(
+    text: &str,
+    intern: &dyn Fn(&str) -> alloc::sync::Arc<str>,
+) -> Result<UpstreamBatch, Error> {
     let wire: WireBatch<'_> = serde_json::from_str(text).map_err(|e| {
         Error::malformed(format!(
             "malformed upstream batch: {}",
@@ -104,7 +113,7 @@ pub fn parse_upstream_batch(text: &str) -> Result<UpstreamBatch, Error> {
     };
     let mut ops = Vec::with_capacity(wire.ops.len());
     for (i, op) in wire.ops.into_iter().enumerate() {
-        let table: alloc::sync::Arc<str> = alloc::sync::Arc::from(&*op.table);
+        let table = intern(&op.table);
         let missing = |field: &str| {
             Error::malformed(format!(
                 "malformed upstream batch: op {i} ({}) needs `{field}`",
@@ -229,7 +238,12 @@ impl JsonRoom {
     /// `apply(batch_json)`: `{"applied":"snapshot","rows":N}` | `{"applied":"live","ops":N}`
     /// | `{"applied":"duplicate"}` | `{"applied":"staleEpoch","expected":E,"got":G}`.
     pub fn apply(&mut self, batch_json: &str) -> Result<String, Error> {
-        let batch = parse_upstream_batch(batch_json)?;
+        let room = &self.room;
+        let intern = |name: &str| match room.table_name(name) {
+            Some(shared) => shared,
+            None => alloc::sync::Arc::from(name),
+        };
+        let batch = parse_upstream_batch_interned(batch_json, &intern)?;
         let status = self.room.apply(&batch)?;
         Ok(match status {
             ApplyStatus::Snapshot { rows } => {
@@ -368,29 +382,41 @@ pub fn write_batch(out: &mut String, b: &Batch) {
 }
 
 /// Renders a drain as the `commitAll` JSON array. Subscribers sharing a pipeline share
-/// one op list, rendered once.
+/// one op list: it is rendered once and its text copied for the others.
 pub fn render_frames(frames: &[Frame]) -> String {
-    let mut out = String::from("[");
-    let mut cache: Vec<(usize, String)> = Vec::new();
+    let mut out = String::with_capacity(64 + frames.len() * 160);
+    out.push('[');
+    // (op-list pointer, byte range of its rendering inside `out`)
+    let mut rendered: Vec<(usize, core::ops::Range<usize>)> = Vec::new();
     for (i, f) in frames.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str("{\"sub\":");
         write_str(&mut out, &f.sub);
-        out.push_str(",\"batch\":");
-        let id = f.batch.ops.as_ptr() as usize;
-        let pos = match cache.iter().position(|(k, _)| *k == id) {
-            Some(p) => p,
-            None => {
-                let mut s = String::new();
-                write_ops(&mut s, &f.batch.ops);
-                cache.push((id, s));
-                cache.len() - 1
+        let b = &f.batch;
+        out.push_str(",\"batch\":{\"epoch\":");
+        crate::json::write::write_i64(&mut out, b.epoch as i64);
+        out.push_str(",\"seq\":");
+        crate::json::write::write_i64(&mut out, b.seq as i64);
+        out.push_str(",\"normalizedFp\":");
+        write_str(&mut out, &b.normalized_fp);
+        out.push_str(",\"ops\":");
+        let id = b.ops.as_ptr() as usize;
+        match rendered.iter().find(|(k, _)| *k == id) {
+            Some((_, range)) => {
+                let range = range.clone();
+                out.extend_from_within(range);
             }
-        };
-        write_batch_with(&mut out, &f.batch, &cache[pos].1);
-        out.push('}');
+            None => {
+                let start = out.len();
+                write_ops(&mut out, &b.ops);
+                rendered.push((id, start..out.len()));
+            }
+        }
+        out.push_str(",\"cv\":");
+        crate::json::write::write_i64(&mut out, b.cv as i64);
+        out.push_str("}}");
     }
     out.push(']');
     out

@@ -142,6 +142,13 @@ impl Room {
         self.store.schemas()
     }
 
+    /// The room's shared name of a table (no allocation for the caller).
+    pub fn table_name(&self, name: &str) -> Option<Arc<str>> {
+        self.store
+            .table_id(name)
+            .map(|t| self.store.table(t).schema.name.clone())
+    }
+
     /// How many tables the upstream hello declared.
     pub(crate) fn user_tables(&self) -> usize {
         self.user_tables

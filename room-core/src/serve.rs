@@ -177,18 +177,41 @@ pub(crate) struct Server {
     pub stashed: Vec<Arc<str>>,
 }
 
+/// Primary-key columns per table name, looked up once per sort.
+struct PkCols<'s>(Vec<(Arc<str>, &'s [usize])>);
+
+impl<'s> PkCols<'s> {
+    fn new(store: &'s Store, ops: &[NetOp]) -> PkCols<'s> {
+        let mut v: Vec<(Arc<str>, &'s [usize])> = Vec::new();
+        for op in ops {
+            let t = op.table();
+            if !v.iter().any(|(n, _)| n == t) {
+                let pk: &'s [usize] = match store.table_id(t) {
+                    Some(i) => &store.table(i).schema.primary_key,
+                    None => &[],
+                };
+                v.push((t.clone(), pk));
+            }
+        }
+        PkCols(v)
+    }
+
+    fn get(&self, table: &Arc<str>) -> &[usize] {
+        self.0
+            .iter()
+            .find(|(n, _)| Arc::ptr_eq(n, table) || n == table)
+            .map_or(&[], |(_, pk)| pk)
+    }
+}
+
 /// The D5 op order: table name (bytes), then primary key (comparator order).
-fn op_order(store: &Store, a: &NetOp, b: &NetOp) -> Ordering {
+fn op_order(pks: &PkCols<'_>, a: &NetOp, b: &NetOp) -> Ordering {
     let o = a.table().as_bytes().cmp(b.table().as_bytes());
     if o != Ordering::Equal {
         return o;
     }
-    let pk: &[usize] = match store.table_id(a.table()) {
-        Some(i) => &store.table(i).schema.primary_key,
-        None => &[],
-    };
     let (ra, rb) = (a.image(), b.image());
-    for &c in pk {
+    for &c in pks.get(a.table()) {
         let o = compare(&ra[c], &rb[c]);
         if o != Ordering::Equal {
             return o;
@@ -201,11 +224,15 @@ fn op_order(store: &Store, a: &NetOp, b: &NetOp) -> Ordering {
 /// within a drain gets a fresh row id, so it arrives as a remove of the old id and an
 /// add of the new one.
 pub(crate) fn sort_ops(store: &Store, mut ops: Vec<NetOp>) -> Vec<NetOp> {
-    ops.sort_by(|a, b| op_order(store, a, b));
+    if ops.len() < 2 {
+        return ops;
+    }
+    let pks = PkCols::new(store, &ops);
+    ops.sort_by(|a, b| op_order(&pks, a, b));
     let mut out: Vec<NetOp> = Vec::with_capacity(ops.len());
     for op in ops {
         if let Some(last) = out.last() {
-            if op_order(store, last, &op) == Ordering::Equal {
+            if op_order(&pks, last, &op) == Ordering::Equal {
                 let last = out.pop();
                 let before = last
                     .as_ref()
@@ -242,6 +269,9 @@ pub(crate) fn compose(store: &Store, first: Vec<NetOp>, second: &[NetOp]) -> Vec
     if first.is_empty() {
         return second.to_vec();
     }
+    let mut all_ops: Vec<NetOp> = first.clone();
+    all_ops.extend(second.iter().cloned());
+    let pks = PkCols::new(store, &all_ops);
     let mut out = Vec::with_capacity(first.len() + second.len());
     let mut a = first.into_iter().peekable();
     let mut b = second.iter().peekable();
@@ -250,7 +280,7 @@ pub(crate) fn compose(store: &Store, first: Vec<NetOp>, second: &[NetOp]) -> Vec
             (None, None) => break,
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
-            (Some(x), Some(y)) => op_order(store, x, y),
+            (Some(x), Some(y)) => op_order(&pks, x, y),
         };
         match o {
             Ordering::Less => out.extend(a.next()),

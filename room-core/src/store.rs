@@ -125,10 +125,19 @@ impl Table {
             return Err(StoreRefusal::WrongWidth);
         }
         self.key_of(&row, scratch);
-        if self.by_key.contains_key(scratch.as_slice()) {
-            return Err(StoreRefusal::KeyExists);
+        let next = match self.free.last() {
+            Some(&id) => id,
+            None => self.rows.len() as RowId,
+        };
+        // One search: the entry either takes the new id or reports the existing key.
+        match self.by_key.entry(Box::from(scratch.as_slice())) {
+            alloc::collections::btree_map::Entry::Occupied(_) => {
+                return Err(StoreRefusal::KeyExists)
+            }
+            alloc::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(next);
+            }
         }
-        let key: Key = Box::from(scratch.as_slice());
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -136,7 +145,6 @@ impl Table {
                 (self.rows.len() - 1) as RowId
             }
         };
-        self.by_key.insert(key, id);
         self.index_insert(id, &row, scratch);
         self.rows[id as usize] = Some(row);
         Ok(id)

@@ -53,7 +53,7 @@ impl Engine {
             self.work.clear();
             self.register(n);
         }
-        self.demand_inc(store, root, Vec::new());
+        self.demand_inc(store, root, &[]);
         self.pipeline_mut(p).footprint.dirty.clear();
         p
     }
@@ -216,6 +216,9 @@ impl Engine {
             }
             _ => table.iter().map(|(id, _)| id).collect(),
         };
+        // Row-id order walks the row slab sequentially.
+        let mut candidates = candidates;
+        candidates.sort_unstable();
         for rid in candidates {
             self.refresh(store, n, rid);
         }

@@ -92,9 +92,11 @@ impl Engine {
     /// Whether `row` qualifies for `node`: inside the `start` bound and passing the filter.
     pub(crate) fn qualifies(&self, node: &Node, row: &[Value]) -> bool {
         if let Some((bound, exclusive)) = &node.start {
-            let mut key = Vec::new();
+            let mut key = self.scratch.take();
             sort_key_into(&mut key, row, &node.order);
-            match key.as_slice().cmp(bound) {
+            let o = key.as_slice().cmp(bound);
+            self.scratch.set(key);
+            match o {
                 Ordering::Less => return false,
                 Ordering::Equal if *exclusive => return false,
                 _ => {}
@@ -127,8 +129,8 @@ impl Engine {
     }
 
     fn leave_part(&mut self, store: &Store, n: NodeId, rid: RowId, old: &Row) {
-        let mut pk = Vec::new();
-        let mut sk = Vec::new();
+        let mut pk = self.take_buf();
+        let mut sk = self.take_buf();
         let mut events = core::mem::take(&mut self.events);
         events.clear();
         let (emptied, demanded) = {
@@ -160,11 +162,13 @@ impl Engine {
         if emptied && self.node(n).is_exists() {
             self.queue_parents(store, n, &pk);
         }
+        self.put_buf(pk);
+        self.put_buf(sk);
     }
 
     fn enter_part(&mut self, store: &Store, n: NodeId, rid: RowId, new: Row) {
-        let mut pk = Vec::new();
-        let mut sk = Vec::new();
+        let mut pk = self.take_buf();
+        let mut sk = self.take_buf();
         let mut events = core::mem::take(&mut self.events);
         events.clear();
         let (was_empty, demanded) = {
@@ -172,6 +176,8 @@ impl Engine {
             if !join_key_into(&mut pk, &new, node.part_cols()) {
                 // A NULL correlation cell: the row belongs to no partition.
                 self.events = events;
+                self.put_buf(pk);
+                self.put_buf(sk);
                 return;
             }
             sort_key_into(&mut sk, &new, &node.order);
@@ -195,11 +201,13 @@ impl Engine {
         if was_empty && self.node(n).is_exists() {
             self.queue_parents(store, n, &pk);
         }
+        self.put_buf(pk);
+        self.put_buf(sk);
     }
 
     fn image_changed(&mut self, store: &Store, n: NodeId, rid: RowId, old: Row, new: Row) {
-        let mut pk = Vec::new();
-        let mut sk = Vec::new();
+        let mut pk = self.take_buf();
+        let mut sk = self.take_buf();
         let member = {
             let node = self.node_mut(n);
             node.rows.insert(rid, new.clone());
@@ -212,6 +220,8 @@ impl Engine {
                     .get(pk.as_slice())
                     .is_some_and(|p| p.in_window(&sk, node.limit))
         };
+        self.put_buf(pk);
+        self.put_buf(sk);
         if member {
             self.member_image(store, n, rid, &old, &new);
         }
@@ -268,10 +278,11 @@ impl Engine {
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
-            let mut key = Vec::new();
+            let mut key = self.take_buf();
             if self.child_key(c, row, &mut key) {
-                self.demand_inc(store, c, key);
+                self.demand_inc(store, c, &key);
             }
+            self.put_buf(key);
         }
     }
 
@@ -290,10 +301,11 @@ impl Engine {
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
-            let mut key = Vec::new();
+            let mut key = self.take_buf();
             if self.child_key(c, row, &mut key) {
                 self.demand_dec(store, c, &key);
             }
+            self.put_buf(key);
         }
     }
 
@@ -313,18 +325,19 @@ impl Engine {
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
-            let (mut ko, mut kn) = (Vec::new(), Vec::new());
+            let (mut ko, mut kn) = (self.take_buf(), self.take_buf());
             let has_old = self.child_key(c, old, &mut ko);
             let has_new = self.child_key(c, new, &mut kn);
-            if has_old == has_new && ko == kn {
-                continue;
+            if has_old != has_new || ko != kn {
+                if has_new {
+                    self.demand_inc(store, c, &kn);
+                }
+                if has_old {
+                    self.demand_dec(store, c, &ko);
+                }
             }
-            if has_new {
-                self.demand_inc(store, c, kn);
-            }
-            if has_old {
-                self.demand_dec(store, c, &ko);
-            }
+            self.put_buf(ko);
+            self.put_buf(kn);
         }
     }
 
@@ -337,22 +350,22 @@ impl Engine {
     }
 
     /// One more demand for partition `key` of node `c`; the first brings its window in.
-    pub(crate) fn demand_inc(&mut self, store: &Store, c: NodeId, key: Vec<u8>) {
+    pub(crate) fn demand_inc(&mut self, store: &Store, c: NodeId, key: &[u8]) {
         let first = {
             let node = self.node_mut(c);
-            match node.demand.get_mut(key.as_slice()) {
+            match node.demand.get_mut(key) {
                 Some(d) => {
                     *d += 1;
                     false
                 }
                 None => {
-                    node.demand.insert(key.clone().into_boxed_slice(), 1);
+                    node.demand.insert(Box::from(key), 1);
                     true
                 }
             }
         };
         if first {
-            for (r, img) in self.window_rows(c, &key) {
+            for (r, img) in self.window_rows(c, key) {
                 self.member_enter(store, c, r, &img);
             }
         }

@@ -59,6 +59,32 @@ pub(crate) struct Engine {
     events: Vec<part::WindowEvent>,
     /// Pipelines whose footprint went from clean to changed since the last drain.
     touched: Vec<PipelineId>,
+    /// Key buffers to reuse (`&mut self` paths).
+    bufs: Vec<Vec<u8>>,
+    /// A key buffer for `&self` paths (taken and put back, never held across calls).
+    scratch: Scratch,
+}
+
+/// A reusable key buffer behind a `Cell`: `take` it, use it, `set` it back.
+#[derive(Default)]
+pub(crate) struct Scratch(core::cell::Cell<Vec<u8>>);
+
+impl Scratch {
+    pub(crate) fn take(&self) -> Vec<u8> {
+        let mut b = self.0.take();
+        b.clear();
+        b
+    }
+
+    pub(crate) fn set(&self, b: Vec<u8>) {
+        self.0.set(b);
+    }
+}
+
+impl core::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Scratch")
+    }
 }
 
 impl Engine {
@@ -116,6 +142,21 @@ impl Engine {
     /// Makes room for a table added to the store.
     pub fn add_table(&mut self) {
         self.dispatch.push(TableDispatch::default());
+    }
+
+    /// A cleared key buffer from the pool.
+    #[inline]
+    pub(crate) fn take_buf(&mut self) -> Vec<u8> {
+        self.bufs.pop().unwrap_or_default()
+    }
+
+    /// Returns a key buffer to the pool.
+    #[inline]
+    pub(crate) fn put_buf(&mut self, mut b: Vec<u8>) {
+        if self.bufs.len() < 32 {
+            b.clear();
+            self.bufs.push(b);
+        }
     }
 
     fn alloc_node(&mut self) -> NodeId {

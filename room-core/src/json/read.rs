@@ -78,7 +78,20 @@ impl<'de> Visitor<'de> for RowVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireRow, A::Error> {
-        let mut cells = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(256));
+        // Rows are short: gather on the stack and allocate once, for the shared image.
+        const INLINE: usize = 16;
+        let mut inline: [Value; INLINE] = core::array::from_fn(|_| Value::Null);
+        let mut n = 0;
+        while n < INLINE {
+            match seq.next_element::<Cell>()? {
+                Some(Cell(v)) => {
+                    inline[n] = v;
+                    n += 1;
+                }
+                None => return Ok(WireRow(inline.into_iter().take(n).collect())),
+            }
+        }
+        let mut cells: Vec<Value> = inline.into_iter().collect();
         while let Some(Cell(v)) = seq.next_element::<Cell>()? {
             cells.push(v);
         }

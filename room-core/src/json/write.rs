@@ -22,7 +22,7 @@ pub fn write_f64(out: &mut String, f: f64) {
     }
     // Integers below 2^53 print as plain digits (exact, and the common case).
     if crate::value::is_integral(f) && f.abs() < 9_007_199_254_740_992.0 {
-        let _ = write!(out, "{}", f as i64);
+        write_i64(out, f as i64);
         return;
     }
     if f < 0.0 {
@@ -71,6 +71,26 @@ pub fn write_f64(out: &mut String, f: f64) {
         out.push(if e < 0 { '-' } else { '+' });
         let _ = write!(out, "{}", e.unsigned_abs());
     }
+}
+
+/// Appends an integer in decimal.
+pub fn write_i64(out: &mut String, v: i64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = v.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    // Only ASCII digits were written.
+    out.push_str(core::str::from_utf8(&buf[i..]).unwrap_or("0"));
 }
 
 /// Appends `s` as a JSON string literal, escaped as `JSON.stringify` does.
