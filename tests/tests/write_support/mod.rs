@@ -427,7 +427,7 @@ impl Mutation {
                 id: item,
                 owner: pick(&OWNERS, b).into(),
                 tag: pick(&TAG_IDS, c),
-                undo: c % 2 == 0,
+                undo: c.is_multiple_of(2),
             },
             17 => Mutation::EditCtx {
                 id: pick(&CTX_IDS, b),
@@ -1873,7 +1873,7 @@ impl Authority {
     pub fn own_change(&mut self, t: usize, k: u8, val: u8) -> NetOp {
         let id = pick(ids(t), k);
         let new = match self.rows[t].get(&id) {
-            Some(_) if val % 4 == 0 => None,
+            Some(_) if val.is_multiple_of(4) => None,
             Some(cur) => {
                 let mut next = image_for(t, id, val);
                 if next == *cur {
