@@ -199,7 +199,7 @@ fn issue_row(id: usize, title: &str, open: bool, created: usize, creator: usize)
 
 /// The base issue `id` with creators `id % creators`.
 fn base_issue(id: usize, creators: usize) -> Row {
-    issue_row(id, &format!("Issue {id}"), id % 3 != 0, id, id % creators)
+    issue_row(id, &format!("Issue {id}"), !id.is_multiple_of(3), id, id % creators)
 }
 
 /// The seq-0 snapshot: 100 users and issues `0..n`.
@@ -385,7 +385,7 @@ impl W1 {
         let id = n + 1;
         // A mid-table open issue: far older than the 50-row window.
         let mut deep_id = n / 2;
-        while deep_id % 3 == 0 {
+        while deep_id.is_multiple_of(3) {
             deep_id += 1;
         }
         let creator = id % USERS;
@@ -464,7 +464,7 @@ impl Script for W3 {
         let table: Arc<str> = Arc::from("issue");
         let id = self.n + 1;
         let row = issue_row(id, &format!("Issue {id}"), true, id, self.creator(u));
-        vec![if u % 2 == 0 {
+        vec![if u.is_multiple_of(2) {
             NetOp::Add { table, row }
         } else {
             NetOp::Remove { table, row }
@@ -573,7 +573,7 @@ fn min(v: &[f64]) -> f64 {
 
 /// `10000` → `10k` (labels must not be substrings of one another).
 fn kilo(n: usize) -> String {
-    if n % 1000 == 0 {
+    if n.is_multiple_of(1000) {
         format!("{}k", n / 1000)
     } else {
         n.to_string()
