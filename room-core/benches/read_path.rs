@@ -199,7 +199,13 @@ fn issue_row(id: usize, title: &str, open: bool, created: usize, creator: usize)
 
 /// The base issue `id` with creators `id % creators`.
 fn base_issue(id: usize, creators: usize) -> Row {
-    issue_row(id, &format!("Issue {id}"), !id.is_multiple_of(3), id, id % creators)
+    issue_row(
+        id,
+        &format!("Issue {id}"),
+        !id.is_multiple_of(3),
+        id,
+        id % creators,
+    )
 }
 
 /// The seq-0 snapshot: 100 users and issues `0..n`.
