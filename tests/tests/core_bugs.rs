@@ -1,6 +1,6 @@
-//! Minimal reproductions of core bugs the differential oracle found. Each test states
-//! its input, the expected footprint (D4, by the naive evaluator) and what the room
-//! returned when it was written; each must pass once the core is fixed.
+//! Minimal reproductions of core bugs the differential oracle found, kept as regression
+//! tests. Each states its input, the expected footprint (D4, by the naive evaluator) and
+//! what the room returned before the fix.
 
 use rindle_room_core::value::Value;
 use rindle_room_core::{NetOp, TableSchema};
@@ -10,14 +10,15 @@ fn n(v: f64) -> Value {
     Value::num(v)
 }
 
-/// Bug 1 — a row that is a member through two nodes of one query keeps a stale image.
+/// Bug 1 — a row that is a member through two nodes of one query keeps a stale image
+/// (fixed in 7b67130: the footprint now takes the store's current image).
 ///
 /// `issue(id, owner, rank)`, one row `[1, 7, 0]`. The query lists issues by `rank` and,
 /// per issue, the issues with the same owner whose rank is not 2 (the row is its own
 /// related child). Upstream edits the row to `[1, 7, 2]`: it stays a root row (new
 /// image) and leaves the related level (rank 2 is filtered out).
 ///
-/// Expected footprint: `issue [1, 7, 2]`. Got: `issue [1, 7, 0]` — the old image, and
+/// Expected footprint: `issue [1, 7, 2]`. Got before the fix: `issue [1, 7, 0]` — the old image, and
 /// the subscriber receives no `edit`. The root is refreshed first; its leave + enter of
 /// the re-sorted row drops and re-adds the demand on the related partition `owner = 7`,
 /// which re-enters that node's window rows with the image the related node still holds
@@ -59,8 +60,8 @@ fn self_join_row_keeps_the_new_image_after_an_edit() {
 /// comment (`limit 1`). Upstream edits comment 10 to `[10, 1, 3]`: it enters the root,
 /// which brings issue 1 in, whose top comment is now 12.
 ///
-/// Expected footprint: `comment [10, 1, 3]`, `comment [12, 1, 2]`, `issue [1]`. Got
-/// `comment [10, 1, 0]` instead of `[10, 1, 3]`: issue 1's demand re-enters the window of
+/// Expected footprint: `comment [10, 1, 3]`, `comment [12, 1, 2]`, `issue [1]`. Got before
+/// the fix `comment [10, 1, 0]` instead of `[10, 1, 3]`: issue 1's demand re-enters the window of
 /// the `topComment` level before that level has seen the edit, so the footprint entry
 /// takes the old image; when that level then moves comment 10 out of its window, only
 /// the count drops.

@@ -1,4 +1,4 @@
-//! Replays the 26 recorded IVM fixtures (`shared/vectors/diff/*.json`) through a real
+//! Replays the 26 recorded IVM fixtures (`tests/vectors/diff/*.json`) through a real
 //! [`Room`](rindle_room_core::Room) and checks, before and after the pushes:
 //!
 //! - the room's footprint equals the naive footprint, and the client model folded from
@@ -40,7 +40,7 @@ struct Fixture {
 fn fixture_dir() -> PathBuf {
     match std::env::var_os("RINDLE_DIFF_VECTORS") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors/diff"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors/diff"),
     }
 }
 

@@ -124,7 +124,8 @@ pub enum GenOp {
         /// Row selector.
         pick: u8,
     },
-    /// Edit the non-key cells of the `pick`-th row selected by `mask`.
+    /// Edit the non-key cells of the `pick`-th row selected by `mask` (bits 0–3); when
+    /// bits 5–7 are all set, also move the row to a new key if that key is free.
     Edit {
         /// Table selector.
         table: u8,
@@ -175,8 +176,6 @@ pub struct Scenario {
     pub initial: Vec<(u8, u8)>,
     /// The steps.
     pub steps: Vec<Step>,
-    /// Render every query with a different table at each level.
-    pub distinct_tables: bool,
 }
 
 fn table() -> impl Strategy<Value = GenTable> {
@@ -208,6 +207,9 @@ fn pairs() -> impl Strategy<Value = Vec<(u8, u8)>> {
         4 => vec((Just(0u8), Just(1u8)), 1),
         2 => vec((Just(1u8), Just(0u8)), 1),
         2 => vec((Just(0u8), Just(2u8)), 1),
+        // Same column on both sides: over one table, a row correlates with itself.
+        2 => vec((Just(0u8), Just(0u8)), 1),
+        1 => vec((Just(1u8), Just(1u8)), 1),
         3 => vec((any::<u8>(), any::<u8>()), 1),
         1 => vec((any::<u8>(), any::<u8>()), 2),
     ]
@@ -341,16 +343,7 @@ pub fn scenario() -> impl Strategy<Value = Scenario> {
             queries,
             initial,
             steps,
-            distinct_tables: false,
         })
-}
-
-/// [`scenario`] with every query reading each table at most once.
-pub fn distinct_table_scenario() -> impl Strategy<Value = Scenario> {
-    scenario().prop_map(|mut sc| {
-        sc.distinct_tables = true;
-        sc
-    })
 }
 
 /// A predicate-focused scenario: one or two tables, many rows, and a pool of root-only
@@ -384,7 +377,33 @@ pub fn predicate_scenario() -> impl Strategy<Value = Scenario> {
                 queries,
                 initial,
                 steps,
-                distinct_tables: false,
+            }
+        })
+}
+
+/// A dense scenario: one or two small tables (so levels of one query often read the
+/// same table and every edit touches footprint rows), queries two levels deep, and
+/// many small drained batches.
+pub fn dense_scenario() -> impl Strategy<Value = Scenario> {
+    (
+        vec(table(), 1..=2),
+        vec((any::<u8>(), vec(any::<u8>(), 4)), 2..12),
+        vec(level(2, false), 1..=2),
+        vec(vec(op(), 1..3), 2..16),
+    )
+        .prop_map(|(tables, rows, queries, batches)| {
+            let initial = (0..queries.len() as u8).map(|i| (i, i)).collect();
+            let mut steps = Vec::new();
+            for ops in batches {
+                steps.push(Step::Upstream(ops));
+                steps.push(Step::Drain);
+            }
+            Scenario {
+                tables,
+                rows,
+                queries,
+                initial,
+                steps,
             }
         })
 }

@@ -187,21 +187,10 @@ fn lit_json(s: &Schema, t: usize, col: usize, lit: &GenLit) -> Json {
 }
 
 /// Renders a generated level as a wire AST. `variant` adds cosmetic differences that
-/// must not change the query (unknown keys, `select`, `one`, other aliases). With
-/// `distinct_tables`, every level of the query reads a different table (a level that
-/// would repeat one is dropped: a related entry is left out, an EXISTS becomes an empty
-/// AND).
-pub fn ast(s: &Schema, level: &GenLevel, variant: u8, distinct_tables: bool) -> Json {
-    let mut r = Render {
-        s,
-        variant,
-        n: 0,
-        used: distinct_tables.then(Vec::new),
-    };
-    match r.level(level, false) {
-        Some((_, json)) => json,
-        None => unreachable!("the root level always has a table"),
-    }
+/// must not change the query (unknown keys, `select`, `one`, other aliases).
+pub fn ast(s: &Schema, level: &GenLevel, variant: u8) -> Json {
+    let mut r = Render { s, variant, n: 0 };
+    r.level(level, false).1
 }
 
 /// The state of one AST rendering.
@@ -210,29 +199,13 @@ struct Render<'s> {
     variant: u8,
     /// Subquery counter (aliases).
     n: u32,
-    /// Tables already read, when every level must read a different one.
-    used: Option<Vec<usize>>,
 }
 
 impl Render<'_> {
-    /// The table a level selector names (the next unused one in distinct mode).
-    fn table(&mut self, sel: u8) -> Option<usize> {
-        let count = self.s.tables.len();
-        let t = self.s.table(sel);
-        let Some(used) = &mut self.used else {
-            return Some(t);
-        };
-        let free = (0..count)
-            .map(|i| (t + i) % count)
-            .find(|c| !used.contains(c))?;
-        used.push(free);
-        Some(free)
-    }
-
-    /// Renders a level; `None` when distinct mode has no table left for it.
-    fn level(&mut self, l: &GenLevel, exists: bool) -> Option<(usize, Json)> {
+    /// Renders a level; returns its table and its JSON.
+    fn level(&mut self, l: &GenLevel, exists: bool) -> (usize, Json) {
         let s = self.s;
-        let t = self.table(l.table)?;
+        let t = s.table(l.table);
         let mut o = Map::new();
         o.insert("table".into(), json!(s.tables[t].schema.name.to_string()));
         if let Some(f) = &l.filter {
@@ -263,9 +236,7 @@ impl Render<'_> {
             for r in &l.related {
                 self.n += 1;
                 let alias = format!("r{}{}", self.n, if self.variant == 3 { "x" } else { "" });
-                let Some((child, mut sub)) = self.level(&r.level, false) else {
-                    continue;
-                };
+                let (child, mut sub) = self.level(&r.level, false);
                 sub["alias"] = json!(alias);
                 let correlation = correlation(s, t, child, &r.pairs);
                 related.push(json!({"correlation": correlation, "subquery": sub}));
@@ -282,7 +253,7 @@ impl Render<'_> {
             }
             _ => {}
         }
-        Some((t, Json::Object(o)))
+        (t, Json::Object(o))
     }
 
     fn cond(&mut self, t: usize, c: &GenCond) -> Json {
@@ -314,9 +285,7 @@ impl Render<'_> {
             } => {
                 self.n += 1;
                 let alias = format!("e{}", self.n);
-                let Some((child, mut sub)) = self.level(level, true) else {
-                    return json!({"type": "and", "conditions": []});
-                };
+                let (child, mut sub) = self.level(level, true);
                 if self.variant != 2 {
                     sub["alias"] = json!(alias);
                 }
@@ -468,6 +437,17 @@ pub fn op(s: &Schema, rows: &mut [Vec<Vec<Value>>], g: &GenOp) -> Option<NetOp> 
             for c in 0..new.len() {
                 if !pk.contains(&c) && mask & (1 << c) != 0 {
                     new[c] = fresh[c].clone();
+                }
+            }
+            // One edit in eight also moves the row to a new, unused key (the room
+            // applies a key change as remove + add).
+            if mask >> 5 == 0b111 {
+                let mut moved = new.clone();
+                for &c in pk.iter() {
+                    moved[c] = fresh[c].clone();
+                }
+                if find_key(s, t, &rows[t], &moved).is_none() {
+                    new = moved;
                 }
             }
             edit_to(s, rows, t, i, new)
