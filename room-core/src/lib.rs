@@ -52,6 +52,7 @@ pub mod schema;
 mod serve;
 mod store;
 pub mod token;
+mod upstream;
 pub mod value;
 pub mod write;
 

@@ -1,0 +1,246 @@
+//! The upstream leg of a room: applying the daemon's batches to the base store (D3), and
+//! how they meet the room's own writes (D6).
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::error::{Error, ErrorCode};
+use crate::room::Room;
+use crate::serve::NetOp;
+use crate::store::Row;
+
+/// One upstream `nbatch.batch` (the room is the daemon's client).
+#[derive(Clone, Debug)]
+pub struct UpstreamBatch {
+    /// The upstream subscription epoch.
+    pub epoch: u64,
+    /// The upstream sequence number (0 = snapshot).
+    pub seq: u64,
+    /// Must equal the hello's fingerprint.
+    pub normalized_fp: String,
+    /// The upstream commit version, when sent.
+    pub cv: Option<f64>,
+    /// Row changes, applied in order.
+    pub ops: Vec<NetOp>,
+}
+
+/// The outcome of [`Room::apply`] (D3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApplyStatus {
+    /// The seq-0 snapshot loaded `rows` rows; the room is live.
+    Snapshot {
+        /// Rows loaded.
+        rows: usize,
+    },
+    /// A live batch applied `ops` ops; drain with [`Room::commit_all`].
+    Live {
+        /// Ops applied.
+        ops: usize,
+    },
+    /// A batch at or below the last applied seq: ignored.
+    Duplicate,
+    /// A batch from an older epoch: ignored.
+    StaleEpoch {
+        /// The store's epoch.
+        expected: u64,
+        /// The batch's epoch.
+        got: u64,
+    },
+}
+
+impl Room {
+    fn poison(&mut self, why: String) -> Error {
+        let err = Error::new(
+            ErrorCode::Poisoned,
+            format!("upstream batch poisoned the store: {why}"),
+        );
+        self.poisoned = Some(why);
+        err
+    }
+
+    /// Applies one upstream batch (D3). After `Live`, drain with [`Room::commit_all`].
+    pub fn apply(&mut self, batch: &UpstreamBatch) -> Result<ApplyStatus, Error> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::new(
+                ErrorCode::NotLive,
+                format!("the room's store is poisoned ({why}); open a new room"),
+            ));
+        }
+        if batch.normalized_fp != self.upstream_fp {
+            return Err(Error::new(
+                ErrorCode::FingerprintMismatch,
+                format!(
+                    "upstream batch normalizedFp {:?} does not match the hello's {:?}",
+                    batch.normalized_fp, self.upstream_fp
+                ),
+            ));
+        }
+        if batch.epoch < self.epoch {
+            return Ok(ApplyStatus::StaleEpoch {
+                expected: self.epoch,
+                got: batch.epoch,
+            });
+        }
+        if batch.epoch > self.epoch {
+            return Err(Error::new(
+                ErrorCode::EpochAhead,
+                format!(
+                    "upstream batch epoch {} is ahead of the store's epoch {}; open a new room from the new hello",
+                    batch.epoch, self.epoch
+                ),
+            ));
+        }
+        match self.last_seq {
+            None => {
+                if batch.seq != 0 {
+                    return Err(Error::new(
+                        ErrorCode::SequenceGap,
+                        format!(
+                            "upstream gap: the first batch must be seq 0, got seq {}",
+                            batch.seq
+                        ),
+                    ));
+                }
+                if let Some(i) = batch
+                    .ops
+                    .iter()
+                    .position(|op| !matches!(op, NetOp::Add { .. }))
+                {
+                    return Err(Error::new(
+                        ErrorCode::MalformedInput,
+                        format!("upstream snapshot op {i} is not an add (a seq-0 snapshot holds only adds)"),
+                    ));
+                }
+                let rows = self.apply_ops(&batch.ops)?;
+                self.last_seq = Some(0);
+                self.cv = batch.cv.or(self.cv);
+                self.head_cv = 1;
+                Ok(ApplyStatus::Snapshot { rows })
+            }
+            Some(last) if batch.seq <= last => Ok(ApplyStatus::Duplicate),
+            Some(last) if batch.seq == last + 1 => {
+                self.applying_cv = batch.cv;
+                let ops = self.apply_ops(&batch.ops)?;
+                self.last_seq = Some(batch.seq);
+                self.cv = batch.cv.or(self.cv);
+                self.head_cv += 1;
+                Ok(ApplyStatus::Live { ops })
+            }
+            Some(last) => Err(Error::new(
+                ErrorCode::SequenceGap,
+                format!(
+                    "upstream gap: expected seq {}, got seq {}",
+                    last + 1,
+                    batch.seq
+                ),
+            )),
+        }
+    }
+
+    fn apply_ops(&mut self, ops: &[NetOp]) -> Result<usize, Error> {
+        for (i, op) in ops.iter().enumerate() {
+            if let Err(why) = self.apply_upstream_op(op) {
+                return Err(self.poison(format!("op {i}: {why}")));
+            }
+        }
+        Ok(ops.len())
+    }
+
+    /// Writes one upstream op to the store and maintains every query.
+    ///
+    /// With a write plane, an op on a **dirty** key only replaces that key's CAS base
+    /// (D6: the head image is the room's own), and on a **writable** table an op that
+    /// disagrees with the head only about the key's existence is reconciled instead of
+    /// poisoning: the room's own writes echo back from upstream after a flush (see
+    /// `docs/decisions-local.md`).
+    fn apply_upstream_op(&mut self, op: &NetOp) -> Result<(), String> {
+        let name = op.table();
+        let t = self
+            .store
+            .table_id(name)
+            .filter(|&t| t < self.user_tables)
+            .ok_or_else(|| format!("unknown table {name:?}"))?;
+        let width = self.store.table(t).schema.columns.len();
+        for row in [op.before(), op.after()].into_iter().flatten() {
+            if row.len() != width {
+                return Err(format!(
+                    "a {name:?} row has {} cells, the table has {width} columns",
+                    row.len()
+                ));
+            }
+        }
+        let (old, new) = match op {
+            NetOp::Add { row, .. } => (None, Some(row)),
+            NetOp::Remove { row, .. } => (Some(row), None),
+            NetOp::Edit { old, new, .. } => (Some(old), Some(new)),
+        };
+        let same_key = match (old, new) {
+            (Some(o), Some(n)) => {
+                let pk = &self.store.table(t).schema.primary_key;
+                pk.iter().all(|&c| o[c] == n[c])
+            }
+            _ => false,
+        };
+        if same_key {
+            return self.upstream_key(t, op, old, new);
+        }
+        // A key change arrives as remove (old key) + add (new key).
+        if let Some(o) = old {
+            self.upstream_key(t, op, Some(o), None)?;
+        }
+        if let Some(n) = new {
+            self.upstream_key(t, op, None, Some(n))?;
+        }
+        Ok(())
+    }
+
+    /// Applies an upstream change of one key (`old` → `new`, same key).
+    fn upstream_key(
+        &mut self,
+        t: usize,
+        op: &NetOp,
+        old: Option<&Row>,
+        new: Option<&Row>,
+    ) -> Result<(), String> {
+        let name = op.table();
+        let Some(image) = old.or(new) else {
+            return Ok(());
+        };
+        let rid = self.store.find(t, image);
+        let mut tolerant = false;
+        if let Some(w) = self.writes.as_mut() {
+            let mut key = alloc::vec::Vec::new();
+            self.store.table(t).key_of(image, &mut key);
+            if let Some(d) = w.dirty.get_mut(&(t, key.into_boxed_slice())) {
+                d.base = new.cloned();
+                if d.sent.is_some() {
+                    d.in_flight_log.push((self.applying_cv, new.cloned()));
+                }
+                return Ok(());
+            }
+            tolerant = w.writable(t);
+        }
+        match (rid, new) {
+            (Some(rid), Some(row)) => {
+                if old.is_none() && !tolerant {
+                    return Err(format!("add of an existing key in {name:?}"));
+                }
+                self.replace_row(t, rid, row.clone());
+            }
+            (Some(rid), None) => self.remove_row(t, rid),
+            (None, Some(row)) => {
+                if old.is_some() && !tolerant {
+                    return Err(format!("edit of a missing key in {name:?}"));
+                }
+                self.insert_row(t, row.clone())?;
+            }
+            (None, None) => {
+                if !tolerant {
+                    return Err(format!("remove of a missing key in {name:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
