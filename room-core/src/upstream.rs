@@ -120,7 +120,12 @@ impl Room {
             }
             Some(last) if batch.seq <= last => Ok(ApplyStatus::Duplicate),
             Some(last) if batch.seq == last + 1 => {
-                self.applying_cv = batch.cv;
+                                self.applying_cv = batch.cv;
+                if let (Some(c), Some(w)) = (batch.cv, self.writes.as_mut()) {
+                    // Upstream cvs only grow: a fence below this batch can ignore nothing
+                    // from here on.
+                    w.fences.retain(|(_, _, fcv)| *fcv >= c);
+                }
                 let ops = self.apply_ops(&batch.ops)?;
                 self.last_seq = Some(batch.seq);
                 self.cv = batch.cv.or(self.cv);
@@ -209,10 +214,18 @@ impl Room {
         };
         let rid = self.store.find(t, image);
         let mut tolerant = false;
-        if let Some(w) = self.writes.as_mut() {
+                if let Some(w) = self.writes.as_mut() {
             let mut key = alloc::vec::Vec::new();
             self.store.table(t).key_of(image, &mut key);
-            if let Some(d) = w.dirty.get_mut(&(t, key.into_boxed_slice())) {
+            let key = key.into_boxed_slice();
+            // An image committed at or before a batch the room settled (by cv) is older
+            // than what the room already holds for the key: ignore it.
+            if let Some(c) = self.applying_cv {
+                if w.fences.iter().any(|(ft, fk, fcv)| *ft == t && *fk == key && c <= *fcv) {
+                    return Ok(());
+                }
+            }
+            if let Some(d) = w.dirty.get_mut(&(t, key)) {
                 d.base = new.cloned();
                 if d.sent.is_some() {
                     d.in_flight_log.push((self.applying_cv, new.cloned()));

@@ -319,6 +319,12 @@ impl Room {
                 retired += 1;
             }
         }
+                if let Some(cv) = cv {
+            for (t, key) in &flight.keys {
+                w.fences.retain(|(ft, fk, _)| !(*ft == *t && fk == key));
+                w.fences.push((*t, key.clone(), cv));
+            }
+        }
         for (client, mid) in &flight.lmids {
             let m = w.marks_mut(client);
             m.durable = m.durable.max(*mid);
