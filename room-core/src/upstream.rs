@@ -120,7 +120,7 @@ impl Room {
             }
             Some(last) if batch.seq <= last => Ok(ApplyStatus::Duplicate),
             Some(last) if batch.seq == last + 1 => {
-                                self.applying_cv = batch.cv;
+                self.applying_cv = batch.cv;
                 if let (Some(c), Some(w)) = (batch.cv, self.writes.as_mut()) {
                     // Upstream cvs only grow: a fence below this batch can ignore nothing
                     // from here on.
@@ -214,16 +214,24 @@ impl Room {
         };
         let rid = self.store.find(t, image);
         let mut tolerant = false;
-                if let Some(w) = self.writes.as_mut() {
+        if let Some(w) = self.writes.as_mut() {
             let mut key = alloc::vec::Vec::new();
             self.store.table(t).key_of(image, &mut key);
             let key = key.into_boxed_slice();
             // An image committed at or before a batch the room settled (by cv) is older
             // than what the room already holds for the key: ignore it.
-            if let Some(c) = self.applying_cv {
-                if w.fences.iter().any(|(ft, fk, fcv)| *ft == t && *fk == key && c <= *fcv) {
-                    return Ok(());
+            match self.applying_cv {
+                Some(c) => {
+                    if w.fences
+                        .iter()
+                        .any(|(ft, fk, fcv)| *ft == t && *fk == key && c <= *fcv)
+                    {
+                        return Ok(());
+                    }
                 }
+                // An image the room cannot order moved the key: the fence no longer
+                // describes what the room holds, so later images (the echo) must apply.
+                None => w.fences.retain(|(ft, fk, _)| !(*ft == t && *fk == key)),
             }
             if let Some(d) = w.dirty.get_mut(&(t, key)) {
                 d.base = new.cloned();

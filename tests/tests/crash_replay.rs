@@ -303,7 +303,7 @@ fn replay(s: &Scenario, snapshot: &Tables, mut crashed: Crashed, stats: &mut Sta
             .collect();
         b.apply(&upstream_batch(1, ops.clone()))
             .map_err(|e| format!("B's upstream batch: {}", e.message()))?;
-        model.upstream(&ops);
+        model.upstream(Some(1.0), &ops);
         b.commit_all();
         stats.moved_cases += 1;
     }
@@ -448,7 +448,7 @@ fn replay(s: &Scenario, snapshot: &Tables, mut crashed: Crashed, stats: &mut Sta
             return Err(format!("B's flush conflicted at the authority: {c:?}"));
         }
         b.flush_ok(None).map_err(|e| e.message().to_string())?;
-        model.flush_ok();
+        model.flush_ok(None);
     }
     if (b.dirty_len(), b.pending_len()) != (0, 0) {
         return Err(format!(

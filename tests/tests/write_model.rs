@@ -4,24 +4,38 @@
 //! streams: mutations by three clients through the keyed layer (inserts, updates,
 //! upserts, deletes, positional writes, reads of context rows, throws, an environment
 //! shortfall, an unknown mutator, writes that trip each v2 gate reason), re-sent mids,
-//! mid gaps, batched acks, flushes settled by a CAS authority (ok or conflict; the
-//! authority may decide a batch well before the room hears back), the authority
-//! changing rows on its own and streaming them (and the echo of every committed flush)
-//! upstream with a lag, and writes landing while a flush is in flight.
+//! mid gaps, batched acks, flushes settled by a CAS authority (ok — with or without the
+//! commit's `cv` — or conflict; the authority may decide a batch well before the room
+//! hears back), the authority changing rows on its own at any time (also keys of a batch
+//! it decided but has not reported) and streaming them (and the echo of every committed
+//! flush) upstream with a lag, each upstream batch stamped with the authority's
+//! increasing commit `cv` (a few own changes stream without one), and writes landing
+//! while a flush is in flight.
 //!
 //! After every step the room must match the model exactly (head rows, ledger rows,
 //! watermarks, pending/dirty counts, flight, `headCv`; every verdict and every flush
 //! batch), ledger rows never go backwards, `applied >= acked` and `durable <= applied`,
-//! after a conflict each conflicted key holds the authority's image, and every
+//! after a settlement every key it retired or conflicted whose change feed has caught up
+//! holds the authority's current image, and every
 //! subscription's maintained footprint equals the naive evaluator's and its client's
 //! folded frames (lmid subscriptions: exactly the client's ledger row). Each case ends
 //! by flushing to quiescence: `begin_flush` returns nothing, nothing is dirty or
 //! pending, every processed mid was covered by a committed flush's `lmids`, and the
-//! room's rows, the authority's rows, ledger and outcome rows all agree.
+//! room's rows, the authority's rows, ledger and outcome rows all agree (but see
+//! `BARE_AFTER_FENCE_IS_A_FAILURE`).
 //!
-//! Two races between a settlement and the change feed make the room diverge from the
-//! authority for good; they have minimal failing tests at the end of this file and the
-//! random streams steer around them (`AVOID_SETTLEMENT_RACE`).
+//! The settlement races (an upstream image newer than the batch, or than the 409's
+//! `current`, reaching the room before the settlement) have regression tests at the end
+//! of this file; the model resolves them as the settlement rule says (see
+//! `Model::flush_ok` / `Model::flush_conflict` in `write_support`). It models the
+//! settlement fences too (`Model::upstream`): `flush_ok(Some(cv))` fences the batch's
+//! keys at `cv`, and upstream ops on them from batches with a `cv` at or below it are
+//! ignored. Before each batch, every dirty key whose feed holds only the room's own
+//! echoes must have the authority's image as its CAS base (`STALE_BASE_IS_A_FAILURE`),
+//! unless a late image reached it that the room had no `cv` to order: after a
+//! settlement reported without `cv` (the documented no-cv limitation), or streamed
+//! without `cv` past a fence (a core bug, `BARE_AFTER_FENCE_IS_A_FAILURE`; ignored
+//! `bare_upstream_after_a_fenced_settlement_*` tests at the end).
 //!
 //! `PROPTEST_CASES` overrides the case count.
 
@@ -43,13 +57,26 @@ use write_support::*;
 
 const DEFAULT_CASES: u32 = 512;
 
-/// While the authority has decided a batch the room has not heard back about, the
-/// authority makes no change of its own to a key that batch carries. Such a change,
-/// streamed to the room before the settlement, is swallowed by `flush_ok` /
-/// `flush_conflict` and the room never converges (the two `settlement_race_*` tests
-/// below). Set to `false` once the core handles it; the model will then need the
-/// core's chosen resolution for those keys.
-const AVOID_SETTLEMENT_RACE: bool = true;
+/// Whether `World::check_bases` fails a case. A stale CAS base comes from a *late*
+/// image: one committed before a settlement the room was already told of for the key
+/// (`late_own_echo_after_the_next_settlement_loses_a_rewrite` below). `flush_ok(Some(cv))`
+/// fences the batch's keys at `cv`, so a late image streamed with its `cv` is ignored
+/// and every remaining stale base is a failure — except where the room had no `cv` to
+/// order the image by (`World::classify`):
+/// - the settlement was reported without `cv` (`Late::NoCvSettlement`): it fences
+///   nothing, and the room cannot tell its own late echo from a newer image — the
+///   documented no-cv limitation (`settlement_without_cv_after_an_aba_loses_a_rewrite`).
+///   Those bases only count (`Stats::stale_bases_no_cv`): the check holds for
+///   settlements with `cv`;
+/// - the image streamed without `cv` although a fence covers its commit
+///   (`Late::BareAfterFence`): see `BARE_AFTER_FENCE_IS_A_FAILURE`.
+const STALE_BASE_IS_A_FAILURE: bool = true;
+
+/// Whether a late image streamed without `cv` past a fence that covers its commit fails
+/// a case. A fence never ignores a batch without `cv`; the room applies the image and
+/// drops the key's fence, so the (stamped) echo of the settled batch brings the key
+/// forward again (`bare_upstream_after_a_fenced_settlement_*` below).
+const BARE_AFTER_FENCE_IS_A_FAILURE: bool = true;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
@@ -95,12 +122,38 @@ enum Step {
     /// The authority decides the batch in flight; the room has not heard back yet (the
     /// change feed may deliver the commit's echo, and later writes, first).
     Decide,
-    Settle,
+    /// The room learns the decision; a commit is reported with its `cv` or without.
+    /// `feed`: the change feed first delivers everything queued (the shell confirms the
+    /// flush in its journal before it reports, so the echo often wins the race).
+    Settle {
+        with_cv: bool,
+        feed: bool,
+    },
+    /// The authority changes a row on its own; `bare`: the change streams in an upstream
+    /// batch without `cv`.
     Authority {
         table: u8,
         key: u8,
         val: u8,
+        bare: bool,
     },
+    /// The authority changes a data key the batch in flight carries (the `pick`-th; any
+    /// key when nothing is in flight), as `Authority` does; with `decided` it first
+    /// decides the batch (the race is then with the report, not with the CAS).
+    Race {
+        pick: u8,
+        val: u8,
+        bare: bool,
+        decided: bool,
+    },
+    /// A client writes a data key the batch in flight carries (the `pick`-th), so the key
+    /// is re-dirtied; with nothing in flight, one of the first three `item` / `tag` keys.
+    Rewrite {
+        client: u8,
+        pick: u8,
+        val: u8,
+    },
+    /// The change feed delivers `count` queued upstream batches (4: all of them).
     Deliver {
         count: u8,
     },
@@ -112,6 +165,9 @@ enum Step {
 #[derive(Clone, Debug)]
 struct Scenario {
     mode: WriteMode,
+    /// Mutations and own authority changes keep to three keys per table, so flights,
+    /// re-dirtied keys and settlement races collide often.
+    hot: bool,
     snapshot: Vec<(u8, u8, u8)>,
     asts: Vec<AstSel>,
     steps: Vec<Step>,
@@ -136,13 +192,50 @@ fn step() -> impl Strategy<Value = Step> {
         3 => any::<u8>().prop_map(|count| Step::Ack { count }),
         1 => (0..3u8).prop_map(|client| Step::BadAck { client }),
         3 => Just(Step::BeginFlush),
-        2 => Just(Step::Decide),
-        3 => Just(Step::Settle),
-        3 => (0..3u8, any::<u8>(), any::<u8>())
-            .prop_map(|(table, key, val)| Step::Authority { table, key, val }),
-        2 => (1..3u8).prop_map(|count| Step::Deliver { count }),
+        3 => Just(Step::Decide),
+        2 => (any::<bool>(), 0..3u8)
+            .prop_map(|(with_cv, f)| Step::Settle { with_cv, feed: f == 0 }),
+        2 => (0..3u8, any::<u8>(), any::<u8>(), 0..8u8).prop_map(|(table, key, val, b)| {
+            Step::Authority { table, key, val, bare: b == 0 }
+        }),
+        3 => (any::<u8>(), any::<u8>(), 0..12u8).prop_map(race),
+        2 => (0..3u8, any::<u8>(), any::<u8>())
+            .prop_map(|(client, pick, val)| Step::Rewrite { client, pick, val }),
+        4 => (1..5u8).prop_map(|count| Step::Deliver { count }),
         1 => ast_sel().prop_map(|ast| Step::Subscribe { ast }),
     ]
+}
+
+/// A mix dwelling on the settlement races: short write–flush–settle cycles with the
+/// authority changing carried keys, clients re-dirtying them and the feed catching up
+/// (or not) before the settlement.
+fn race_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => (0..3u8, any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>())
+            .prop_map(|(client, kind, a, b, c)| Step::Mutate { client, kind, a, b, c }),
+        1 => any::<u8>().prop_map(|count| Step::Ack { count }),
+        3 => Just(Step::BeginFlush),
+        1 => Just(Step::Decide),
+        3 => (any::<bool>(), any::<bool>())
+            .prop_map(|(with_cv, feed)| Step::Settle { with_cv, feed }),
+        1 => (0..3u8, any::<u8>(), any::<u8>(), 0..8u8).prop_map(|(table, key, val, b)| {
+            Step::Authority { table, key, val, bare: b == 0 }
+        }),
+        5 => (any::<u8>(), any::<u8>(), 0..12u8).prop_map(race),
+        2 => (0..3u8, any::<u8>(), any::<u8>())
+            .prop_map(|(client, pick, val)| Step::Rewrite { client, pick, val }),
+        4 => (1..5u8).prop_map(|count| Step::Deliver { count }),
+    ]
+}
+
+/// `Step::Race`: one in four streams without `cv`, two in three decide first.
+fn race((pick, val, b): (u8, u8, u8)) -> Step {
+    Step::Race {
+        pick,
+        val,
+        bare: b % 4 == 0,
+        decided: b % 3 != 0,
+    }
 }
 
 fn mode() -> impl Strategy<Value = WriteMode> {
@@ -156,12 +249,17 @@ fn mode() -> impl Strategy<Value = WriteMode> {
 fn scenario() -> impl Strategy<Value = Scenario> {
     (
         mode(),
+        any::<bool>(),
         prop::collection::vec((any::<u8>(), any::<u8>(), any::<u8>()), 4..16),
         prop::collection::vec(ast_sel(), 1..4),
-        prop::collection::vec(step(), 20..90),
+        prop_oneof![
+            1 => prop::collection::vec(step(), 20..90),
+            1 => prop::collection::vec(race_step(), 20..90),
+        ],
     )
-        .prop_map(|(mode, snapshot, asts, steps)| Scenario {
+        .prop_map(|(mode, hot, snapshot, asts, steps)| Scenario {
             mode,
+            hot,
             snapshot,
             asts,
             steps,
@@ -273,7 +371,40 @@ struct Stats {
     writes_in_flight: usize,
     upstream_on_dirty: usize,
     frames: usize,
-    races_avoided: usize,
+    /// Own changes of a key of a batch decided but not yet reported.
+    settlement_races: usize,
+    settled_with_cv: usize,
+    settled_without_cv: usize,
+    /// Echoes of an earlier batch delivered while a later flight carries the key.
+    late_echoes: usize,
+    /// See `SettleReport`.
+    converged: usize,
+    rebased_newer: usize,
+    past_current: usize,
+    cv_fallback: usize,
+    /// Upstream ops a settlement fence ignored, and those of them committed before the
+    /// settlement that fenced the key (a late image the fence kept out).
+    fenced: usize,
+    fenced_late: usize,
+    /// Late images applied (see `Late`) and the stale CAS bases / heads they explain.
+    late_no_cv: usize,
+    late_bare: usize,
+    stale_bases_no_cv: usize,
+    stale_bare: usize,
+}
+
+/// Why the room applied an upstream image older than a settlement it had already been
+/// told of for the key (a *late* image): the room's view of the key may be behind the
+/// authority until an image in commit order reaches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Late {
+    /// The settlement was reported without `cv`, so it fenced nothing: the documented
+    /// no-cv limitation (the room cannot order the image against its own commit).
+    NoCvSettlement,
+    /// A fence covers the image's commit, but it streamed in a batch without `cv`, which
+    /// a fence never ignores. The fence still ignores the later echo that would repair
+    /// the key: a CORE BUG (see `bare_upstream_after_a_fenced_settlement_*`).
+    BareAfterFence,
 }
 
 struct World {
@@ -281,7 +412,9 @@ struct World {
     model: Model,
     auth: Authority,
     /// Authority changes (own ones and flush echoes) not yet streamed to the room.
-    upstream: VecDeque<Vec<NetOp>>,
+    upstream: VecDeque<Upstream>,
+    /// Batches built so far (numbers the flights).
+    flights: u64,
     next_seq: u64,
     subs: Vec<Sub>,
     /// Processed `(client, mid)`s not yet acked, in journal order.
@@ -292,11 +425,30 @@ struct World {
     covered: BTreeMap<String, u64>,
     /// The last ledger row seen per client.
     last_ledger: BTreeMap<String, u64>,
+    /// See `Scenario::hot`.
+    hot: bool,
     /// The batch in flight, as the room built it.
     flight: Option<Batch>,
-    /// The authority's decision on it, not yet reported to the room.
-    decided: Option<Settled>,
+    /// The authority's decision on it (and a commit's `cv`), not yet reported to the
+    /// room.
+    decided: Option<(Settled, u64)>,
+    /// Per data key: the commit `cv` of the newest committed batch carrying it that the
+    /// room was told of (by `flush_ok`, with or without `cv`).
+    settled: BTreeMap<(usize, i64), u64>,
+    /// Data keys whose latest applied upstream image was a late one, and why.
+    late: BTreeMap<(usize, i64), Late>,
     stats: Stats,
+}
+
+/// One authority commit waiting in the change feed.
+struct Upstream {
+    /// The batch's `cv` (`None`: streamed without one).
+    cv: Option<f64>,
+    ops: Vec<NetOp>,
+    /// For a flush echo: the flight that committed it.
+    echo_of: Option<u64>,
+    /// The authority's commit `cv` (also when the batch streams without it).
+    commit: u64,
 }
 
 type R<T> = Result<T, String>;
@@ -311,6 +463,8 @@ impl World {
             model: Model::new(&snapshot, s.mode),
             auth: Authority::new(&snapshot),
             upstream: VecDeque::new(),
+            flights: 0,
+            hot: s.hot,
             next_seq: 1,
             subs: Vec::new(),
             unacked: VecDeque::new(),
@@ -319,6 +473,8 @@ impl World {
             last_ledger: BTreeMap::new(),
             flight: None,
             decided: None,
+            settled: BTreeMap::new(),
+            late: BTreeMap::new(),
             stats: Stats::default(),
         };
         for c in CLIENTS {
@@ -498,6 +654,7 @@ impl World {
             }
             return Ok(());
         }
+        self.check_bases()?;
         let got = self
             .room
             .begin_flush()
@@ -524,6 +681,7 @@ impl World {
                     return Err(format!("batchHash {hash:?} is not 16 lowercase hex chars"));
                 }
                 self.flight = Some(batch.clone());
+                self.flights += 1;
                 Ok(())
             }
             _ => Err(format!(
@@ -544,30 +702,74 @@ impl World {
         let settled = self.auth.apply(&batch.changes);
         if let Settled::Ok(echo) = &settled {
             if !echo.is_empty() {
-                self.upstream.push_back(echo.clone());
+                self.upstream.push_back(Upstream {
+                    cv: Some(self.auth.cv as f64),
+                    ops: echo.clone(),
+                    echo_of: Some(self.flights),
+                    commit: self.auth.cv,
+                });
             }
         }
-        self.decided = Some(settled);
+        self.decided = Some((settled, self.auth.cv));
     }
 
-    /// The room learns the authority's decision.
-    fn settle(&mut self) -> R<()> {
+    /// Whether no queued upstream change touches data key `(t, id)`: the room has seen
+    /// every change the authority made to it.
+    fn caught_up(&self, t: usize, id: i64) -> bool {
+        !self
+            .upstream
+            .iter()
+            .flat_map(|u| &u.ops)
+            .any(|op| op_key(op) == (t, id))
+    }
+
+    /// After a settlement: each of `keys` that is clean and whose feed caught up holds
+    /// the authority's current image.
+    fn check_settled_keys(&self, what: &str, keys: &[(usize, i64)]) -> R<()> {
+        let head = room_tables(&self.room);
+        for &(t, id) in keys {
+            if self.model.dirty.contains_key(&(t, id)) || !self.caught_up(t, id) {
+                continue;
+            }
+            if head[t].get(&id) != self.auth.rows[t].get(&id) {
+                return Err(format!(
+                    "after {what} {}[{id}] is {:?}; the feed has caught up and the \
+                     authority holds {:?}",
+                    NAMES[t],
+                    head[t].get(&id),
+                    self.auth.rows[t].get(&id),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The room learns the authority's decision (a commit with its `cv` when
+    /// `with_cv`).
+    fn settle(&mut self, with_cv: bool) -> R<()> {
         self.decide();
-        let (Some(batch), Some(decided)) = (self.flight.take(), self.decided.take()) else {
+        let (Some(batch), Some((decided, commit_cv))) = (self.flight.take(), self.decided.take())
+        else {
             if self.room.flush_ok(None).is_ok() {
                 return Err("flush_ok succeeded with nothing in flight".into());
             }
             return Ok(());
         };
-        match decided {
+        let keys: Vec<(usize, i64)> = batch
+            .changes
+            .iter()
+            .filter_map(|c| Some((table_index(&c.table)?, id_of(&c.key_image()[0]))))
+            .collect();
+        let report = match decided {
             Settled::Ok(_) => {
                 let redirtied = self.model.dirty.values().filter(|d| d.redirtied).count();
                 self.stats.redirtied += redirtied;
+                let cv = with_cv.then_some(commit_cv as f64);
                 let ok = self
                     .room
-                    .flush_ok(None)
-                    .map_err(|e| format!("flush_ok: {}", e.message()))?;
-                self.model.flush_ok();
+                    .flush_ok(cv)
+                    .map_err(|e| format!("flush_ok({cv:?}): {}", e.message()))?;
+                let report = self.model.flush_ok(cv);
                 if ok.dirty != self.model.dirty.len() {
                     return Err(format!(
                         "flush_ok reports {} dirty, the model {}",
@@ -579,67 +781,174 @@ impl World {
                     let e = self.covered.entry(c.clone()).or_default();
                     *e = (*e).max(*mid);
                 }
+                for &k in &keys {
+                    let e = self.settled.entry(k).or_default();
+                    *e = (*e).max(commit_cv);
+                }
                 self.stats.flushes_ok += 1;
+                if with_cv {
+                    self.stats.settled_with_cv += 1;
+                } else {
+                    self.stats.settled_without_cv += 1;
+                }
+                self.check_settled_keys("flush_ok", &keys)?;
+                report
             }
             Settled::Conflict(conflicts) => {
                 let got = self
                     .room
                     .flush_conflict(&conflicts)
                     .map_err(|e| format!("flush_conflict: {}", e.message()))?;
-                let want = self.model.flush_conflict(&conflicts);
+                let (want, report) = self.model.flush_conflict(&conflicts);
                 if got != want {
                     return Err(format!("flush_conflict cv: room {got:?}, model {want:?}"));
                 }
-                let head = room_tables(&self.room);
-                for c in &conflicts {
-                    let t = table_index(&c.table).ok_or("conflict on a system table")?;
-                    let id = id_of(&c.pk[0]);
-                    let current = c.current.as_ref().map(|r| r.to_vec());
-                    if head[t].get(&id) != current.as_ref()
-                        || current.as_ref() != self.auth.rows[t].get(&id)
-                    {
-                        return Err(format!(
-                            "after the conflict {}[{id}] is {:?}, the authority answered \
-                             {current:?} and holds {:?}",
-                            c.table,
-                            head[t].get(&id),
-                            self.auth.rows[t].get(&id),
-                        ));
-                    }
-                }
+                let conflicted: Vec<(usize, i64)> = conflicts
+                    .iter()
+                    .filter_map(|c| Some((table_index(&c.table)?, id_of(&c.pk[0]))))
+                    .collect();
+                self.check_settled_keys("the conflict", &conflicted)?;
                 self.stats.conflicts += 1;
+                report
             }
-        }
+        };
+        self.stats.converged += report.converged;
+        self.stats.rebased_newer += report.rebased_newer;
+        self.stats.past_current += report.past_current;
+        self.stats.cv_fallback += report.cv_fallback;
         Ok(())
     }
 
     fn deliver(&mut self, count: usize) -> R<()> {
         for _ in 0..count {
-            let Some(ops) = self.upstream.pop_front() else {
+            let Some(Upstream {
+                cv,
+                ops,
+                echo_of,
+                commit,
+            }) = self.upstream.pop_front()
+            else {
                 return Ok(());
             };
+            for op in &ops {
+                self.classify(cv, commit, op_key(op));
+            }
             self.stats.upstream_on_dirty += ops
                 .iter()
-                .filter(|op| {
-                    let (table, image) = match op {
-                        NetOp::Add { table, row } | NetOp::Remove { table, row } => (table, row),
-                        NetOp::Edit { table, old, .. } => (table, old),
-                    };
-                    let t = table_index(table).expect("a user table");
-                    self.model.dirty.contains_key(&(t, id_of(&image[0])))
-                })
+                .filter(|op| self.model.dirty.contains_key(&op_key(op)))
                 .count();
+            let late = echo_of.is_some_and(|n| n < self.flights)
+                && ops.iter().any(|op| {
+                    self.model
+                        .dirty
+                        .get(&op_key(op))
+                        .is_some_and(|d| d.sent.is_some())
+                });
+            self.stats.late_echoes += usize::from(late);
             let status = self
                 .room
-                .apply(&upstream_batch(self.next_seq, ops.clone()))
+                .apply(&upstream_batch_at(self.next_seq, cv, ops.clone()))
                 .map_err(|e| format!("upstream seq {}: {}", self.next_seq, e.message()))?;
             if status != (ApplyStatus::Live { ops: ops.len() }) {
                 return Err(format!("upstream seq {}: {status:?}", self.next_seq));
             }
-            self.model.upstream(&ops);
+            self.model.upstream(cv, &ops);
             self.next_seq += 1;
         }
         Ok(())
+    }
+
+    /// The authority changes key `(t, id)` on its own (`val` picks the image); the change
+    /// joins the feed, without `cv` when `bare`.
+    fn own_change(&mut self, t: usize, id: i64, val: u8, bare: bool) {
+        if self.decided.is_some() && self.in_flight_batch(t, id) {
+            self.stats.settlement_races += 1;
+        }
+        let k = ids(t).iter().position(|&i| i == id).expect("a domain id") as u8;
+        let op = self.auth.own_change(t, k, val);
+        self.upstream.push_back(Upstream {
+            cv: (!bare).then_some(self.auth.cv as f64),
+            ops: vec![op],
+            echo_of: None,
+            commit: self.auth.cv,
+        });
+    }
+
+    /// Before a batch is built: a dirty key whose feed holds no undelivered change by
+    /// another writer (at most the echoes of the room's own committed batches, all of
+    /// them settled) has the authority's current image as its CAS base. Otherwise the
+    /// batch either drops the room's write (base = head) or sends it with a stale base
+    /// (a conflict that drops it). The model's base is the core's (checked through
+    /// every batch).
+    fn check_bases(&mut self) -> R<()> {
+        for (&(t, id), d) in &self.model.dirty {
+            let foreign = self
+                .upstream
+                .iter()
+                .filter(|u| u.echo_of.is_none())
+                .flat_map(|u| &u.ops)
+                .any(|op| op_key(op) == (t, id));
+            if foreign || d.base.as_ref() == self.auth.rows[t].get(&id) {
+                continue;
+            }
+            match self.late.get(&(t, id)) {
+                Some(Late::NoCvSettlement) => self.stats.stale_bases_no_cv += 1,
+                Some(Late::BareAfterFence) if !BARE_AFTER_FENCE_IS_A_FAILURE => {
+                    self.stats.stale_bare += 1
+                }
+                cause if STALE_BASE_IS_A_FAILURE => {
+                    return Err(format!(
+                        "the CAS base of dirty {}[{id}] is {:?}; the authority holds {:?} \
+                         and only the room's own echoes are still in the feed (late image: \
+                         {cause:?})",
+                        NAMES[t],
+                        d.base,
+                        self.auth.rows[t].get(&id)
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Before the room applies upstream op on data key `k` committed at `commit` (in a
+    /// batch carrying `cv`): whether a fence ignores it, else whether it is a late image
+    /// (committed before a settlement the room was told of for `k`) and why the room
+    /// cannot tell; an image in commit order ends the key's late state.
+    fn classify(&mut self, cv: Option<f64>, commit: u64, k: (usize, i64)) {
+        let late = self.settled.get(&k).is_some_and(|&s| commit < s);
+        if self.model.fenced(cv, k.0, k.1) {
+            self.stats.fenced += 1;
+            self.stats.fenced_late += usize::from(late);
+            return;
+        }
+        if !late {
+            self.late.remove(&k);
+            return;
+        }
+        let covered = self
+            .model
+            .fences
+            .get(&k)
+            .is_some_and(|&fence| commit as f64 <= fence);
+        let cause = if covered {
+            self.stats.late_bare += 1;
+            Late::BareAfterFence
+        } else {
+            self.stats.late_no_cv += 1;
+            Late::NoCvSettlement
+        };
+        self.late.insert(k, cause);
+    }
+
+    /// The data keys the batch in flight carries.
+    fn flight_keys(&self) -> Vec<(usize, i64)> {
+        self.flight
+            .iter()
+            .flat_map(|b| &b.changes)
+            .filter_map(|c| Some((table_index(&c.table)?, id_of(&c.key_image()[0]))))
+            .collect()
     }
 
     /// Whether the batch in flight carries data key `(t, id)`.
@@ -659,7 +968,10 @@ impl World {
                 a,
                 b,
                 c,
-            } => self.mutate(CLIENTS[client as usize], &Mutation::pick(kind, a, b, c))?,
+            } => {
+                let a = if self.hot { a % 3 } else { a };
+                self.mutate(CLIENTS[client as usize], &Mutation::pick(kind, a, b, c))?
+            }
             Step::Resend { client, back } => {
                 let c = CLIENTS[client as usize];
                 let applied = self.model.marks(c).applied;
@@ -719,18 +1031,74 @@ impl World {
             }
             Step::BeginFlush => self.begin_flush()?,
             Step::Decide => self.decide(),
-            Step::Settle => self.settle()?,
-            Step::Authority { table, key, val } => {
+            Step::Settle { with_cv, feed } => {
+                if feed {
+                    self.decide();
+                    self.deliver(self.upstream.len())?;
+                }
+                self.settle(with_cv)?
+            }
+            Step::Authority {
+                table,
+                key,
+                val,
+                bare,
+            } => {
                 let t = table as usize % 3;
-                let id = pick(ids(t), key);
-                if AVOID_SETTLEMENT_RACE && self.decided.is_some() && self.in_flight_batch(t, id) {
-                    // See `settlement_race_*` below: the room cannot converge yet.
-                    self.stats.races_avoided += 1;
-                } else {
-                    let op = self.auth.own_change(t, key, val);
-                    self.upstream.push_back(vec![op]);
+                let key = if self.hot { key % 3 } else { key };
+                self.own_change(t, pick(ids(t), key), val, bare);
+            }
+            Step::Rewrite {
+                client,
+                pick: which,
+                val,
+            } => {
+                let mut keys = self.flight_keys();
+                if keys.is_empty() {
+                    let t = which as usize % 2;
+                    keys.push((t, pick(ids(t), which / 2 % 3)));
+                }
+                if let Some(&(t, id)) = keys.get(which as usize % keys.len()) {
+                    let present = self.model.head[t].contains_key(&id);
+                    let m = match (t, present) {
+                        (ITEM, true) => Mutation::SetQty {
+                            id,
+                            qty: pick(&QTYS[..5], val),
+                        },
+                        (ITEM, false) => Mutation::UpsertItem {
+                            id,
+                            owner: pick(&OWNERS, val).into(),
+                            qty: pick(&QTYS[..5], val / 3),
+                        },
+                        (_, true) => Mutation::Relabel {
+                            id,
+                            label: pick(&LABELS, val).into(),
+                        },
+                        (_, false) => Mutation::RawTag {
+                            id,
+                            item: pick(&ITEM_IDS, val),
+                        },
+                    };
+                    self.mutate(CLIENTS[client as usize], &m)?;
                 }
             }
+            Step::Race {
+                pick: which,
+                val,
+                bare,
+                decided,
+            } => {
+                if decided {
+                    self.decide();
+                }
+                let keys = self.flight_keys();
+                let (t, id) = match keys.get(which as usize % keys.len().max(1)) {
+                    Some(&k) => k,
+                    None => (which as usize % 3, pick(ids(which as usize % 3), which / 3)),
+                };
+                self.own_change(t, id, val, bare);
+            }
+            Step::Deliver { count: 4 } => self.deliver(self.upstream.len())?,
             Step::Deliver { count } => self.deliver(count as usize)?,
             Step::Subscribe { ast } => self.subscribe(ast)?,
         }
@@ -742,7 +1110,7 @@ impl World {
     /// until nothing is left; then every quiescence property.
     fn quiesce(&mut self) -> R<()> {
         if self.flight.is_some() {
-            self.settle()?;
+            self.settle(true)?;
         }
         if !self.unacked.is_empty() {
             let entries: Vec<(String, u64)> = self.unacked.drain(..).collect();
@@ -767,7 +1135,7 @@ impl World {
             }
             self.begin_flush()?;
             let done = self.flight.is_none();
-            self.settle()?;
+            self.settle(rounds % 3 != 0)?;
             self.drain()?;
             self.check()?;
             if done {
@@ -834,15 +1202,38 @@ impl World {
             ));
         }
         let rows = room_tables(&self.room);
-        if rows != self.auth.rows {
-            return Err(format!(
-                "at quiescence the room's rows differ from the authority's\n  \
-                 room: {rows:?}\n  auth: {:?}",
-                self.auth.rows
-            ));
+        for (t, (room, auth)) in rows.iter().zip(&self.auth.rows).enumerate() {
+            let ids = room.keys().chain(auth.keys());
+            for &id in ids.collect::<std::collections::BTreeSet<_>>() {
+                if room.get(&id) == auth.get(&id) {
+                    continue;
+                }
+                let cause = self.late.get(&(t, id));
+                if cause == Some(&Late::BareAfterFence) && !BARE_AFTER_FENCE_IS_A_FAILURE {
+                    self.stats.stale_bare += 1;
+                    continue;
+                }
+                return Err(format!(
+                    "at quiescence {}[{id}] is {:?} in the room, {:?} at the authority \
+                     (late image: {cause:?})\n  room: {rows:?}\n  auth: {:?}",
+                    NAMES[t],
+                    room.get(&id),
+                    auth.get(&id),
+                    self.auth.rows
+                ));
+            }
         }
         Ok(())
     }
+}
+
+/// The data key an upstream op changes.
+fn op_key(op: &NetOp) -> (usize, i64) {
+    let (table, image) = match op {
+        NetOp::Add { table, row } | NetOp::Remove { table, row } => (table, row),
+        NetOp::Edit { table, old, .. } => (table, old),
+    };
+    (table_index(table).expect("a user table"), id_of(&image[0]))
 }
 
 fn run(s: &Scenario) -> R<Stats> {
@@ -866,7 +1257,11 @@ proptest! {
 
 /// The generator reaches every path the properties are about: each verdict class (each
 /// gate reason, throws, refusals, environment), dedups, gaps, committed and conflicted
-/// flushes, re-dirtied flights, writes during a flight and upstream ops on dirty keys.
+/// flushes, re-dirtied flights, writes during a flight, upstream ops on dirty keys, and
+/// the settlement races: flushes reported with and without `cv` (and the fallback when
+/// a logged image carried none), authority changes to a decided batch's keys, late
+/// echoes of an earlier batch, heads converged and bases re-based onto a newer image at
+/// `flush_ok`, conflicts resolved past the 409's `current`.
 #[test]
 fn generator_reaches_every_path() {
     let mut runner = TestRunner::deterministic();
@@ -889,6 +1284,20 @@ fn generator_reaches_every_path() {
         total.writes_in_flight += stats.writes_in_flight;
         total.upstream_on_dirty += stats.upstream_on_dirty;
         total.frames += stats.frames;
+        total.settlement_races += stats.settlement_races;
+        total.settled_with_cv += stats.settled_with_cv;
+        total.settled_without_cv += stats.settled_without_cv;
+        total.late_echoes += stats.late_echoes;
+        total.converged += stats.converged;
+        total.rebased_newer += stats.rebased_newer;
+        total.past_current += stats.past_current;
+        total.cv_fallback += stats.cv_fallback;
+        total.fenced += stats.fenced;
+        total.fenced_late += stats.fenced_late;
+        total.late_no_cv += stats.late_no_cv;
+        total.late_bare += stats.late_bare;
+        total.stale_bases_no_cv += stats.stale_bases_no_cv;
+        total.stale_bare += stats.stale_bare;
     }
     eprintln!("coverage over 48 scenarios: {total:?}");
     for class in [
@@ -917,13 +1326,23 @@ fn generator_reaches_every_path() {
         ("writes_in_flight", total.writes_in_flight),
         ("upstream_on_dirty", total.upstream_on_dirty),
         ("frames", total.frames),
+        ("settlement_races", total.settlement_races),
+        ("settled_with_cv", total.settled_with_cv),
+        ("settled_without_cv", total.settled_without_cv),
+        ("late_echoes", total.late_echoes),
+        ("converged", total.converged),
+        ("rebased_newer", total.rebased_newer),
+        ("past_current", total.past_current),
+        ("cv_fallback", total.cv_fallback),
+        ("fenced", total.fenced),
+        ("fenced_late", total.fenced_late),
     ];
     for (what, n) in counts {
         assert!(n > 0, "no {what}: {total:?}");
     }
 }
 
-// ------------------------------------------------ core bugs: settlement races
+// ------------------------------------------- settlement races (fixed in the core)
 
 /// `item [1, "ann", 5]`; alice's mid 1 sets qty 42 and a flush carries
 /// `edit [1,"ann",5] -> [1,"ann",42]`. The authority commits it; another writer then
@@ -935,10 +1354,7 @@ fn race_room() -> rindle_room_core::Room {
     snap[ITEM].insert(1, vec![num(1.0), text("ann"), num(5.0)]);
     let mut room = open_room(&snap);
     enable(&mut room, WriteMode::V1);
-    let (name, args) = Mutation::SetQty { id: 1, qty: 42.0 }.envelope();
-    let v = run_on_room(&mut room, "alice", 1, &name, &args, None).expect("runs");
-    assert_eq!(v, Verdict::Applied);
-    room.commit_all();
+    set_qty(&mut room, 1, 42.0);
     room.begin_flush().expect("builds").expect("a batch");
     room
 }
@@ -947,6 +1363,7 @@ fn item(owner: &str, qty: f64) -> rindle_room_core::Row {
     row(&[num(1.0), text(owner), num(qty)])
 }
 
+/// The upstream batch at `seq` (its `cv` is `seq`) editing item 1.
 fn feed(
     room: &mut rindle_room_core::Room,
     seq: u64,
@@ -962,11 +1379,37 @@ fn feed(
         .expect("a live batch");
 }
 
-/// CORE BUG. Expected: once settled, with the change feed fully delivered and nothing
-/// dirty, the room holds the authority's image `[1, "bob", 99]`. Got: `flush_ok`
-/// retires the key (not re-dirtied) and the head keeps the room's own
-/// `[1, "ann", 42]`; the upstream edit only moved the dirty key's CAS base and is lost.
-/// Nothing is dirty and no later flush carries the key, so the room never converges.
+/// Alice's mid `mid` sets item 1's qty (applied), then a drain.
+fn set_qty(room: &mut rindle_room_core::Room, mid: u64, qty: f64) {
+    let (name, args) = Mutation::SetQty { id: 1, qty }.envelope();
+    let v = run_on_room(room, "alice", mid, &name, &args, None).expect("runs");
+    assert_eq!(v, Verdict::Applied);
+    room.commit_all();
+}
+
+/// The item changes of the next batch.
+fn item_changes(room: &mut rindle_room_core::Room) -> Vec<Change> {
+    let batch = room.begin_flush().expect("builds").expect("a batch");
+    batch
+        .changes
+        .iter()
+        .map(Change::from_core)
+        .filter(|c| c.table == "item")
+        .collect()
+}
+
+fn item_edit(old: rindle_room_core::Row, row: rindle_room_core::Row) -> Vec<Change> {
+    vec![Change {
+        table: "item".into(),
+        op: "edit",
+        old: Some(old.to_vec()),
+        row: Some(row.to_vec()),
+    }]
+}
+
+/// Once settled, with the change feed fully delivered and nothing dirty, the room
+/// holds the authority's image `[1, "bob", 99]` (it used to keep its own
+/// `[1, "ann", 42]`: the upstream edit only moved the dirty key's CAS base).
 #[test]
 fn settlement_race_flush_ok_swallows_a_newer_upstream_image() {
     let mut room = race_room();
@@ -978,11 +1421,10 @@ fn settlement_race_flush_ok_swallows_a_newer_upstream_image() {
     assert_eq!(room.rows("item"), vec![item("bob", 99.0)]);
 }
 
-/// CORE BUG, the conflict flavour. The authority holds `[1, "bob", 99]` when the batch
-/// arrives and answers 409 with that image; then it changes the row to `[1, "cy", 1]`.
-/// The feed delivers both edits before the 409 reaches the room. Expected: the room
-/// ends at `[1, "cy", 1]`. Got: `flush_conflict` writes the 409's (older)
-/// `[1, "bob", 99]` and cleans the key; the newer upstream image is lost for good.
+/// The conflict flavour. The authority holds `[1, "bob", 99]` when the batch arrives
+/// and answers 409 with that image; then it changes the row to `[1, "cy", 1]`. The feed
+/// delivers both edits before the 409 reaches the room. The room ends at `[1, "cy", 1]`
+/// (it used to write the 409's older image and clean the key).
 #[test]
 fn settlement_race_flush_conflict_swallows_a_newer_upstream_image() {
     let mut room = race_room();
@@ -997,4 +1439,187 @@ fn settlement_race_flush_conflict_swallows_a_newer_upstream_image() {
     room.commit_all();
     assert_eq!(room.dirty_len(), 0);
     assert_eq!(room.rows("item"), vec![item("cy", 1.0)]);
+}
+
+/// With the commit's `cv`, images committed before the batch do not count, even when
+/// one equals the image the batch sent: another writer set `[1,"ann",42]` (cv 1) and
+/// reverted to `[1,"ann",5]` (cv 2) before the batch committed (cv 3, echo not yet
+/// delivered); alice's write of qty 5 during the flight goes out as `edit 42 -> 5`.
+#[test]
+fn settlement_with_cv_ignores_images_older_than_the_commit() {
+    let mut room = race_room();
+    feed(&mut room, 1, item("ann", 5.0), item("ann", 42.0));
+    feed(&mut room, 2, item("ann", 42.0), item("ann", 5.0));
+    set_qty(&mut room, 2, 5.0);
+    room.flush_ok(Some(3.0)).expect("settles");
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 42.0), item("ann", 5.0))
+    );
+}
+
+// ------------------- late images: older than a settlement the room was told of
+//
+// `flush_ok` tells the room what the authority holds after the commit, but an upstream
+// image the authority committed *before* the batch can still reach the room afterwards
+// (the feed lags the settlement). D6 makes any upstream op on a dirty key its new CAS
+// base, so the base went backwards; when the room's newer write equalled that stale
+// base, `begin_flush` dropped the key as having no net effect and the write never
+// reached the authority (otherwise it went out with a stale `old` and conflicted),
+// while the mutation's lmid still became durable. `flush_ok(Some(cv))` now fences the
+// batch's keys at `cv`: upstream ops on them from batches with a `cv` at or below it
+// are ignored. `World::check_bases` checks this in the random streams
+// (`STALE_BASE_IS_A_FAILURE`).
+
+/// Alice sets qty 42 (batch 1, committed at cv 1), then 99 (batch 2, committed at cv
+/// 2), then 42 again while batch 2 is in flight. Both settlements reach the room before
+/// the feed delivers anything; then batch 1's echo `5 -> 42` (cv 1) arrives. It used to
+/// make the dirty key's base `[1,"ann",42]` — equal to alice's head — so the next batch
+/// carried no item change, batch 2's echo later set the head to 99 and alice's mid 3
+/// was lost for good. The next batch carries `edit 99 -> 42`.
+#[test]
+fn late_own_echo_after_the_next_settlement_loses_a_rewrite() {
+    let mut room = race_room(); // batch 1: [ann,5] -> [ann,42]
+    room.flush_ok(Some(1.0)).expect("settles batch 1");
+    set_qty(&mut room, 2, 99.0);
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 42.0), item("ann", 99.0))
+    );
+    set_qty(&mut room, 3, 42.0);
+    room.flush_ok(Some(2.0)).expect("settles batch 2");
+    feed(&mut room, 1, item("ann", 5.0), item("ann", 42.0));
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 99.0), item("ann", 42.0))
+    );
+}
+
+/// The same with another writer's images. It set qty 99 (cv 1) and reverted to 5 (cv 2)
+/// before the batch committed (cv 3); alice writes qty 99 during the flight;
+/// `flush_ok(Some(3))` arrives before the feed, which then delivers cv 1. The next batch
+/// carries `edit 42 -> 99` (it used to carry no item change: base = head = 99).
+#[test]
+fn stale_upstream_after_flush_ok_loses_a_rewrite() {
+    let mut room = race_room();
+    set_qty(&mut room, 2, 99.0);
+    room.flush_ok(Some(3.0)).expect("settles");
+    feed(&mut room, 1, item("ann", 5.0), item("ann", 99.0));
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 42.0), item("ann", 99.0))
+    );
+}
+
+/// The same lag on a key the settlement retired used to move its head back to
+/// `[1,"ann",99]`, an image older than the commit, and ship it to subscribers. The head
+/// stays `[1,"ann",42]`.
+#[test]
+fn stale_upstream_after_flush_ok_moves_the_head_back() {
+    let mut room = race_room();
+    room.flush_ok(Some(3.0)).expect("settles");
+    feed(&mut room, 1, item("ann", 5.0), item("ann", 99.0));
+    room.commit_all();
+    assert_eq!(room.rows("item"), vec![item("ann", 42.0)]);
+}
+
+/// An upstream batch at `seq` streamed without `cv`, editing item 1.
+fn feed_bare(
+    room: &mut rindle_room_core::Room,
+    seq: u64,
+    old: rindle_room_core::Row,
+    new: rindle_room_core::Row,
+) {
+    let op = NetOp::Edit {
+        table: "item".into(),
+        old,
+        new,
+    };
+    room.apply(&upstream_batch_at(seq, None, vec![op]))
+        .expect("a live batch");
+}
+
+/// CORE BUG (the fence against a feed that streams some batches without `cv`): another
+/// writer set `[1,"bob",99]` (cv 1) and reverted to `[1,"ann",5]` (cv 2), both streamed
+/// **without** `cv`; the batch `5 -> 42` commits at cv 3 and `flush_ok(Some(3))`
+/// reaches the room before the feed. A fence never ignores a batch without `cv`, so the
+/// two late images move the retired key's head back to 5 — and the fence then ignores
+/// the batch's own echo (cv 3), which used to bring the head to 42 again. With the feed
+/// fully delivered the room holds `[1,"ann",5]` for good; the authority holds
+/// `[1,"ann",42]`. (An op without `cv` on a fenced key cannot be ordered against the
+/// fence; dropping that key's fence would let the echo repair it, as before fences.)
+#[test]
+fn bare_upstream_after_a_fenced_settlement_strands_the_head() {
+    let mut room = race_room();
+    room.flush_ok(Some(3.0)).expect("settles");
+    feed_bare(&mut room, 1, item("ann", 5.0), item("bob", 99.0));
+    feed_bare(&mut room, 2, item("bob", 99.0), item("ann", 5.0));
+    feed(&mut room, 3, item("ann", 5.0), item("ann", 42.0));
+    room.commit_all();
+    assert_eq!(room.dirty_len(), 0);
+    assert_eq!(room.rows("item"), vec![item("ann", 42.0)]);
+}
+
+/// CORE BUG, the re-dirtied flavour (lost update): as above, and alice writes qty 5
+/// during the flight. The settlement re-bases the key on 42; the late images move the
+/// base to 99 and back to 5 — alice's head — and the fence ignores the echo, so the
+/// next batch carries no item change: alice's mid 2 is durable but never reaches the
+/// authority. Expected: `edit 42 -> 5`.
+#[test]
+fn bare_upstream_after_a_fenced_settlement_loses_a_rewrite() {
+    let mut room = race_room();
+    set_qty(&mut room, 2, 5.0);
+    room.flush_ok(Some(3.0)).expect("settles");
+    feed_bare(&mut room, 1, item("ann", 5.0), item("bob", 99.0));
+    feed_bare(&mut room, 2, item("bob", 99.0), item("ann", 5.0));
+    feed(&mut room, 3, item("ann", 5.0), item("ann", 42.0));
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 42.0), item("ann", 5.0))
+    );
+}
+
+// ------------------------------ limitations: a settlement reported without `cv`
+
+/// LIMITATION (`flush_ok(None)` fences nothing): `late_own_echo_*` with both
+/// settlements reported without `cv`. The room cannot tell batch 1's late echo `5 -> 42`
+/// from a newer image, so the re-dirtied key's base becomes 42 = alice's head and her
+/// mid 3 is dropped. Expected: `edit 99 -> 42`.
+#[test]
+#[ignore = "no-cv limitation: a settlement without cv cannot fence its keys against late images"]
+fn late_own_echo_after_a_settlement_without_cv_loses_a_rewrite() {
+    let mut room = race_room();
+    room.flush_ok(None).expect("settles batch 1");
+    set_qty(&mut room, 2, 99.0);
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 42.0), item("ann", 99.0))
+    );
+    set_qty(&mut room, 3, 42.0);
+    room.flush_ok(None).expect("settles batch 2");
+    feed(&mut room, 1, item("ann", 5.0), item("ann", 42.0));
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 99.0), item("ann", 42.0))
+    );
+}
+
+/// LIMITATION of the echo rule (`flush_ok(None)`), the ABA of
+/// `settlement_with_cv_ignores_images_older_than_the_commit` without the `cv`: the
+/// pre-commit image `[1,"ann",42]` is taken for the batch's echo, so the pre-commit
+/// `[1,"ann",5]` after it counts as newer, the re-dirtied key's base becomes 5 = alice's
+/// head and her write is dropped (the echo later sets the head to 42). Expected:
+/// `edit 42 -> 5`. Without a `cv` the room cannot tell the two `42`s apart.
+#[test]
+#[ignore = "echo-rule limitation: without cv an identical pre-commit image reads as the echo"]
+fn settlement_without_cv_after_an_aba_loses_a_rewrite() {
+    let mut room = race_room();
+    feed(&mut room, 1, item("ann", 5.0), item("ann", 42.0));
+    feed(&mut room, 2, item("ann", 42.0), item("ann", 5.0));
+    set_qty(&mut room, 2, 5.0);
+    room.flush_ok(None).expect("settles");
+    assert_eq!(
+        item_changes(&mut room),
+        item_edit(item("ann", 42.0), item("ann", 5.0))
+    );
 }

@@ -319,7 +319,7 @@ impl Room {
                 retired += 1;
             }
         }
-                if let Some(cv) = cv {
+        if let Some(cv) = cv {
             for (t, key) in &flight.keys {
                 w.fences.retain(|(ft, fk, _)| !(*ft == *t && fk == key));
                 w.fences.push((*t, key.clone(), cv));

@@ -125,7 +125,7 @@ pub(crate) struct WritePlane {
     pub dirty: BTreeMap<(usize, Key), Dirty>,
     /// Recorded non-applied outcomes not yet durable.
     pub outcomes: Vec<Outcome>,
-        pub flight: Option<Flight>,
+    pub flight: Option<Flight>,
     /// Keys of batches settled at a known commit cv: `(table, key, cv)`. Upstream images
     /// of batches with a cv at or below it predate what the room holds and are ignored.
     pub fences: Vec<(usize, Key, f64)>,
@@ -140,7 +140,7 @@ impl WritePlane {
             tx: None,
             pending: Vec::new(),
             dirty: BTreeMap::new(),
-                        outcomes: Vec::new(),
+            outcomes: Vec::new(),
             flight: None,
             fences: Vec::new(),
         }

@@ -507,6 +507,170 @@ def write_plane_malformed_args():
     return s
 
 
+def flush_ok_cv_takes_newer_upstream_image():
+    s = WScenario(
+        "flush_ok_cv_takes_newer_upstream_image",
+        "flushOk(cv) after the feed raced ahead of the settlement (D6/D7 are silent; the "
+        "room's settlement rule): while a batch is in flight, every upstream image of a "
+        "key it carries is logged with its upstream batch's cv (D6 still only moves the "
+        "CAS base: commitAll ships nothing). flushOk(101) says the authority committed the "
+        "batch at cv 101, so the newest logged image of an upstream batch with cv > 101 "
+        "is the authority's image; the batch's own echo (cv 101) does not count. slide "
+        "s1, not written again, converges to it: one local commit (headCv +1, the "
+        "result is still {retired, dirty}) whose corrective edit 5 -> 9 ships at the "
+        "next commitAll. slide s2, written again during the flight (pos 21), stays dirty "
+        "and re-bases onto the newer image: the next batch edits from pos 30, not from "
+        "the pos 20 it sent. A flushOk(cv) with nothing logged changes nothing.",
+    )
+    s.boot(cv=100)
+    s.ok("enableWrites", ["slide"], expect="null")
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.begin("c1", 1)
+    s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
+    s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
+    s.commit(head(2))
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+                             edit("slide", ["s2", "d1", 2], ["s2", "d1", 20])], 2))
+    s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+             f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+             ledger_add("c1", 1)], [("c1", 1)])
+    s.begin("c1", 2)
+    s.ok("txEdit", "slide", ["s2", "d1", 21], expect="null")
+    s.commit(head(3))
+    s.drain(("q", 1, 2, SL, [edit("slide", ["s2", "d1", 20], ["s2", "d1", 21])], 3))
+    # The authority commits the batch at cv 101 (its echo), then another writer edits
+    # both rows at cv 102; the feed delivers both before the flush response arrives.
+    s.upstream(1, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+                   edit("slide", ["s2", "d1", 2], ["s2", "d1", 20])], 101,
+               '{"applied":"live","ops":2}')
+    s.upstream(2, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 9]),
+                   edit("slide", ["s2", "d1", 20], ["s2", "d1", 30])], 102,
+               '{"applied":"live","ops":2}')
+    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect="5")
+    s.ok("cv", expect="102")
+    s.ok("flushOk", 101, expect=flush_ok(1, 1))
+    s.ok("headCv", expect="6")
+    s.drain(("q", 1, 3, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 9])], 6))
+    s.marks("c1", 2, 0, 1)
+    s.lens(1, 1)
+    s.flush([f_edit("slide", ["s2", "d1", 30], ["s2", "d1", 21]),
+             ledger_edit("c1", 1, 2)], [("c1", 2)])
+    s.ok("flushOk", 103, expect=flush_ok(1, 0))
+    s.ok("headCv", expect="6")
+    s.ok("commitAll", expect="[]")
+    s.lens(0, 0)
+    s.sub("q2", 1, {"table": "slide"}, 0, True, SL,
+          [add("slide", ["s1", "d1", 9]), add("slide", ["s2", "d1", 21]),
+           add("slide", ["s9", "d1", 500])], 6)
+    return s
+
+
+def flush_ok_takes_images_after_the_echo():
+    s = WScenario(
+        "flush_ok_takes_images_after_the_echo",
+        "flushOk() without a cv (D6/D7 are silent; the room's settlement rule): the room cannot "
+        "place upstream batches against the commit, so it reads the log of each carried "
+        "key from the batch's own echo (the image it sent) on: once that image has been "
+        "reported, the newest logged image is the authority's. slide s1: echo pos 5, "
+        "then another writer's pos 7 -> converges to 7. slide s3, added by the batch: "
+        "echo add, then another writer's remove -> the row goes. slide s2: echo last -> "
+        "stays as sent. All three retire; the convergence is one local commit (headCv "
+        "+1) whose corrective ops (edit s1, remove s3, in D5 order) ship at the next "
+        "commitAll. The keys are clean afterwards: a later upstream edit of s1 applies "
+        "and fans out.",
+    )
+    s.boot(cv=100)
+    s.ok("enableWrites", ["slide"], expect="null")
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.begin("c1", 1)
+    s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
+    s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
+    s.ok("txAdd", "slide", ["s3", "d1", 3], expect="null")
+    s.commit(head(2))
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+                             edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+                             add("slide", ["s3", "d1", 3])], 2))
+    s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+             f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+             f_add("slide", ["s3", "d1", 3]),
+             ledger_add("c1", 1)], [("c1", 1)])
+    s.upstream(1, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+                   edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+                   add("slide", ["s3", "d1", 3])], 101, '{"applied":"live","ops":3}')
+    s.upstream(2, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 7]),
+                   rem("slide", ["s3", "d1", 3])], 102, '{"applied":"live","ops":2}')
+    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect="4")
+    s.ok("flushOk", expect=flush_ok(3, 0))
+    s.ok("headCv", expect="5")
+    s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 7]),
+                             rem("slide", ["s3", "d1", 3])], 5))
+    s.marks("c1", 1, 0, 1)
+    s.lens(0, 0)
+    s.ok("beginFlush", expect="null")
+    s.upstream(3, [edit("slide", ["s1", "d1", 7], ["s1", "d1", 8])], 103,
+               '{"applied":"live","ops":1}')
+    s.drain(("q", 1, 3, SL, [edit("slide", ["s1", "d1", 7], ["s1", "d1", 8])], 6))
+    return s
+
+
+def flush_conflict_takes_images_after_current():
+    s = WScenario(
+        "flush_conflict_takes_images_after_current",
+        "flushConflict when the feed is ahead of the 409 (D6/D7 are silent; the room's "
+        "settlement rule): another writer set s9 to pos 600 (cv 101) and s1 to pos 42 "
+        "(cv 102), the authority refused the batch with those images as `current`, then "
+        "the writer set s1 to 43 (cv 103); the feed delivered all three before the 409 "
+        "reached the room (commitAll ships nothing: the keys are dirty). The 409's image "
+        "of s1 was already logged while s1 was in flight, so what was logged after it is "
+        "newer: s1 converges to 43, not 42. s9's `current` is its newest logged image: "
+        "600. One local commit ({headCv}, +1) whose corrective edits ship at the next "
+        "commitAll. s2 (no conflict) stays dirty with its CAS base and goes out in the "
+        "next batch with the ledger add.",
+    )
+    s.boot(cv=100)
+    s.ok("enableWrites", ["slide"], expect="null")
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.begin("c1", 1)
+    s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
+    s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
+    s.ok("txEdit", "slide", ["s9", "d1", 501], expect="null")
+    s.commit(head(2))
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+                             edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+                             edit("slide", ["s9", "d1", 500], ["s9", "d1", 501])], 2))
+    s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
+             f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+             f_edit("slide", ["s9", "d1", 500], ["s9", "d1", 501]),
+             ledger_add("c1", 1)], [("c1", 1)])
+    s.upstream(1, [edit("slide", ["s9", "d1", 500], ["s9", "d1", 600])], 101,
+               '{"applied":"live","ops":1}')
+    s.upstream(2, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 42])], 102,
+               '{"applied":"live","ops":1}')
+    s.upstream(3, [edit("slide", ["s1", "d1", 42], ["s1", "d1", 43])], 103,
+               '{"applied":"live","ops":1}')
+    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect="5")
+    s.ok("flushConflict", [
+        {"table": "slide", "pk": ["s1"], "current": ["s1", "d1", 42]},
+        {"table": "slide", "pk": ["s9"], "current": ["s9", "d1", 600]},
+    ], expect=head(6))
+    s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 43]),
+                             edit("slide", ["s9", "d1", 501], ["s9", "d1", 600])], 6))
+    s.ok("flushInFlight", expect="false")
+    s.marks("c1", 1, 0, 0)
+    s.lens(1, 1)
+    s.flush([f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]), ledger_add("c1", 1)],
+            [("c1", 1)])
+    s.ok("flushOk", 104, expect=flush_ok(1, 0))
+    s.lens(0, 0)
+    s.sub("q2", 1, {"table": "slide"}, 0, True, SL,
+          [add("slide", ["s1", "d1", 43]), add("slide", ["s2", "d1", 20]),
+           add("slide", ["s9", "d1", 600])], 6)
+    return s
+
+
 def scenarios():
     return [
         flush_outcome_rows(),
@@ -514,6 +678,9 @@ def scenarios():
         flush_ok_redirtied(),
         flush_conflict_converges(),
         flush_conflict_ledger_and_outcome(),
+        flush_ok_cv_takes_newer_upstream_image(),
+        flush_ok_takes_images_after_the_echo(),
+        flush_conflict_takes_images_after_current(),
         upstream_op_on_dirty_key(),
         composite_pk_write_plane(),
         write_plane_poisoned(),

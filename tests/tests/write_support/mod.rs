@@ -162,13 +162,18 @@ pub fn hello() -> Hello {
     }
 }
 
-/// An upstream batch at `seq` carrying `ops`.
+/// An upstream batch at `seq` carrying `ops` (its `cv` is `seq`).
 pub fn upstream_batch(seq: u64, ops: Vec<NetOp>) -> UpstreamBatch {
+    upstream_batch_at(seq, Some(seq as f64), ops)
+}
+
+/// An upstream batch at `seq` with commit version `cv` carrying `ops`.
+pub fn upstream_batch_at(seq: u64, cv: Option<f64>, ops: Vec<NetOp>) -> UpstreamBatch {
     UpstreamBatch {
         epoch: 1,
         seq,
         normalized_fp: hello().normalized_fp,
-        cv: Some(seq as f64),
+        cv,
         ops,
     }
 }
@@ -1167,6 +1172,23 @@ pub struct DirtyKey {
     pub sent: Option<Option<Image>>,
     /// Written again after the in-flight batch was built.
     pub redirtied: bool,
+    /// While the batch carries the key: every image upstream reported for it, oldest
+    /// first, with the `cv` of the upstream batch that carried it.
+    pub seen_in_flight: Vec<(Option<f64>, Option<Image>)>,
+}
+
+/// What a settlement did beyond retiring keys (for the coverage counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SettleReport {
+    /// Retired keys whose head moved to a newer authority image.
+    pub converged: usize,
+    /// Re-dirtied keys whose CAS base became a newer authority image than the batch's.
+    pub rebased_newer: usize,
+    /// Conflicted keys resolved to an image that arrived after the 409's `current`.
+    pub past_current: usize,
+    /// Keys `flush_ok(Some(cv))` settled by the echo rule (an image reported for them
+    /// came in an upstream batch without `cv`).
+    pub cv_fallback: usize,
 }
 
 /// A recorded non-applied outcome.
@@ -1296,6 +1318,11 @@ pub struct Model {
     /// Recorded outcomes not yet durable.
     pub outcomes: Vec<OutcomeRow>,
     flight: Option<Flight>,
+    /// Settlement fences `(table, id) → cv`: `flush_ok(Some(cv))` fences every data key
+    /// of the batch at `cv`. An upstream image of the key from a batch whose `cv` is at
+    /// or below the fence was committed no later than that batch, so it is older than
+    /// what the room already took for the key and is ignored (see [`Model::upstream`]).
+    pub fences: BTreeMap<(usize, i64), f64>,
     /// The room's commit counter.
     pub head_cv: u64,
 }
@@ -1311,6 +1338,7 @@ impl Model {
             dirty: BTreeMap::new(),
             outcomes: Vec::new(),
             flight: None,
+            fences: BTreeMap::new(),
             head_cv: 1,
         }
     }
@@ -1475,6 +1503,7 @@ impl Model {
                         base: before,
                         sent: None,
                         redirtied: false,
+                        seen_in_flight: Vec::new(),
                     },
                 );
             }
@@ -1608,18 +1637,71 @@ impl Model {
         Some(Batch { changes, lmids })
     }
 
-    /// `flushOk()`.
-    pub fn flush_ok(&mut self) {
+    /// `flushOk(cv?)`: the authority committed the batch in flight, at `cv` when the
+    /// host passes it.
+    ///
+    /// What the room knows of the authority's image of a carried key after that commit
+    /// comes from the images upstream reported while the key was in flight (arrival
+    /// order = commit order):
+    /// - with `cv`, and every reported image stamped with one: the images of upstream
+    ///   batches committed later than `cv` — the newest of them, if any;
+    /// - otherwise: everything from the batch's own echo on (the first report of the
+    ///   image it sent) — the newest report, if the echo was seen at all.
+    ///
+    /// With nothing known past the commit the authority holds what the batch sent. A key
+    /// not written during the flight retires and its head takes a newer authority image
+    /// (one local commit); a key written again stays dirty, based on that image.
+    ///
+    /// With `cv`, every data key of the batch is fenced at `cv` (replacing an older
+    /// fence of the key): what the room now holds for it is at least as new as that
+    /// commit. `flush_ok(None)` fences nothing.
+    pub fn flush_ok(&mut self, cv: Option<f64>) -> SettleReport {
         let flight = self.flight.take().expect("a flight");
+        let mut report = SettleReport::default();
+        let mut changed = false;
         for k in &flight.keys {
             let Some(d) = self.dirty.get_mut(k) else {
                 continue;
             };
+            let sent = d.sent.take().expect("a carried key has a sent image");
+            let seen = std::mem::take(&mut d.seen_in_flight);
+            let stamped = seen.iter().all(|(c, _)| c.is_some());
+            if cv.is_some() && !stamped {
+                report.cv_fallback += 1;
+            }
+            let later: Option<Option<Image>> = match cv {
+                Some(commit) if stamped => seen
+                    .iter()
+                    .filter(|(c, _)| c.expect("stamped") > commit)
+                    .map(|(_, img)| img.clone())
+                    .next_back(),
+                _ => match seen.iter().position(|(_, img)| *img == sent) {
+                    Some(echo) => seen[echo..].last().map(|(_, img)| img.clone()),
+                    None => None,
+                },
+            };
+            let authority = later.unwrap_or_else(|| sent.clone());
             if d.redirtied {
-                d.base = d.sent.take().expect("sent");
+                if authority != sent {
+                    report.rebased_newer += 1;
+                }
+                d.base = authority;
                 d.redirtied = false;
             } else {
                 self.dirty.remove(k);
+                if self.head[k.0].get(&k.1) != authority.as_ref() {
+                    report.converged += 1;
+                    changed = true;
+                    match authority {
+                        Some(image) => self.head[k.0].insert(k.1, image),
+                        None => self.head[k.0].remove(&k.1),
+                    };
+                }
+            }
+        }
+        if let Some(commit) = cv {
+            for &k in &flight.keys {
+                self.fences.insert(k, commit);
             }
         }
         for (c, mid) in &flight.lmids {
@@ -1629,10 +1711,16 @@ impl Model {
         self.outcomes
             .retain(|o| !flight.outcomes.contains(&(o.client.clone(), o.mid)));
         self.retire_pending();
+        self.bump_if(changed);
+        report
     }
 
-    /// `flushConflict(conflicts)`.
-    pub fn flush_conflict(&mut self, conflicts: &[Conflict]) -> Option<u64> {
+    /// `flushConflict(conflicts)`: nothing of the batch committed. A conflicted key drops
+    /// its local effect and takes the authority's image: the 409's `current`, unless
+    /// upstream already reported that image while the key was in flight — then the newest
+    /// report, which is at least as new. Returns the new `headCv` and what it did.
+    pub fn flush_conflict(&mut self, conflicts: &[Conflict]) -> (Option<u64>, SettleReport) {
+        let mut report = SettleReport::default();
         let mut changed = false;
         for c in conflicts {
             if c.table == OUTCOMES_TABLE {
@@ -1646,7 +1734,17 @@ impl Model {
             } else {
                 let t = table_index(&c.table).expect("a user table");
                 let id = id_of(&c.pk[0]);
-                let current = c.current.as_ref().map(|r| r.to_vec());
+                let mut current = c.current.as_ref().map(|r| r.to_vec());
+                if let Some(d) = self.dirty.get(&(t, id)) {
+                    let seen = &d.seen_in_flight;
+                    if seen.iter().any(|(_, img)| *img == current) {
+                        let newest = seen.last().expect("non-empty").1.clone();
+                        if newest != current {
+                            report.past_current += 1;
+                        }
+                        current = newest;
+                    }
+                }
                 if self.head[t].get(&id) != current.as_ref() {
                     changed = true;
                     match current {
@@ -1662,15 +1760,27 @@ impl Model {
                 if let Some(d) = self.dirty.get_mut(k) {
                     d.sent = None;
                     d.redirtied = false;
+                    d.seen_in_flight.clear();
                 }
             }
         }
-        self.bump_if(changed)
+        (self.bump_if(changed), report)
     }
 
-    /// One live upstream batch (D6: an op on a dirty key only moves its CAS base).
-    pub fn upstream(&mut self, ops: &[NetOp]) {
+    /// One live upstream batch carrying `cv` (D6: an op on a dirty key only moves its
+    /// CAS base; while a flush carries the key the image is also remembered with `cv`).
+    ///
+    /// The fences first: a batch with `cv` `c` drops the fences below `c` (upstream
+    /// `cv`s only grow, so they can ignore nothing any more), then ignores entirely
+    /// every op on a key fenced at `c` or above — it moves no base, is not remembered
+    /// and leaves a clean key's head alone. A batch without `cv` cannot be ordered
+    /// against a fence: it is never ignored, and it drops the fence of every key it
+    /// touches.
+    pub fn upstream(&mut self, cv: Option<f64>, ops: &[NetOp]) {
         self.head_cv += 1;
+        if let Some(c) = cv {
+            self.fences.retain(|_, fence| *fence >= c);
+        }
         for op in ops {
             let (table, key_image, new) = match op {
                 NetOp::Add { table, row } => (table, row, Some(row.to_vec())),
@@ -1679,7 +1789,18 @@ impl Model {
             };
             let t = table_index(table).expect("a user table");
             let id = id_of(&key_image[0]);
+            if self.fenced(cv, t, id) {
+                continue;
+            }
+            if cv.is_none() {
+                // An image the room cannot order moved the key: its fence no longer
+                // describes what the room holds, so the later echo applies again.
+                self.fences.remove(&(t, id));
+            }
             if let Some(d) = self.dirty.get_mut(&(t, id)) {
+                if d.sent.is_some() {
+                    d.seen_in_flight.push((cv, new.clone()));
+                }
                 d.base = new;
                 continue;
             }
@@ -1687,6 +1808,15 @@ impl Model {
                 Some(image) => self.head[t].insert(id, image),
                 None => self.head[t].remove(&id),
             };
+        }
+    }
+
+    /// Whether an upstream op on key `(t, id)` from a batch carrying `cv` is ignored: the
+    /// batch has a `cv` and the key's fence is at or above it.
+    pub fn fenced(&self, cv: Option<f64>, t: usize, id: i64) -> bool {
+        match (cv, self.fences.get(&(t, id))) {
+            (Some(c), Some(fence)) => c <= *fence,
+            _ => false,
         }
     }
 
@@ -1753,6 +1883,10 @@ pub struct Authority {
     pub ledger: BTreeMap<String, u64>,
     /// `(client, mid) → outcome row`.
     pub outcomes: BTreeMap<(String, u64), Image>,
+    /// The commit version of its latest commit (a committed batch or an own change; 0
+    /// is the snapshot). Strictly increasing, so the change feed's batches carry
+    /// increasing `cv`s.
+    pub cv: u64,
 }
 
 /// The authority's answer to one batch.
@@ -1771,11 +1905,12 @@ impl Authority {
             rows: rows.clone(),
             ledger: BTreeMap::new(),
             outcomes: BTreeMap::new(),
+            cv: 0,
         }
     }
 
     /// Applies a batch all-or-nothing with CAS: an add needs the key absent, a remove or
-    /// edit needs `old` to equal the current row.
+    /// edit needs `old` to equal the current row. A commit takes the next `cv`.
     pub fn apply(&mut self, changes: &[Change]) -> Settled {
         let mut conflicts = Vec::new();
         for c in changes {
@@ -1826,6 +1961,7 @@ impl Authority {
         if !conflicts.is_empty() {
             return Settled::Conflict(conflicts);
         }
+        self.cv += 1;
         let mut echo = Vec::new();
         for c in changes {
             let image = c.key_image().clone();
@@ -1869,8 +2005,9 @@ impl Authority {
     }
 
     /// The authority changes a row on its own: edits or removes a present key, adds an
-    /// absent one. Returns the upstream op.
+    /// absent one, as one commit (the next `cv`). Returns the upstream op.
     pub fn own_change(&mut self, t: usize, k: u8, val: u8) -> NetOp {
+        self.cv += 1;
         let id = pick(ids(t), k);
         let new = match self.rows[t].get(&id) {
             Some(_) if val.is_multiple_of(4) => None,
