@@ -1,0 +1,72 @@
+//! The write path's durable sidecar (seed 000 `RoomJournal`): journaled mutation
+//! envelopes with their recorded outcomes, and journaled flush batches.
+//!
+//! Interface pinned by the lead; implementations: [`memory::MemoryJournal`] (tests) and
+//! [`file::FileJournal`] (append-only, checksummed, fsync before returning).
+
+pub mod file;
+pub mod memory;
+
+use std::collections::BTreeMap;
+use std::io;
+
+/// The recorded verdict of a journaled mutation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Applied: replay re-invokes the mutator.
+    Applied,
+    /// Rejected: replay consumes the mid without running anything.
+    Rejected,
+    /// Deopted: replay consumes the mid without running anything.
+    Deopt,
+}
+
+/// One journaled mutation: the wire envelope plus its recorded outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalEntry {
+    /// The envelope's `clientID`.
+    pub client_id: String,
+    /// The envelope's mid.
+    pub mid: u64,
+    /// The mutator name.
+    pub name: String,
+    /// The envelope's args as JSON text (exactly as received, re-serialized compactly).
+    pub args: String,
+    /// The connection's authenticated subject at push time (`""` = none).
+    pub sub: String,
+    /// The recorded verdict.
+    pub outcome: Outcome,
+}
+
+/// One journaled flush batch: its flush-stream position, the placement epoch it was
+/// built under, and the exact `/apply-row-change-txn` body, resent verbatim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlushRecord {
+    /// The flush sequence number (its wire `offset`).
+    pub seq: u64,
+    /// The placement epoch.
+    pub epoch: u64,
+    /// The exact body text.
+    pub body: String,
+}
+
+/// A durable journal. Every method is blocking and returns only once its effect is
+/// durable (the file journal fsyncs); the runtime calls them off the executor
+/// (`smol::unblock`). An `Err` is fatal to the incarnation: an ack that might not survive
+/// must never be sent.
+pub trait Journal: Send + Sync + 'static {
+    /// Appends entries durably, in order.
+    fn append(&self, entries: &[JournalEntry]) -> io::Result<()>;
+    /// Every entry still journaled, in append order (the boot-time replay source).
+    fn replay(&self) -> io::Result<Vec<JournalEntry>>;
+    /// Journals one built flush batch before its first send.
+    fn append_flush(&self, record: &FlushRecord) -> io::Result<()>;
+    /// The authority settled flush `seq`: drop it.
+    fn confirm_flush(&self, seq: u64) -> io::Result<()>;
+    /// Unconfirmed flush records in seq order, and the highest seq ever appended (0 =
+    /// none).
+    fn replay_flushes(&self) -> io::Result<(Vec<FlushRecord>, u64)>;
+    /// Drops entries the authority holds durably (`mid <= durable[client]`) and settled
+    /// flush records; keeps the highest flush seq. Safe to call at any time.
+    fn compact(&self, durable: &BTreeMap<String, u64>) -> io::Result<()>;
+}

@@ -1,0 +1,15 @@
+//! # rindle-room-smol
+//!
+//! The Rindle room as a standalone server on smol + async-tungstenite: the upstream leg
+//! to `rindled`, the downstream websocket server, leases and revocation, the durable
+//! journal, the authority client and the write-behind flush. Every room rule lives in
+//! `rindle-room-core`; this crate only drives it.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod authority;
+pub mod config;
+pub mod http;
+pub mod journal;
+pub mod mutators;

@@ -1,0 +1,412 @@
+//! The downstream leg (seed 002 `serveDownstream` … `revokeUser`): lease-token
+//! subscribes, the lmid system query, the drain fan-out with its `progress` release
+//! points, the send budget, lease expiry and revocation.
+
+use std::collections::BTreeSet;
+
+use rindle_room_core::json::tree::JsValue;
+use rindle_room_core::json::write::write_f64;
+use rindle_room_core::token;
+
+use super::{Actor, Conn, QueryEnt, SubMeta};
+use crate::server::conn::{ConnOut, Sent};
+use crate::server::frames::{self, OpsCache};
+
+/// The reserved lmid system query, subscribed by name.
+pub(crate) const LMID_QUERY_NAME: &str = "_rindle/clientLmid";
+
+/// A queryId as the text JavaScript's `String(n)` gives (subscription keys, map keys).
+pub(crate) fn qid_key(qid: f64) -> String {
+    let mut s = String::new();
+    write_f64(&mut s, qid);
+    s
+}
+
+impl Actor {
+    /// Queues a frame on a connection, outside the send budget (seed `send`).
+    pub(crate) fn send(&mut self, conn: u64, text: String) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if let Sent::Queued(n) = c.out.send(text) {
+                self.metrics.frame_out(n);
+            }
+        }
+    }
+
+    /// Queues a frame within the connection's send budget; terminates it past the budget.
+    pub(crate) fn send_budgeted(&mut self, conn: u64, text: String) {
+        let budget = self.settings.send_budget_bytes;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        match c.out.send_budgeted(text, budget) {
+            Sent::Queued(n) => self.metrics.frame_out(n),
+            Sent::Dropped => {}
+            Sent::Terminated => {
+                self.metrics.inc(&self.metrics.budget_terminations);
+                self.log
+                    .warn(&format!("send budget exceeded (conn {conn}): closed with a gap"));
+            }
+        }
+    }
+
+    pub(super) fn on_conn_open(&mut self, id: u64, out: ConnOut) {
+        if self.closed() {
+            let mut out = out;
+            out.close(1001, "room shutting down");
+            return;
+        }
+        self.conns.insert(
+            id,
+            Conn {
+                out,
+                queries: Default::default(),
+                client_id: None,
+                sub: None,
+            },
+        );
+    }
+
+    pub(super) fn on_conn_closed(&mut self, id: u64) {
+        let Some(conn) = self.conns.remove(&id) else {
+            return;
+        };
+        let now = self.env.now_ms();
+        for q in conn.queries.values() {
+            if self.subs.get(&q.sub_key).is_some_and(|m| m.conn == id) {
+                self.subs.remove(&q.sub_key);
+            }
+            if let Some(room) = self.room.as_mut() {
+                room.room_mut().unsubscribe(&q.sub_key, now);
+            }
+        }
+    }
+
+    pub(super) fn on_conn_msg(&mut self, id: u64, text: &str) {
+        if !self.conns.contains_key(&id) {
+            return;
+        }
+        let Ok(msg) = JsValue::parse(text) else {
+            return; // not JSON: ignored, as the seed does
+        };
+        if !matches!(msg, JsValue::Obj(_)) {
+            return;
+        }
+        if let Err(message) = self.handle_downstream_msg(id, &msg) {
+            self.send(id, frames::error(msg.get("queryId"), &message));
+        }
+    }
+
+    fn handle_downstream_msg(&mut self, id: u64, msg: &JsValue) -> Result<(), String> {
+        match msg.get("t").and_then(JsValue::as_str) {
+            Some("init") => {
+                // The connection identity; no reply frame.
+                if let Some(JsValue::Str(c)) = msg.get("clientID") {
+                    if !c.is_empty() {
+                        if let Some(conn) = self.conns.get_mut(&id) {
+                            conn.client_id = Some(c.clone());
+                        }
+                    }
+                }
+            }
+            Some("subscribe") => {
+                if !matches!(msg.get("queryId"), Some(JsValue::Num(_))) {
+                    return Ok(());
+                }
+                if !self.live || self.room.is_none() {
+                    // Held until the seq-0 snapshot lands.
+                    self.pending_subs.push((id, msg.clone()));
+                    return Ok(());
+                }
+                self.handle_subscribe(id, msg);
+            }
+            Some("unsubscribe") => {
+                let Some(JsValue::Num(q)) = msg.get("queryId") else {
+                    return Ok(());
+                };
+                let key = qid_key(*q);
+                let prev = self.conns.get_mut(&id).and_then(|c| c.queries.remove(&key));
+                if let Some(prev) = prev {
+                    self.subs.remove(&prev.sub_key);
+                    let now = self.env.now_ms();
+                    if let Some(room) = self.room.as_mut() {
+                        room.room_mut().unsubscribe(&prev.sub_key, now);
+                    }
+                }
+            }
+            Some("pushMutation") => match super::writes::Envelope::from_frame(msg) {
+                Some(envelope) => self.handle_push_mutation(id, envelope),
+                None => self.send(id, frames::error(None, "malformed pushMutation envelope")),
+            },
+            Some("mutate") => {
+                // Raw CRUD never crosses this wire: room writes are named mutators.
+                let text = frames::error(
+                    msg.get("queryId"),
+                    "this room accepts named mutators only (pushMutation)",
+                );
+                self.send(id, text);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn query_error(&mut self, conn: u64, qid: f64, message: &str) {
+        self.send(conn, frames::query_error(qid, message));
+    }
+
+    /// Serves one `subscribe` (live room only).
+    pub(crate) fn handle_subscribe(&mut self, id: u64, msg: &JsValue) {
+        if self.room.is_none() || !self.conns.contains_key(&id) {
+            return; // raced an incarnation death, or the socket is gone
+        }
+        let Some(JsValue::Num(qid)) = msg.get("queryId") else {
+            return;
+        };
+        let qid = *qid;
+        if let Some(JsValue::Str(name)) = msg.get("name") {
+            self.handle_lmid_subscribe(id, qid, name);
+            return;
+        }
+        let Some(JsValue::Str(token_text)) = msg.get("leaseToken") else {
+            self.query_error(id, qid, "subscribe requires a lease token");
+            return;
+        };
+        let now = self.env.now_ms();
+        let s = &self.settings;
+        let payload = match token::verify(token_text, &s.doc_id, &s.token_keys, now as f64) {
+            Ok(p) => p,
+            Err(e) => {
+                self.query_error(id, qid, &e.to_string());
+                return;
+            }
+        };
+        if let Some(&at) = self.revoked.get(&payload.sub) {
+            if payload.iat <= at as f64 {
+                self.query_error(id, qid, "lease token refused: revoked");
+                return;
+            }
+        }
+        self.check_scope_skew(payload.scopes_hash.as_deref());
+        // Subject binding: the first verified lease binds the connection's subject.
+        let conn = self.conns.get_mut(&id).expect("checked above");
+        match &conn.sub {
+            None => conn.sub = Some(payload.sub.clone()),
+            Some(bound) if *bound != payload.sub => {
+                let text = "lease token refused: connection is bound to another subject";
+                self.query_error(id, qid, text);
+                return;
+            }
+            Some(_) => {}
+        }
+        let ast_json = payload.ast.to_js_string();
+        let meta = SubMeta {
+            conn: id,
+            qid,
+            user: payload.sub.clone(),
+            exp: payload.exp,
+        };
+        self.attach(id, qid, meta, |room, key, epoch, now| {
+            let query = room.parse_query(&ast_json)?;
+            room.subscribe(key, epoch, &query, now)
+        });
+    }
+
+    fn handle_lmid_subscribe(&mut self, id: u64, qid: f64, name: &str) {
+        if name != LMID_QUERY_NAME {
+            self.query_error(id, qid, "subscribe requires a lease token");
+            return;
+        }
+        if self.settings.writes.is_none() {
+            self.query_error(id, qid, "this room is read-only (no write plane configured)");
+            return;
+        }
+        let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.clone()) else {
+            self.query_error(id, qid, "subscribe lmid query before init");
+            return;
+        };
+        // Not lease-gated: lives as long as its connection.
+        let meta = SubMeta {
+            conn: id,
+            qid,
+            user: String::new(),
+            exp: f64::INFINITY,
+        };
+        self.attach(id, qid, meta, |room, key, epoch, now| {
+            room.lmid_subscribe(key, epoch, &client, now)
+        });
+    }
+
+    /// Subscribes `(conn, qid)` at the next downstream epoch and sends `nhello` → seq-0
+    /// `nbatch` → `progress`.
+    fn attach(
+        &mut self,
+        id: u64,
+        qid: f64,
+        meta: SubMeta,
+        subscribe: impl FnOnce(
+            &mut rindle_room_core::Room,
+            &str,
+            u64,
+            u64,
+        ) -> Result<rindle_room_core::Subscribed, rindle_room_core::Error>,
+    ) {
+        let key = qid_key(qid);
+        let sub_key = format!("{id}:{key}");
+        let prev = self.conns.get(&id).and_then(|c| c.queries.get(&key)).cloned();
+        let epoch = prev.as_ref().map_or(1, |p| p.epoch + 1);
+        if let Some(p) = &prev {
+            self.subs.remove(&p.sub_key);
+        }
+        let now = self.env.now_ms();
+        let Some(room) = self.room.as_mut() else {
+            return;
+        };
+        let res = match subscribe(room.room_mut(), &sub_key, epoch, now) {
+            Ok(r) => r,
+            Err(e) => {
+                self.query_error(id, qid, &format!("materialize failed: {}", e.message()));
+                return;
+            }
+        };
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.queries.insert(key, QueryEnt { sub_key: sub_key.clone(), epoch });
+        }
+        self.subs.insert(sub_key, meta);
+        let hello = frames::nhello(qid, &res.hello, &self.boot_id);
+        self.send(id, hello);
+        self.send(id, frames::nbatch(qid, &res.snapshot));
+        self.send_progress(id);
+    }
+
+    fn check_scope_skew(&mut self, lease: Option<&str>) {
+        let (Some(armed), Some(lease)) = (self.settings.armed_scopes_hash.as_deref(), lease) else {
+            return;
+        };
+        if armed == lease {
+            return;
+        }
+        let key = format!("{lease}{armed}");
+        if self.logged_scope_skew.insert(key) {
+            self.log.warn(&format!(
+                "scope skew: this room's gate armed with scopes {armed} but a lease proves \
+                 against {lease} — a room profile was edited under this live room. Routed \
+                 writes will deopt (safe, but degraded) until the room re-boots."
+            ));
+        }
+    }
+
+    /// Drains the core once and fans the frames out, then one `progress` per touched
+    /// connection, after its data.
+    pub(crate) fn drain_downstream(&mut self) {
+        let Some(room) = self.room.as_mut() else {
+            return;
+        };
+        let drained = room.room_mut().commit_all();
+        if drained.is_empty() {
+            return;
+        }
+        let mut cache = OpsCache::default();
+        let mut out: Vec<(u64, String)> = Vec::with_capacity(drained.len());
+        for f in &drained {
+            if let Some(meta) = self.subs.get(&*f.sub) {
+                let text = frames::nbatch_with_ops(meta.qid, &f.batch, cache.get(&f.batch.ops));
+                out.push((meta.conn, text));
+            }
+        }
+        let mut touched: Vec<u64> = Vec::new();
+        for (conn, text) in out {
+            self.send_budgeted(conn, text);
+            if !touched.contains(&conn) {
+                touched.push(conn);
+            }
+        }
+        for conn in touched {
+            self.send_progress(conn);
+        }
+    }
+
+    /// The connection-level release point: `headCv`, held below an author's oldest
+    /// un-acked mutation, plus the upstream-absorption advert once known.
+    pub(crate) fn send_progress(&mut self, conn: u64) {
+        let Some(room) = self.room.as_ref() else {
+            return;
+        };
+        let mut cv_min = room.head_cv() as i64;
+        let client = self.conns.get(&conn).and_then(|c| c.client_id.as_ref());
+        if let Some(held) = client.and_then(|c| self.unacked.get(c)) {
+            if let Some(&(_, apply_cv)) = held.front() {
+                cv_min = cv_min.min(apply_cv as i64 - 1);
+            }
+        }
+        let text = frames::progress(cv_min, self.upstream_cv_min, self.upstream_boot.as_deref());
+        self.send_budgeted(conn, text);
+    }
+
+    /// The periodic tick: expire leases, reclaim idle queries, prune old revocations.
+    pub(crate) fn sweep(&mut self) {
+        let now = self.env.now_ms();
+        let expired: Vec<(String, SubMeta)> = self
+            .subs
+            .iter()
+            .filter(|(_, m)| m.exp <= now as f64)
+            .map(|(k, m)| (k.clone(), m.clone()))
+            .collect();
+        for (key, meta) in expired {
+            let text = frames::query_error(meta.qid, "expired lease — renew through the API server");
+            self.send(meta.conn, text);
+            self.drop_sub(&key, &meta, now);
+            self.metrics.inc(&self.metrics.expired_leases);
+        }
+        if self.live {
+            if let Some(room) = self.room.as_mut() {
+                room.room_mut().sweep(now);
+            }
+        }
+        let window = self.settings.revocation_window_ms;
+        self.revoked.retain(|_, at| now.saturating_sub(*at) <= window);
+    }
+
+    fn drop_sub(&mut self, key: &str, meta: &SubMeta, now: u64) {
+        self.subs.remove(key);
+        if let Some(c) = self.conns.get_mut(&meta.conn) {
+            c.queries.remove(&qid_key(meta.qid));
+        }
+        if let Some(room) = self.room.as_mut() {
+            room.room_mut().unsubscribe(key, now);
+        }
+    }
+
+    /// Synchronous revocation: every subscription and socket of `user`, and refusal of
+    /// their pre-revocation tokens. Returns how many subscriptions were dropped.
+    pub(crate) fn revoke_user(&mut self, user: &str) -> u64 {
+        let now = self.env.now_ms();
+        self.revoked.insert(user.to_string(), now);
+        self.metrics.inc(&self.metrics.revocations);
+        let victims: Vec<(String, SubMeta)> = self
+            .subs
+            .iter()
+            .filter(|(_, m)| m.user == user)
+            .map(|(k, m)| (k.clone(), m.clone()))
+            .collect();
+        let mut sockets: BTreeSet<u64> = BTreeSet::new();
+        for (key, meta) in &victims {
+            self.send(meta.conn, frames::query_error(meta.qid, "lease revoked"));
+            self.drop_sub(key, meta, now);
+            sockets.insert(meta.conn);
+        }
+        // A connection bound to the subject can write even with no live subscription.
+        for (id, c) in &self.conns {
+            if c.sub.as_deref() == Some(user) {
+                sockets.insert(*id);
+            }
+        }
+        for id in sockets {
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.out.close(1008, "revoked");
+            }
+        }
+        self.log
+            .info(&format!("revoked {user}: {} subscription(s)", victims.len()));
+        victims.len() as u64
+    }
+}

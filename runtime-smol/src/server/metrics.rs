@@ -1,0 +1,222 @@
+//! Counters and the journal fsync histogram, rendered as the Prometheus text exposition
+//! format (`GET /metrics` on the control plane).
+//!
+//! Counters are atomics shared by the room task, the journal writer and the flush tasks;
+//! gauges (connections, subscriptions, …) are read from the room task when the page is
+//! rendered ([`Gauges`]).
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Upper bounds (seconds) of the journal append latency buckets.
+const FSYNC_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+/// A cumulative histogram of durations.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; FSYNC_BUCKETS.len()],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn observe(&self, d: std::time::Duration) {
+        let secs = d.as_secs_f64();
+        for (i, bound) in FSYNC_BUCKETS.iter().enumerate() {
+            if secs <= *bound {
+                self.buckets[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_micros
+            .fetch_add(d.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// How many observations.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        for (i, bound) in FSYNC_BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{le=\"{bound}\"}} {}",
+                self.buckets[i].load(Ordering::Relaxed)
+            );
+        }
+        let count = self.count();
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum {sum}");
+        let _ = writeln!(out, "{name}_count {count}");
+    }
+}
+
+/// Every counter the server keeps.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Downstream frames queued for sending.
+    pub frames_out: AtomicU64,
+    /// Bytes of downstream frames queued for sending.
+    pub bytes_out: AtomicU64,
+    /// Mutations applied.
+    pub mutations_applied: AtomicU64,
+    /// Mutations rejected.
+    pub mutations_rejected: AtomicU64,
+    /// Mutations deopted.
+    pub mutations_deopt: AtomicU64,
+    /// Re-delivered mids absorbed as dedup.
+    pub mutations_dedup: AtomicU64,
+    /// Journal append latency (the fsync gate of every ack).
+    pub journal_append: Histogram,
+    /// Flushes the authority committed (or deduped).
+    pub flushes_ok: AtomicU64,
+    /// Flushes refused on CAS.
+    pub flushes_conflict: AtomicU64,
+    /// Flushes fenced.
+    pub flushes_fenced: AtomicU64,
+    /// Flushes that failed fatally.
+    pub flushes_fatal: AtomicU64,
+    /// Authority calls retried after a network-class failure.
+    pub authority_retries: AtomicU64,
+    /// Incarnations opened (upstream hellos accepted).
+    pub incarnations: AtomicU64,
+    /// Incarnation deaths.
+    pub incarnation_deaths: AtomicU64,
+    /// Sockets terminated for exceeding the send budget.
+    pub budget_terminations: AtomicU64,
+    /// Subscriptions dropped by the lease-expiry sweep.
+    pub expired_leases: AtomicU64,
+    /// Revocations.
+    pub revocations: AtomicU64,
+}
+
+/// Point-in-time values the room task reads when `/metrics` is rendered.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gauges {
+    /// Whether the current incarnation is live.
+    pub live: bool,
+    /// Open downstream connections.
+    pub connections: usize,
+    /// Tracked subscriptions (lmid system subscriptions included).
+    pub subscriptions: usize,
+    /// Materialized queries.
+    pub materializations: usize,
+    /// Processed mutations not yet durable.
+    pub pending_mutations: usize,
+    /// Dirty keys.
+    pub dirty_keys: usize,
+    /// The room's head cv.
+    pub head_cv: u64,
+    /// The placement epoch (0 without an authority).
+    pub placement_epoch: u64,
+}
+
+fn add(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Metrics {
+    /// Counts one queued downstream frame of `bytes` bytes.
+    pub fn frame_out(&self, bytes: usize) {
+        add(&self.frames_out);
+        self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Counts one increment of `c` (a field of this struct).
+    pub fn inc(&self, c: &AtomicU64) {
+        add(c);
+    }
+
+    /// Renders the exposition text.
+    pub fn render(&self, g: &Gauges) -> String {
+        let mut out = String::with_capacity(4096);
+        let gauge = |out: &mut String, name: &str, help: &str, v: f64| {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            let _ = writeln!(out, "{name} {v}");
+        };
+        gauge(&mut out, "rindle_room_live", "1 when the current incarnation is live.", f64::from(u8::from(g.live)));
+        gauge(&mut out, "rindle_room_connections", "Open downstream connections.", g.connections as f64);
+        gauge(&mut out, "rindle_room_subscriptions", "Tracked downstream subscriptions.", g.subscriptions as f64);
+        gauge(&mut out, "rindle_room_materializations", "Materialized queries.", g.materializations as f64);
+        gauge(&mut out, "rindle_room_pending_mutations", "Processed mutations not yet durable at the authority.", g.pending_mutations as f64);
+        gauge(&mut out, "rindle_room_dirty_keys", "Keys whose net effect the authority does not hold yet.", g.dirty_keys as f64);
+        gauge(&mut out, "rindle_room_head_cv", "The room's commit counter.", g.head_cv as f64);
+        gauge(&mut out, "rindle_room_placement_epoch", "The claimed placement epoch (0 without an authority).", g.placement_epoch as f64);
+        let counter = |out: &mut String, name: &str, help: &str, rows: &[(&str, &AtomicU64)]| {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            for (labels, c) in rows {
+                let _ = writeln!(out, "{name}{labels} {}", c.load(Ordering::Relaxed));
+            }
+        };
+        counter(&mut out, "rindle_room_frames_out_total", "Downstream frames queued.", &[("", &self.frames_out)]);
+        counter(&mut out, "rindle_room_bytes_out_total", "Downstream bytes queued.", &[("", &self.bytes_out)]);
+        counter(
+            &mut out,
+            "rindle_room_mutations_total",
+            "Mutations processed, by outcome.",
+            &[
+                ("{outcome=\"applied\"}", &self.mutations_applied),
+                ("{outcome=\"rejected\"}", &self.mutations_rejected),
+                ("{outcome=\"deopt\"}", &self.mutations_deopt),
+                ("{outcome=\"dedup\"}", &self.mutations_dedup),
+            ],
+        );
+        counter(
+            &mut out,
+            "rindle_room_flushes_total",
+            "Write-behind flushes settled, by outcome.",
+            &[
+                ("{outcome=\"ok\"}", &self.flushes_ok),
+                ("{outcome=\"conflict\"}", &self.flushes_conflict),
+                ("{outcome=\"fenced\"}", &self.flushes_fenced),
+                ("{outcome=\"fatal\"}", &self.flushes_fatal),
+            ],
+        );
+        counter(&mut out, "rindle_room_authority_retries_total", "Authority calls retried after a network-class failure.", &[("", &self.authority_retries)]);
+        counter(&mut out, "rindle_room_incarnations_total", "Incarnations opened from an upstream hello.", &[("", &self.incarnations)]);
+        counter(&mut out, "rindle_room_incarnation_deaths_total", "Incarnations killed by an upstream violation.", &[("", &self.incarnation_deaths)]);
+        counter(&mut out, "rindle_room_budget_terminations_total", "Sockets terminated for exceeding the send budget.", &[("", &self.budget_terminations)]);
+        counter(&mut out, "rindle_room_expired_leases_total", "Subscriptions dropped by the lease-expiry sweep.", &[("", &self.expired_leases)]);
+        counter(&mut out, "rindle_room_revocations_total", "Users revoked through the control plane.", &[("", &self.revocations)]);
+        self.journal_append.render(
+            &mut out,
+            "rindle_room_journal_append_seconds",
+            "Journal append latency (durable, fsynced) per group commit.",
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_gauges_and_the_histogram() {
+        let m = Metrics::default();
+        m.inc(&m.mutations_applied);
+        m.frame_out(10);
+        m.journal_append.observe(std::time::Duration::from_micros(700));
+        let text = m.render(&Gauges {
+            live: true,
+            connections: 2,
+            ..Gauges::default()
+        });
+        assert!(text.contains("rindle_room_live 1\n"));
+        assert!(text.contains("rindle_room_connections 2\n"));
+        assert!(text.contains("rindle_room_mutations_total{outcome=\"applied\"} 1\n"));
+        assert!(text.contains("rindle_room_bytes_out_total 10\n"));
+        assert!(text.contains("rindle_room_journal_append_seconds_bucket{le=\"0.0005\"} 0\n"));
+        assert!(text.contains("rindle_room_journal_append_seconds_bucket{le=\"0.001\"} 1\n"));
+        assert!(text.contains("rindle_room_journal_append_seconds_count 1\n"));
+    }
+}

@@ -1,0 +1,248 @@
+//! The upstream leg's transport: where the room's rows come from.
+//!
+//! The room task speaks the normalized protocol as a client (`init` → `subscribe
+//! {queryId: 1, leaseToken}` → `nhello` → seq-0 `nbatch` → live tail) over an
+//! [`UpstreamLink`]: two channels of frame text. An [`UpstreamConnector`] mints the
+//! footprint lease and opens links:
+//!
+//! - [`WsUpstream`]: `rindled` — `POST <controlUrl>/materialize` for the lease, a
+//!   websocket to `wsUrl` for the frames;
+//! - [`DemoUpstream`](super::demo::DemoUpstream): an embedded upstream serving rows from
+//!   a JSON file (no `rindled`).
+
+use std::time::Duration;
+
+use async_channel::{Receiver, Sender};
+use async_tungstenite::tungstenite::Message;
+use futures_lite::{FutureExt, StreamExt};
+use rindle_room_core::json::tree::JsValue;
+use rindle_room_core::json::write::write_f64;
+use smol::net::TcpStream;
+
+use super::clock::BoxFuture;
+use crate::http;
+
+/// How long one `/materialize` call or websocket connect may take.
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An open upstream socket as two channels of frame text. The socket is gone when
+/// `from_upstream` ends; dropping `to_upstream` closes it.
+#[derive(Debug)]
+pub struct UpstreamLink {
+    /// Frames to send upstream.
+    pub to_upstream: Sender<String>,
+    /// Frames received from upstream, in order.
+    pub from_upstream: Receiver<String>,
+}
+
+/// Mints the room's footprint lease and opens upstream sockets.
+pub trait UpstreamConnector: Send + Sync + 'static {
+    /// Mints the footprint lease (the token the upstream `subscribe` carries).
+    fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>>;
+    /// Opens a socket.
+    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>>;
+    /// The `init` clientID to use, when configured (default `room-shell-<bootId>`).
+    fn client_id(&self) -> Option<String> {
+        None
+    }
+}
+
+/// `rindled` over HTTP + websocket (seed 002 `mintLease`, `connectUpstream`).
+#[derive(Clone, Debug)]
+pub struct WsUpstream {
+    /// `ws://host:port[/path]`.
+    pub ws_url: String,
+    /// `http://host:port` (the lease is minted at `/materialize` on its origin).
+    pub control_url: String,
+    /// Bearer token for `/materialize`.
+    pub auth_token: Option<String>,
+    /// The footprint AST (JSON).
+    pub footprint_ast: JsValue,
+    /// `leaseTtlMs`, when set.
+    pub lease_ttl_ms: Option<u64>,
+    /// The upstream `init` clientID.
+    pub client_id: Option<String>,
+}
+
+impl WsUpstream {
+    /// The `/materialize` body: `{"ast":…,"leaseTtlMs"?:…}`.
+    pub fn materialize_body(&self) -> String {
+        let mut body = String::from("{\"ast\":");
+        self.footprint_ast.write_js(&mut body);
+        if let Some(ttl) = self.lease_ttl_ms {
+            body.push_str(",\"leaseTtlMs\":");
+            write_f64(&mut body, ttl as f64);
+        }
+        body.push('}');
+        body
+    }
+}
+
+impl UpstreamConnector for WsUpstream {
+    fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>> {
+        let me = self.clone();
+        Box::pin(async move { mint_lease(&me).await })
+    }
+
+    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>> {
+        let url = self.ws_url.clone();
+        Box::pin(async move { connect_ws(&url).await })
+    }
+
+    fn client_id(&self) -> Option<String> {
+        self.client_id.clone()
+    }
+}
+
+/// `POST <origin of controlUrl>/materialize` → `{leaseToken}`; the error texts are the
+/// seed's.
+async fn mint_lease(up: &WsUpstream) -> Result<String, String> {
+    let url = format!("{}/materialize", origin(&up.control_url)?);
+    let mut headers = vec![(
+        String::from("content-type"),
+        String::from("application/json"),
+    )];
+    if let Some(token) = &up.auth_token {
+        headers.push((String::from("authorization"), format!("Bearer {token}")));
+    }
+    let body = up.materialize_body();
+    let res = http::request("POST", &url, &headers, body.as_bytes(), UPSTREAM_TIMEOUT)
+        .await
+        .map_err(|e| format!("upstream /materialize at {url} failed: {e}"))?;
+    let text = String::from_utf8_lossy(&res.body).into_owned();
+    if !(200..300).contains(&res.status) {
+        return Err(format!("upstream /materialize failed: {} {text}", res.status));
+    }
+    let out = JsValue::parse(&text)
+        .map_err(|e| format!("upstream /materialize returned invalid JSON: {e}"))?;
+    match out.get("leaseToken") {
+        Some(JsValue::Str(t)) => Ok(t.clone()),
+        _ => Err(String::from("upstream /materialize returned no leaseToken")),
+    }
+}
+
+/// `scheme://authority` of a URL (what `new URL("/x", base)` keeps).
+pub fn origin(url: &str) -> Result<&str, String> {
+    let Some(i) = url.find("://") else {
+        return Err(format!(
+            "{url:?} is not an absolute URL (expected e.g. http://127.0.0.1:7600)"
+        ));
+    };
+    let rest = &url[i + 3..];
+    let end = rest.find(['/', '?', '#']).map_or(url.len(), |j| i + 3 + j);
+    Ok(&url[..end])
+}
+
+/// Splits `ws://host:port/path` into `(host, port)`; `wss` is refused (no TLS here).
+pub fn ws_host_port(url: &str) -> Result<(String, u16), String> {
+    let rest = if let Some(r) = url.strip_prefix("ws://") {
+        r
+    } else if url.starts_with("wss://") {
+        return Err(format!(
+            "{url:?}: wss:// is not supported; run the room next to rindled and use ws://, \
+             or put a TLS terminator in front of rindled"
+        ));
+    } else {
+        return Err(format!("{url:?} is not a ws:// URL"));
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+            let port = p
+                .parse::<u16>()
+                .map_err(|_| format!("{url:?}: bad port {p:?}"))?;
+            (h, port)
+        }
+        _ => (authority, 80),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("{url:?} has no host"));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// Opens a websocket and pumps it through a pair of channels.
+pub async fn connect_ws(url: &str) -> Result<UpstreamLink, String> {
+    let (host, port) = ws_host_port(url)?;
+    let connect = async {
+        let stream = TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|e| format!("upstream connect to {url} failed: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        async_tungstenite::client_async(url, stream)
+            .await
+            .map(|(ws, _)| ws)
+            .map_err(|e| format!("upstream websocket handshake with {url} failed: {e}"))
+    };
+    let timeout = async {
+        smol::Timer::after(UPSTREAM_TIMEOUT).await;
+        Err(format!("upstream connect to {url} timed out"))
+    };
+    let ws = connect.or(timeout).await?;
+    let (mut sink, mut source) = ws.split();
+    let (to_upstream, outbound) = async_channel::unbounded::<String>();
+    let (inbound, from_upstream) = async_channel::unbounded::<String>();
+    smol::spawn(async move {
+        let reader = async {
+            while let Some(msg) = source.next().await {
+                let text = match msg {
+                    Ok(Message::Text(t)) => t.as_str().to_string(),
+                    Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
+                    Ok(Message::Close(_)) | Err(_) => break,
+                    Ok(_) => continue,
+                };
+                if inbound.send(text).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let writer = async {
+            while let Ok(text) = outbound.recv().await {
+                if sink.send(Message::text(text)).await.is_err() {
+                    return;
+                }
+            }
+            // The room dropped its sender: close politely.
+            let _ = sink.close(None).await;
+            smol::Timer::after(Duration::from_millis(500)).await;
+        };
+        reader.or(writer).await;
+        inbound.close();
+    })
+    .detach();
+    Ok(UpstreamLink {
+        to_upstream,
+        from_upstream,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_and_ws_addresses() {
+        assert_eq!(origin("http://127.0.0.1:7600").unwrap(), "http://127.0.0.1:7600");
+        assert_eq!(origin("http://h:1/a/b?c").unwrap(), "http://h:1");
+        assert!(origin("localhost:1").is_err());
+        assert_eq!(ws_host_port("ws://127.0.0.1:7601").unwrap(), ("127.0.0.1".into(), 7601));
+        assert_eq!(ws_host_port("ws://h/x").unwrap(), ("h".into(), 80));
+        assert_eq!(ws_host_port("ws://[::1]:9/").unwrap(), ("::1".into(), 9));
+        assert!(ws_host_port("wss://h:1").is_err());
+        assert!(ws_host_port("http://h:1").is_err());
+    }
+
+    #[test]
+    fn materialize_body_keeps_the_seed_member_order() {
+        let up = WsUpstream {
+            ws_url: String::new(),
+            control_url: String::new(),
+            auth_token: None,
+            footprint_ast: JsValue::parse(r#"{"table":"issue"}"#).unwrap(),
+            lease_ttl_ms: Some(60_000),
+            client_id: None,
+        };
+        assert_eq!(up.materialize_body(), r#"{"ast":{"table":"issue"},"leaseTtlMs":60000}"#);
+    }
+}
