@@ -124,7 +124,9 @@ impl Room {
                 if let (Some(c), Some(w)) = (batch.cv, self.writes.as_mut()) {
                     // Upstream cvs only grow: a fence below this batch can ignore nothing
                     // from here on.
-                    w.fences.retain(|(_, _, fcv)| *fcv >= c);
+                    if !w.fences.is_empty() {
+                        w.fences.retain(|_, fcv| *fcv >= c);
+                    }
                 }
                 let ops = self.apply_ops(&batch.ops)?;
                 self.last_seq = Some(batch.seq);
@@ -222,16 +224,15 @@ impl Room {
             // than what the room already holds for the key: ignore it.
             match self.applying_cv {
                 Some(c) => {
-                    if w.fences
-                        .iter()
-                        .any(|(ft, fk, fcv)| *ft == t && *fk == key && c <= *fcv)
-                    {
+                    if w.fences.get(&(t, key.clone())).is_some_and(|fcv| c <= *fcv) {
                         return Ok(());
                     }
                 }
                 // An image the room cannot order moved the key: the fence no longer
                 // describes what the room holds, so later images (the echo) must apply.
-                None => w.fences.retain(|(ft, fk, _)| !(*ft == t && *fk == key)),
+                None => {
+                    w.fences.remove(&(t, key.clone()));
+                }
             }
             if let Some(d) = w.dirty.get_mut(&(t, key)) {
                 d.base = new.cloned();

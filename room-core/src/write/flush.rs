@@ -321,8 +321,7 @@ impl Room {
         }
         if let Some(cv) = cv {
             for (t, key) in &flight.keys {
-                w.fences.retain(|(ft, fk, _)| !(*ft == *t && fk == key));
-                w.fences.push((*t, key.clone(), cv));
+                w.fences.insert((*t, key.clone()), cv);
             }
         }
         for (client, mid) in &flight.lmids {

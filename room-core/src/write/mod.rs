@@ -30,6 +30,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use hashbrown::HashMap;
+
 use crate::keys::Key;
 use crate::store::Row;
 use crate::value::Value;
@@ -128,7 +130,7 @@ pub(crate) struct WritePlane {
     pub flight: Option<Flight>,
     /// Keys of batches settled at a known commit cv: `(table, key, cv)`. Upstream images
     /// of batches with a cv at or below it predate what the room holds and are ignored.
-    pub fences: Vec<(usize, Key, f64)>,
+    pub fences: HashMap<(usize, Key), f64>,
 }
 
 impl WritePlane {
@@ -142,7 +144,7 @@ impl WritePlane {
             dirty: BTreeMap::new(),
             outcomes: Vec::new(),
             flight: None,
-            fences: Vec::new(),
+            fences: HashMap::new(),
         }
     }
 
@@ -155,7 +157,7 @@ impl WritePlane {
         if !self.clients.contains_key(client) {
             self.clients.insert(String::from(client), Marks::default());
         }
-        // Inserted just above when missing.
+        // Present: inserted above when missing.
         self.clients.get_mut(client).expect("the entry exists")
     }
 
