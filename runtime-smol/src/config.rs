@@ -170,7 +170,7 @@ pub struct WritesConfig {
 }
 
 /// Where the journal lives.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
 pub enum JournalConfig {
     /// A durable file journal at `path`.
@@ -179,13 +179,8 @@ pub enum JournalConfig {
         path: PathBuf,
     },
     /// In memory: survives nothing beyond the process (tests).
+    #[default]
     Memory,
-}
-
-impl Default for JournalConfig {
-    fn default() -> JournalConfig {
-        JournalConfig::Memory
-    }
 }
 
 /// The write authority's endpoints (seed 000 `HttpAuthorityOptions`).
@@ -249,7 +244,10 @@ pub const ENV_AUTHORITY_HEADERS: &str = "RINDLE_AUTHORITY_HEADERS";
 /// name, e.g. `downstream.doc_id`, or the environment variable) and says how to fix it;
 /// [`fmt::Display`] prefixes the file and line when they are known.
 #[derive(Debug)]
-pub struct ConfigError {
+pub struct ConfigError(Box<ErrorInner>);
+
+#[derive(Debug)]
+struct ErrorInner {
     file: Option<PathBuf>,
     location: Option<(usize, usize)>,
     option: Option<String>,
@@ -258,59 +256,65 @@ pub struct ConfigError {
     source: Option<io::Error>,
 }
 
+impl From<ErrorInner> for ConfigError {
+    fn from(inner: ErrorInner) -> ConfigError {
+        ConfigError(Box::new(inner))
+    }
+}
+
 impl ConfigError {
     /// An error about one option (a dotted name or an environment variable).
     pub fn invalid(option: impl Into<String>, message: impl Into<String>) -> ConfigError {
-        ConfigError {
+        ConfigError::from(ErrorInner {
             file: None,
             location: None,
             option: Some(option.into()),
             message: message.into(),
             snippet: None,
             source: None,
-        }
+        })
     }
 
     /// The option at fault (`server.port`, `mutators.addNote`, `RINDLE_TOKEN_KEYS`, …),
     /// when one is known.
     pub fn option(&self) -> Option<&str> {
-        self.option.as_deref()
+        self.0.option.as_deref()
     }
 
     /// What is wrong and how to fix it (without the file and line prefix).
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// The 1-based `(line, column)` in the file, for errors found while parsing.
     pub fn location(&self) -> Option<(usize, usize)> {
-        self.location
+        self.0.location
     }
 
     /// The configuration file, for errors from [`Config::load`].
     pub fn file(&self) -> Option<&Path> {
-        self.file.as_deref()
+        self.0.file.as_deref()
     }
 
     fn in_file(mut self, file: &Path) -> ConfigError {
-        self.file = Some(file.to_path_buf());
+        self.0.file = Some(file.to_path_buf());
         self
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(file) = &self.file {
+        if let Some(file) = &self.0.file {
             write!(f, "{}:", file.display())?;
-            if let Some((line, col)) = self.location {
+            if let Some((line, col)) = self.0.location {
                 write!(f, "{line}:{col}:")?;
             }
             f.write_str(" ")?;
-        } else if let Some((line, col)) = self.location {
+        } else if let Some((line, col)) = self.0.location {
             write!(f, "line {line}, column {col}: ")?;
         }
-        f.write_str(&self.message)?;
-        if let Some(snippet) = &self.snippet {
+        f.write_str(&self.0.message)?;
+        if let Some(snippet) = &self.0.snippet {
             write!(f, "\n{snippet}")?;
         }
         Ok(())
@@ -319,7 +323,8 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
+        self.0
+            .source
             .as_ref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
@@ -334,17 +339,19 @@ impl Config {
     /// (`demo.data`, `writes.journal.path`) against the file's directory, and validates.
     pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: Some(path.to_path_buf()),
-            location: None,
-            option: None,
-            message: format!(
-                "cannot read the configuration file: {e} (pass an existing TOML file with \
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ErrorInner {
+                file: Some(path.to_path_buf()),
+                location: None,
+                option: None,
+                message: format!(
+                    "cannot read the configuration file: {e} (pass an existing TOML file with \
                  --config)"
-            ),
-            snippet: None,
-            source: Some(e),
-        })?;
+                ),
+                snippet: None,
+                source: Some(e),
+            })
+            .map_err(ConfigError::from)?;
         let mut config = Config::parse(&text).map_err(|e| e.in_file(path))?;
         config
             .apply_env_with(|name| std::env::var(name).ok())
@@ -774,10 +781,10 @@ impl WritesConfig {
             ));
         };
         for (i, item) in items.iter().enumerate() {
-            if !item
+            if item
                 .get("table")
                 .and_then(Json::as_str)
-                .is_some_and(|t| !t.is_empty())
+                .is_none_or(str::is_empty)
             {
                 return Err(invalid(
                     option,
@@ -1122,7 +1129,7 @@ fn syntax_error(text: &str, err: &toml::de::Error) -> ConfigError {
         " ".repeat(col - 1),
         "^".repeat(caret_len)
     );
-    ConfigError {
+    ConfigError::from(ErrorInner {
         file: None,
         // A whole-document error has no useful line.
         location: (!root).then_some((line_no, col)),
@@ -1130,5 +1137,5 @@ fn syntax_error(text: &str, err: &toml::de::Error) -> ConfigError {
         message,
         snippet: (!root).then_some(snippet),
         source: None,
-    }
+    })
 }

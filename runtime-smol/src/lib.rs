@@ -13,3 +13,4 @@ pub mod config;
 pub mod http;
 pub mod journal;
 pub mod mutators;
+pub mod server;

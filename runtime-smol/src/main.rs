@@ -1,6 +1,308 @@
 //! `rindle-room`: the standalone room server.
+//!
+//! ```text
+//! rindle-room --config room.toml
+//! rindle-room demo [--data file.json] [--port N] [--journal PATH] [--log-format json]
+//! ```
+//!
+//! Logs go to stderr; the demo's connection details go to stdout. SIGINT/SIGTERM shut
+//! down gracefully (stop accepting, flush and drain with an authority, close every
+//! socket with 1001) and exit 0. Exit codes: 0 after a shutdown, 1 on a start-up error,
+//! 2 on a usage error, 3 when the authority fenced the room (another placement owns the
+//! document).
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_signal::{Signal, Signals};
+use futures_lite::{FutureExt, StreamExt};
+use rindle_room_core::json::tree::JsValue;
+use rindle_room_smol::config::Config;
+use rindle_room_smol::server::demo::{self, DemoData, DemoUpstream};
+use rindle_room_smol::server::{Clock, RoomServer, SystemClock};
+
+const USAGE: &str = "\
+usage:
+  rindle-room --config room.toml
+  rindle-room demo [--data FILE.json] [--port N] [--journal PATH] [--log-format text|json]
+
+  --config FILE    run the room a TOML file describes (see docs/config.md)
+  demo             run a self-contained room on demo data (no rindled, no authority):
+    --data FILE    tables and rows as JSON (default: a built-in issue tracker)
+    --port N       downstream websocket port (default 0: any free port)
+    --journal PATH the write journal (default: <tmp>/rindle-room-demo/journal)
+    --log-format   text (default) or json
+";
+
+/// How long the demo's printed token stays valid.
+const DEMO_TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 fn main() {
-    eprintln!("rindle-room: under construction");
-    std::process::exit(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = smol::block_on(run(args));
+    std::process::exit(code);
+}
+
+async fn run(args: Vec<String>) -> i32 {
+    match args.first().map(String::as_str) {
+        Some("--help") | Some("-h") | None => {
+            print!("{USAGE}");
+            if args.is_empty() {
+                2
+            } else {
+                0
+            }
+        }
+        Some("--version") | Some("-V") => {
+            println!("rindle-room {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some("--config") => match args.get(1) {
+            Some(path) if args.len() == 2 => run_config(path).await,
+            _ => usage("--config takes exactly one file"),
+        },
+        Some("demo") => match DemoArgs::parse(&args[1..]) {
+            Ok(d) => run_demo(d).await,
+            Err(e) => usage(&e),
+        },
+        Some(other) => usage(&format!("unknown argument {other:?}")),
+    }
+}
+
+fn usage(why: &str) -> i32 {
+    eprintln!("rindle-room: {why}\n\n{USAGE}");
+    2
+}
+
+async fn run_config(path: &str) -> i32 {
+    let config = match Config::load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rindle-room: {e}");
+            return 1;
+        }
+    };
+    match RoomServer::builder(config).start().await {
+        Ok(server) => serve(server).await,
+        Err(e) => {
+            eprintln!("rindle-room: cannot start: {e}");
+            1
+        }
+    }
+}
+
+/// Runs until a signal (graceful shutdown, 0) or the room stops by itself (fenced, 3).
+async fn serve(server: RoomServer) -> i32 {
+    let mut signals = match Signals::new([Signal::Int, Signal::Term]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rindle-room: cannot install signal handlers: {e}");
+            server.shutdown().await;
+            return 1;
+        }
+    };
+    let signalled = async {
+        let _ = signals.next().await;
+        true
+    };
+    let stopped = async {
+        server.stopped().await;
+        false
+    };
+    if signalled.or(stopped).await {
+        server.shutdown().await;
+        0
+    } else {
+        eprintln!(
+            "rindle-room: the room stopped (fenced by the authority: another placement owns it)"
+        );
+        3
+    }
+}
+
+#[derive(Debug, Default)]
+struct DemoArgs {
+    data: Option<PathBuf>,
+    port: u16,
+    journal: Option<PathBuf>,
+    json_logs: bool,
+}
+
+impl DemoArgs {
+    fn parse(args: &[String]) -> Result<DemoArgs, String> {
+        let mut d = DemoArgs::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = |name: &str| {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            match a.as_str() {
+                "--data" => d.data = Some(PathBuf::from(value("--data")?)),
+                "--journal" => d.journal = Some(PathBuf::from(value("--journal")?)),
+                "--port" => {
+                    let v = value("--port")?;
+                    d.port = v
+                        .parse()
+                        .map_err(|_| format!("--port {v:?} is not a port number"))?;
+                }
+                "--log-format" => match value("--log-format")?.as_str() {
+                    "text" => d.json_logs = false,
+                    "json" => d.json_logs = true,
+                    other => return Err(format!("--log-format {other:?}: use text or json")),
+                },
+                other => return Err(format!("unknown demo option {other:?}")),
+            }
+        }
+        Ok(d)
+    }
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+async fn run_demo(args: DemoArgs) -> i32 {
+    let data = match &args.data {
+        Some(path) => match DemoData::from_file(path) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("rindle-room: {e}");
+                return 1;
+            }
+        },
+        None => DemoData::embedded(),
+    };
+    let journal = args.journal.clone().unwrap_or_else(|| {
+        std::env::temp_dir()
+            .join("rindle-room-demo")
+            .join("journal")
+    });
+    if let Some(dir) = journal.parent() {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("rindle-room: cannot create {}: {e}", dir.display());
+            return 1;
+        }
+    }
+    let doc = "demo/issues";
+    let key = demo::random_secret();
+    let control_token = demo::random_secret();
+    let tables: Vec<String> = data.tables.iter().map(|t| t.name.to_string()).collect();
+    let owned: Vec<String> = tables.iter().map(|t| toml_str(t)).collect();
+    let toml_text = format!(
+        "[server]\nport = {port}\nlog_format = {fmt}\n\
+         [demo]\ndata = {data}\n\
+         [downstream]\ndoc_id = {doc}\n[downstream.token_keys]\ndemo = {key}\n\
+         [control]\nauth_token = {control}\n\
+         [writes]\nowned_tables = [{owned}]\ncrud = true\n\
+         [writes.journal]\nkind = \"file\"\npath = {journal}\n",
+        port = args.port,
+        fmt = toml_str(if args.json_logs { "json" } else { "text" }),
+        data = toml_str(
+            &args
+                .data
+                .as_ref()
+                .map_or(String::from("<embedded>"), |p| p.display().to_string())
+        ),
+        doc = toml_str(doc),
+        key = toml_str(&key),
+        control = toml_str(&control_token),
+        owned = owned.join(", "),
+        journal = toml_str(&journal.display().to_string()),
+    );
+    let config = match Config::from_toml_str(&toml_text) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rindle-room: the demo configuration is invalid: {e}");
+            return 1;
+        }
+    };
+    let query = data.demo_query();
+    let summary: Vec<String> = data.tables.iter().map(|t| t.name.to_string()).collect();
+    let upstream = Arc::new(DemoUpstream::new(data));
+    let server = match RoomServer::builder(config).upstream(upstream).start().await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rindle-room: cannot start the demo: {e}");
+            return 1;
+        }
+    };
+    server.await_live().await;
+    let now = SystemClock.now_ms();
+    let token = match demo::mint_token(
+        doc,
+        &query,
+        "demo-user",
+        "demo",
+        &key,
+        DEMO_TOKEN_TTL_MS,
+        now,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("rindle-room: cannot mint the demo token: {e}");
+            server.shutdown().await;
+            return 1;
+        }
+    };
+    print_banner(
+        &server,
+        doc,
+        &summary,
+        &journal,
+        &control_token,
+        &query,
+        &token,
+    );
+    serve(server).await
+}
+
+fn print_banner(
+    server: &RoomServer,
+    doc: &str,
+    tables: &[String],
+    journal: &std::path::Path,
+    control_token: &str,
+    query: &JsValue,
+    token: &str,
+) {
+    let port = server.port();
+    let url = format!("ws://127.0.0.1:{port}");
+    let mutators: Vec<String> = tables
+        .iter()
+        .map(|t| format!("{t}.insert|update|upsert|delete"))
+        .collect();
+    let first = &tables[0];
+    let node = format!(
+        "const ws=new WebSocket('{url}');ws.onopen=()=>{{\
+         ws.send(JSON.stringify({{t:'init',clientID:'c1'}}));\
+         ws.send(JSON.stringify({{t:'subscribe',queryId:0,name:'_rindle/clientLmid',args:{{}}}}));\
+         ws.send(JSON.stringify({{t:'subscribe',queryId:1,leaseToken:'{token}'}}))}};\
+         ws.onmessage=e=>console.log(e.data)"
+    );
+    println!(
+        "\nrindle-room demo — document {doc:?}, tables: {}\n\
+         \n  websocket  {url}\
+         \n  control    http://127.0.0.1:{cport}   (Authorization: Bearer {control_token})\
+         \n  journal    {journal}   (delete it to start from the snapshot again)\
+         \n  mutators   {mutators}\
+         \n\n  lease token (sub \"demo-user\", valid 24 h) for the query\n    {query}\n\n    {token}\n\
+         \n  try it with websocat, pasting one frame per line:\
+         \n    websocat {url}\
+         \n    {{\"t\":\"init\",\"clientID\":\"c1\"}}\
+         \n    {{\"t\":\"subscribe\",\"queryId\":0,\"name\":\"_rindle/clientLmid\",\"args\":{{}}}}\
+         \n    {{\"t\":\"subscribe\",\"queryId\":1,\"leaseToken\":\"{token}\"}}\
+         \n    {{\"t\":\"pushMutation\",\"envelope\":{{\"clientID\":\"c1\",\"mid\":1,\"name\":\"{first}.update\",\"args\":{{\"id\":1,\"title\":\"renamed\"}}}}}}\
+         \n\n  or with Node.js (22+; add --experimental-websocket on 20/21):\
+         \n    node -e \"{node}\"\n\
+         \n  Ctrl-C stops the room.\n",
+        tables.join(", "),
+        cport = server.control_port(),
+        journal = journal.display(),
+        mutators = mutators.join(", "),
+        query = query.to_js_string(),
+    );
 }

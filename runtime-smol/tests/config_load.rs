@@ -59,7 +59,10 @@ fn the_reference_example_parses_with_every_option() {
 
     let down = &c.downstream;
     assert_eq!(down.doc_id, "doc-1");
-    assert_eq!(down.token_keys.get("k1").map(String::as_str), Some("change-me-too"));
+    assert_eq!(
+        down.token_keys.get("k1").map(String::as_str),
+        Some("change-me-too")
+    );
     assert_eq!(down.idle_ttl_ms, 30_000);
     assert_eq!(down.sweep_interval_ms, 1_000);
     assert_eq!(down.revocation_window_ms, 1_800_000);
@@ -102,14 +105,16 @@ fn the_demo_example_parses() {
     let c = Config::load(examples().join("demo.toml")).unwrap_or_else(|e| panic!("{e}"));
     assert!(c.upstream.is_none());
     // Relative paths resolve against the file's directory.
-    assert_eq!(c.demo.as_ref().unwrap().data, examples().join("demo.json"));
+    let data = &c.demo.as_ref().unwrap().data;
+    assert_eq!(data, &examples().join("../src/server/data/demo.json"));
+    assert!(data.is_file(), "the demo data exists: {}", data.display());
     let w = c.writes.as_ref().unwrap();
     assert!(w.crud);
     assert!(matches!(w.journal, JournalConfig::Memory));
     assert!(w.scopes_json().unwrap().is_none());
     assert_eq!(
         c.mutators.keys().map(String::as_str).collect::<Vec<_>>(),
-        ["addTodo", "toggleTodo"]
+        ["addComment", "closeIssue"]
     );
     assert!(c.control.is_none() && c.authority.is_none());
 }
@@ -134,12 +139,18 @@ fn defaults_fill_everything_optional() {
     assert_eq!(c.server.port, 0);
     assert_eq!(c.server.log_format, LogFormat::Text);
     assert_eq!(c.downstream.idle_ttl_ms, defaults::idle_ttl_ms());
-    assert_eq!(c.downstream.sweep_interval_ms, defaults::sweep_interval_ms());
+    assert_eq!(
+        c.downstream.sweep_interval_ms,
+        defaults::sweep_interval_ms()
+    );
     assert_eq!(
         c.downstream.revocation_window_ms,
         defaults::revocation_window_ms()
     );
-    assert_eq!(c.downstream.send_budget_bytes, defaults::send_budget_bytes());
+    assert_eq!(
+        c.downstream.send_budget_bytes,
+        defaults::send_budget_bytes()
+    );
     assert!(c.control.is_none() && c.writes.is_none() && c.authority.is_none());
     assert!(c.mutators.is_empty());
     // Relative paths stay as written without a file to resolve against.
@@ -196,7 +207,10 @@ fn json_options_accept_json_text_or_inline_toml() {
     )
     .unwrap();
     let want = json!([{"table": "t", "writable": {"kind": "none"}}]);
-    assert_eq!(as_text.writes.unwrap().scopes_json().unwrap(), Some(want.clone()));
+    assert_eq!(
+        as_text.writes.unwrap().scopes_json().unwrap(),
+        Some(want.clone())
+    );
     assert_eq!(as_toml.writes.unwrap().scopes_json().unwrap(), Some(want));
 }
 
@@ -237,13 +251,18 @@ fn load_resolves_relative_paths_and_names_the_file() {
     let err = Config::load(&path).unwrap_err();
     assert_eq!(err.option(), Some("downstream.doc_id"));
     assert!(
-        err.to_string().starts_with(&format!("{}: `downstream.doc_id` is empty", path.display())),
+        err.to_string()
+            .starts_with(&format!("{}: `downstream.doc_id` is empty", path.display())),
         "{err}"
     );
 
     let missing = dir.join("nope.toml");
     let err = Config::load(&missing).unwrap_err();
-    assert!(err.to_string().contains("cannot read the configuration file"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("cannot read the configuration file"),
+        "{err}"
+    );
     assert!(std::error::Error::source(&err).is_some());
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -276,7 +295,11 @@ fn schema_checks_and_the_registry() {
         "{err}"
     );
 
-    let narrow = vec![TableSchema::new("note", &["id", "doc", "body", "owner"], &[0])];
+    let narrow = vec![TableSchema::new(
+        "note",
+        &["id", "doc", "body", "owner"],
+        &[0],
+    )];
     let err = c.registry(&narrow).unwrap_err();
     assert_eq!(err.option(), Some("mutators.addNote"));
     assert!(
@@ -286,17 +309,29 @@ fn schema_checks_and_the_registry() {
 
     // CRUD mutators join the declarative ones for every owned table.
     let demo = Config::load(examples().join("demo.toml")).unwrap();
-    let todo = vec![TableSchema::new("todo", &["id", "title", "done", "owner"], &[0])];
-    let registry = demo.registry(&todo).unwrap();
+    let tables = vec![
+        TableSchema::new(
+            "issue",
+            &["id", "title", "open", "created", "creatorID"],
+            &[0],
+        ),
+        TableSchema::new("user", &["id", "name"], &[0]),
+        TableSchema::new("comment", &["id", "issueID", "body"], &[0]),
+    ];
+    let registry = demo.registry(&tables).unwrap();
     assert_eq!(
         registry.names().collect::<Vec<_>>(),
         [
-            "addTodo",
-            "todo.delete",
-            "todo.insert",
-            "todo.update",
-            "todo.upsert",
-            "toggleTodo"
+            "addComment",
+            "closeIssue",
+            "comment.delete",
+            "comment.insert",
+            "comment.update",
+            "comment.upsert",
+            "issue.delete",
+            "issue.insert",
+            "issue.update",
+            "issue.upsert",
         ]
     );
 }

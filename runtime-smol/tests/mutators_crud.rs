@@ -81,7 +81,13 @@ fn insert() {
         "insert: \"note\" has no column \"extra\""
     );
     assert_eq!(
-        rejected(run_named(&mut room, &reg, "note.insert", json!(["n3"]), "bob")),
+        rejected(run_named(
+            &mut room,
+            &reg,
+            "note.insert",
+            json!(["n3"]),
+            "bob"
+        )),
         "the args of `note.insert` must be an object of column values, got an array"
     );
     assert_eq!(row(&room, "note", &s("n3")), None);
@@ -124,7 +130,13 @@ fn update() {
         "update: \"note\" needs primary-key column \"id\""
     );
     assert_eq!(
-        rejected(run_named(&mut room, &reg, "note.update", json!(null), "ann")),
+        rejected(run_named(
+            &mut room,
+            &reg,
+            "note.update",
+            json!(null),
+            "ann"
+        )),
         "the args of `note.update` must be an object of column values, got null"
     );
 }
@@ -161,7 +173,14 @@ fn upsert() {
 fn delete() {
     let reg = registry();
     let mut room = seeded();
-    run_named(&mut room, &reg, "pair.delete", json!({"a": 1, "b": 2}), "ann").expect("by pk");
+    run_named(
+        &mut room,
+        &reg,
+        "pair.delete",
+        json!({"a": 1, "b": 2}),
+        "ann",
+    )
+    .expect("by pk");
     assert!(rows(&room, "pair").is_empty());
     run_named(
         &mut room,
@@ -175,7 +194,13 @@ fn delete() {
     run_named(&mut room, &reg, "note.delete", json!({"id": "n1"}), "ann")
         .expect("a missing row is a no-op");
     assert_eq!(
-        rejected(run_named(&mut room, &reg, "pair.delete", json!({"a": 1}), "ann")),
+        rejected(run_named(
+            &mut room,
+            &reg,
+            "pair.delete",
+            json!({"a": 1}),
+            "ann"
+        )),
         "delete: \"pair\" needs primary-key column \"b\""
     );
 }
@@ -207,7 +232,10 @@ fn bump(tx: &mut MutationTx<'_>, args: &Json, ctx: &MutatorCtx) -> Result<(), Mu
         (String::from("b"), Value::num(2.0)),
     ];
     let current = tx.row("pair", &key)?;
-    let next = match current.as_ref().and_then(|r| r.iter().find(|(c, _)| c == "v")) {
+    let next = match current
+        .as_ref()
+        .and_then(|r| r.iter().find(|(c, _)| c == "v"))
+    {
         Some((_, Value::Num(v))) => v + 1.0,
         _ => 1.0,
     };
@@ -234,7 +262,10 @@ fn host_rust_mutators_share_the_registry() {
     let mut room = seeded();
     run_named(&mut room, &reg, "bump", json!({"a": 7}), "ann").expect("adds");
     run_named(&mut room, &reg, "bump", json!({"a": 7}), "ann").expect("bumps");
-    assert_eq!(row(&room, "pair", &n(7.0)), Some(vec![n(7.0), n(2.0), n(2.0)]));
+    assert_eq!(
+        row(&room, "pair", &n(7.0)),
+        Some(vec![n(7.0), n(2.0), n(2.0)])
+    );
     assert_eq!(
         rejected(run_named(&mut room, &reg, "bump", json!({"a": 7}), "")),
         "sign in first"

@@ -535,27 +535,25 @@ fn parse_expr(v: &toml::Value) -> Result<Expr, String> {
 
 /// Folds an array or object of literals into one literal.
 fn simplify(e: Expr) -> Expr {
+    fn lit(e: &Expr) -> Option<Json> {
+        match e {
+            Expr::Lit(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
     match e {
-        Expr::Array(items) if items.iter().all(|i| matches!(i, Expr::Lit(_))) => {
-            Expr::Lit(Json::Array(
-                items
-                    .into_iter()
-                    .map(|i| match i {
-                        Expr::Lit(v) => v,
-                        _ => Json::Null,
-                    })
-                    .collect(),
-            ))
-        }
-        Expr::Object(members) if members.iter().all(|(_, v)| matches!(v, Expr::Lit(_))) => {
-            let mut map = Map::new();
-            for (k, v) in members {
-                if let Expr::Lit(v) = v {
-                    map.insert(k, v);
-                }
-            }
-            Expr::Lit(Json::Object(map))
-        }
+        Expr::Array(items) => match items.iter().map(lit).collect::<Option<Vec<Json>>>() {
+            Some(values) => Expr::Lit(Json::Array(values)),
+            None => Expr::Array(items),
+        },
+        Expr::Object(members) => match members
+            .iter()
+            .map(|(k, v)| lit(v).map(|v| (k.clone(), v)))
+            .collect::<Option<Map<String, Json>>>()
+        {
+            Some(map) => Expr::Lit(Json::Object(map)),
+            None => Expr::Object(members),
+        },
         other => other,
     }
 }

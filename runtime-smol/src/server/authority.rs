@@ -48,7 +48,13 @@ impl Authority for HttpAuthority {
 /// The flush body, composed once (key order exactly as seed 002 `fireFlush`):
 /// `{"source":"room:<doc>:<epoch>","offset":"<seq, 20 digits>","doc","epoch","batchHash",
 /// "cas":true,"changes":[…]}`.
-pub(crate) fn flush_body(doc: &str, epoch: u64, seq: u64, batch_hash: &str, changes: &str) -> String {
+pub(crate) fn flush_body(
+    doc: &str,
+    epoch: u64,
+    seq: u64,
+    batch_hash: &str,
+    changes: &str,
+) -> String {
     use rindle_room_core::json::write::{write_i64, write_str};
     let mut s = String::with_capacity(160 + changes.len());
     s.push_str("{\"source\":");

@@ -54,28 +54,6 @@ pub(crate) enum Sent {
 }
 
 impl ConnOut {
-    /// A handle whose frames go to `rx` (tests of the room task without sockets).
-    #[cfg(test)]
-    pub(crate) fn detached() -> (ConnOut, Receiver<String>) {
-        let (tx, rx) = async_channel::unbounded();
-        let (ttx, trx) = async_channel::unbounded();
-        smol::spawn(async move {
-            while let Ok(o) = rx.recv().await {
-                if let Out::Text(t) = o {
-                    let _ = ttx.send(t).await;
-                }
-            }
-        })
-        .detach();
-        let out = ConnOut {
-            tx,
-            queued: Arc::new(AtomicUsize::new(0)),
-            tcp: None,
-            closing: false,
-        };
-        (out, trx)
-    }
-
     /// Whether frames are still accepted (`readyState === OPEN`).
     pub(crate) fn is_open(&self) -> bool {
         !self.closing && !self.tx.is_closed()
@@ -114,7 +92,9 @@ impl ConnOut {
             return;
         }
         self.closing = true;
-        let _ = self.tx.try_send(Out::Close(Some((code, reason.to_string()))));
+        let _ = self
+            .tx
+            .try_send(Out::Close(Some((code, reason.to_string()))));
     }
 
     /// Starts the close handshake without a status code.
@@ -142,6 +122,7 @@ pub(crate) async fn accept_loop(
     events: Sender<Event>,
     env: Env,
     stop: Receiver<()>,
+    active: Arc<AtomicUsize>,
 ) {
     let mut next_id: u64 = 1;
     loop {
@@ -164,7 +145,13 @@ pub(crate) async fn accept_loop(
         };
         let id = next_id;
         next_id += 1;
-        env.spawn(serve_conn(id, stream, events.clone()));
+        active.fetch_add(1, Ordering::SeqCst);
+        let active = active.clone();
+        let events = events.clone();
+        env.spawn(async move {
+            serve_conn(id, stream, events).await;
+            active.fetch_sub(1, Ordering::SeqCst);
+        });
     }
 }
 

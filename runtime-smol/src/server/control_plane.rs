@@ -51,7 +51,9 @@ pub(crate) async fn serve(
                 let expected = expected.clone();
                 smol::spawn(handle(stream, expected, events)).detach();
             }
-            Some(Err(_)) => smol::Timer::after(Duration::from_millis(50)).await.into(),
+            Some(Err(_)) => {
+                smol::Timer::after(Duration::from_millis(50)).await;
+            }
         }
     }
 }
@@ -64,11 +66,18 @@ fn error_body(message: &str) -> Vec<u8> {
 }
 
 async fn handle(mut stream: TcpStream, expected: String, events: Sender<Event>) {
-    let req = http::with_timeout(READ_TIMEOUT, http::read_request_continue(&mut stream, MAX_BODY));
+    let req = http::with_timeout(
+        READ_TIMEOUT,
+        http::read_request_continue(&mut stream, MAX_BODY),
+    );
     let (status, ctype, body) = match req.await {
         Ok(Some(req)) => route(&req, &expected, &events).await,
         Ok(None) => return, // closed before a request
-        Err(e) => (400, "application/json", error_body(&format!("bad request: {e}"))),
+        Err(e) => (
+            400,
+            "application/json",
+            error_body(&format!("bad request: {e}")),
+        ),
     };
     let _ = http::write_response(&mut stream, status, ctype, &body).await;
 }

@@ -190,7 +190,10 @@ mod tests {
 
     #[test]
     fn progress_members_follow_the_seed() {
-        assert_eq!(progress(7, None, Some("b")), r#"{"t":"progress","frame":{"cvMin":7}}"#);
+        assert_eq!(
+            progress(7, None, Some("b")),
+            r#"{"t":"progress","frame":{"cvMin":7}}"#
+        );
         assert_eq!(
             progress(7, Some(42.0), Some("b-1")),
             r#"{"t":"progress","frame":{"cvMin":7,"upstreamCv":42,"upstreamBoot":"b-1"}}"#
@@ -224,7 +227,13 @@ mod tests {
     fn error_frames_echo_the_query_id_as_sent() {
         assert_eq!(error(None, "m"), r#"{"t":"error","message":"m"}"#);
         let q = JsValue::Str(String::from("q"));
-        assert_eq!(error(Some(&q), "m"), r#"{"t":"error","queryId":"q","message":"m"}"#);
-        assert_eq!(query_error(1.5, "x"), r#"{"t":"queryError","queryId":1.5,"message":"x"}"#);
+        assert_eq!(
+            error(Some(&q), "m"),
+            r#"{"t":"error","queryId":"q","message":"m"}"#
+        );
+        assert_eq!(
+            query_error(1.5, "x"),
+            r#"{"t":"queryError","queryId":1.5,"message":"x"}"#
+        );
     }
 }

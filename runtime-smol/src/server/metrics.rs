@@ -142,14 +142,54 @@ impl Metrics {
             let _ = writeln!(out, "# TYPE {name} gauge");
             let _ = writeln!(out, "{name} {v}");
         };
-        gauge(&mut out, "rindle_room_live", "1 when the current incarnation is live.", f64::from(u8::from(g.live)));
-        gauge(&mut out, "rindle_room_connections", "Open downstream connections.", g.connections as f64);
-        gauge(&mut out, "rindle_room_subscriptions", "Tracked downstream subscriptions.", g.subscriptions as f64);
-        gauge(&mut out, "rindle_room_materializations", "Materialized queries.", g.materializations as f64);
-        gauge(&mut out, "rindle_room_pending_mutations", "Processed mutations not yet durable at the authority.", g.pending_mutations as f64);
-        gauge(&mut out, "rindle_room_dirty_keys", "Keys whose net effect the authority does not hold yet.", g.dirty_keys as f64);
-        gauge(&mut out, "rindle_room_head_cv", "The room's commit counter.", g.head_cv as f64);
-        gauge(&mut out, "rindle_room_placement_epoch", "The claimed placement epoch (0 without an authority).", g.placement_epoch as f64);
+        gauge(
+            &mut out,
+            "rindle_room_live",
+            "1 when the current incarnation is live.",
+            f64::from(u8::from(g.live)),
+        );
+        gauge(
+            &mut out,
+            "rindle_room_connections",
+            "Open downstream connections.",
+            g.connections as f64,
+        );
+        gauge(
+            &mut out,
+            "rindle_room_subscriptions",
+            "Tracked downstream subscriptions.",
+            g.subscriptions as f64,
+        );
+        gauge(
+            &mut out,
+            "rindle_room_materializations",
+            "Materialized queries.",
+            g.materializations as f64,
+        );
+        gauge(
+            &mut out,
+            "rindle_room_pending_mutations",
+            "Processed mutations not yet durable at the authority.",
+            g.pending_mutations as f64,
+        );
+        gauge(
+            &mut out,
+            "rindle_room_dirty_keys",
+            "Keys whose net effect the authority does not hold yet.",
+            g.dirty_keys as f64,
+        );
+        gauge(
+            &mut out,
+            "rindle_room_head_cv",
+            "The room's commit counter.",
+            g.head_cv as f64,
+        );
+        gauge(
+            &mut out,
+            "rindle_room_placement_epoch",
+            "The claimed placement epoch (0 without an authority).",
+            g.placement_epoch as f64,
+        );
         let counter = |out: &mut String, name: &str, help: &str, rows: &[(&str, &AtomicU64)]| {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} counter");
@@ -157,8 +197,18 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{labels} {}", c.load(Ordering::Relaxed));
             }
         };
-        counter(&mut out, "rindle_room_frames_out_total", "Downstream frames queued.", &[("", &self.frames_out)]);
-        counter(&mut out, "rindle_room_bytes_out_total", "Downstream bytes queued.", &[("", &self.bytes_out)]);
+        counter(
+            &mut out,
+            "rindle_room_frames_out_total",
+            "Downstream frames queued.",
+            &[("", &self.frames_out)],
+        );
+        counter(
+            &mut out,
+            "rindle_room_bytes_out_total",
+            "Downstream bytes queued.",
+            &[("", &self.bytes_out)],
+        );
         counter(
             &mut out,
             "rindle_room_mutations_total",
@@ -181,12 +231,42 @@ impl Metrics {
                 ("{outcome=\"fatal\"}", &self.flushes_fatal),
             ],
         );
-        counter(&mut out, "rindle_room_authority_retries_total", "Authority calls retried after a network-class failure.", &[("", &self.authority_retries)]);
-        counter(&mut out, "rindle_room_incarnations_total", "Incarnations opened from an upstream hello.", &[("", &self.incarnations)]);
-        counter(&mut out, "rindle_room_incarnation_deaths_total", "Incarnations killed by an upstream violation.", &[("", &self.incarnation_deaths)]);
-        counter(&mut out, "rindle_room_budget_terminations_total", "Sockets terminated for exceeding the send budget.", &[("", &self.budget_terminations)]);
-        counter(&mut out, "rindle_room_expired_leases_total", "Subscriptions dropped by the lease-expiry sweep.", &[("", &self.expired_leases)]);
-        counter(&mut out, "rindle_room_revocations_total", "Users revoked through the control plane.", &[("", &self.revocations)]);
+        counter(
+            &mut out,
+            "rindle_room_authority_retries_total",
+            "Authority calls retried after a network-class failure.",
+            &[("", &self.authority_retries)],
+        );
+        counter(
+            &mut out,
+            "rindle_room_incarnations_total",
+            "Incarnations opened from an upstream hello.",
+            &[("", &self.incarnations)],
+        );
+        counter(
+            &mut out,
+            "rindle_room_incarnation_deaths_total",
+            "Incarnations killed by an upstream violation.",
+            &[("", &self.incarnation_deaths)],
+        );
+        counter(
+            &mut out,
+            "rindle_room_budget_terminations_total",
+            "Sockets terminated for exceeding the send budget.",
+            &[("", &self.budget_terminations)],
+        );
+        counter(
+            &mut out,
+            "rindle_room_expired_leases_total",
+            "Subscriptions dropped by the lease-expiry sweep.",
+            &[("", &self.expired_leases)],
+        );
+        counter(
+            &mut out,
+            "rindle_room_revocations_total",
+            "Users revoked through the control plane.",
+            &[("", &self.revocations)],
+        );
         self.journal_append.render(
             &mut out,
             "rindle_room_journal_append_seconds",
@@ -205,7 +285,8 @@ mod tests {
         let m = Metrics::default();
         m.inc(&m.mutations_applied);
         m.frame_out(10);
-        m.journal_append.observe(std::time::Duration::from_micros(700));
+        m.journal_append
+            .observe(std::time::Duration::from_micros(700));
         let text = m.render(&Gauges {
             live: true,
             connections: 2,

@@ -42,7 +42,9 @@ impl Settings {
             None => None,
             Some(w) => {
                 if w.owned_tables.is_empty() {
-                    return Err(String::from("writes.ownedTables must name at least one table"));
+                    return Err(String::from(
+                        "writes.ownedTables must name at least one table",
+                    ));
                 }
                 let scopes = w.scopes_json().map_err(|e| e.to_string())?;
                 if let Some(scopes) = &scopes {
@@ -57,13 +59,10 @@ impl Settings {
                 })
             }
         };
-        let armed_scopes_hash = writes
-            .as_ref()
-            .and_then(|w| w.scopes.as_ref())
-            .map(|s| {
-                let js = rindle_room_core::json::tree::JsValue::from_serde(s);
-                rindle_room_core::token::scope_specs_hash(&js)
-            });
+        let armed_scopes_hash = writes.as_ref().and_then(|w| w.scopes.as_ref()).map(|s| {
+            let js = rindle_room_core::json::tree::JsValue::from_serde(s);
+            rindle_room_core::token::scope_specs_hash(&js)
+        });
         Ok(Settings {
             doc_id: d.doc_id.clone(),
             token_keys: d

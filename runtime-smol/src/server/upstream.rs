@@ -111,7 +111,10 @@ async fn mint_lease(up: &WsUpstream) -> Result<String, String> {
         .map_err(|e| format!("upstream /materialize at {url} failed: {e}"))?;
     let text = String::from_utf8_lossy(&res.body).into_owned();
     if !(200..300).contains(&res.status) {
-        return Err(format!("upstream /materialize failed: {} {text}", res.status));
+        return Err(format!(
+            "upstream /materialize failed: {} {text}",
+            res.status
+        ));
     }
     let out = JsValue::parse(&text)
         .map_err(|e| format!("upstream /materialize returned invalid JSON: {e}"))?;
@@ -223,10 +226,16 @@ mod tests {
 
     #[test]
     fn origins_and_ws_addresses() {
-        assert_eq!(origin("http://127.0.0.1:7600").unwrap(), "http://127.0.0.1:7600");
+        assert_eq!(
+            origin("http://127.0.0.1:7600").unwrap(),
+            "http://127.0.0.1:7600"
+        );
         assert_eq!(origin("http://h:1/a/b?c").unwrap(), "http://h:1");
         assert!(origin("localhost:1").is_err());
-        assert_eq!(ws_host_port("ws://127.0.0.1:7601").unwrap(), ("127.0.0.1".into(), 7601));
+        assert_eq!(
+            ws_host_port("ws://127.0.0.1:7601").unwrap(),
+            ("127.0.0.1".into(), 7601)
+        );
         assert_eq!(ws_host_port("ws://h/x").unwrap(), ("h".into(), 80));
         assert_eq!(ws_host_port("ws://[::1]:9/").unwrap(), ("::1".into(), 9));
         assert!(ws_host_port("wss://h:1").is_err());
@@ -243,6 +252,9 @@ mod tests {
             lease_ttl_ms: Some(60_000),
             client_id: None,
         };
-        assert_eq!(up.materialize_body(), r#"{"ast":{"table":"issue"},"leaseTtlMs":60000}"#);
+        assert_eq!(
+            up.materialize_body(),
+            r#"{"ast":{"table":"issue"},"leaseTtlMs":60000}"#
+        );
     }
 }

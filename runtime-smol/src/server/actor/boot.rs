@@ -104,7 +104,10 @@ impl BootIo {
 
     /// Resubmits every unconfirmed journaled flush, byte-identically, in seq order
     /// (seed 002 `settleUnconfirmedFlushes`).
-    async fn settle_unconfirmed_flushes(&self, authority: &dyn Authority) -> Result<(), BootFailure> {
+    async fn settle_unconfirmed_flushes(
+        &self,
+        authority: &dyn Authority,
+    ) -> Result<(), BootFailure> {
         let j = self.journal.clone();
         let (records, _) = smol::unblock(move || j.replay_flushes())
             .await
@@ -130,8 +133,13 @@ impl BootIo {
                 }
                 Err(AuthorityError::Retryable(_)) => return Err(BootFailure::Stopped),
                 Ok(ApplyResult::Ok { applied, .. }) => {
-                    let how = if applied { "applied" } else { "already applied" };
-                    self.log.info(&format!("flush {seq} settled at boot: {how}"));
+                    let how = if applied {
+                        "applied"
+                    } else {
+                        "already applied"
+                    };
+                    self.log
+                        .info(&format!("flush {seq} settled at boot: {how}"));
                 }
                 Ok(ApplyResult::Conflict { .. }) => {
                     self.log.info(&format!(
@@ -209,7 +217,12 @@ impl Actor {
         let incarnation = self.incarnation;
         self.env.spawn(async move {
             let result = io.run().await;
-            let _ = events.send(Event::BootDone { incarnation, result }).await;
+            let _ = events
+                .send(Event::BootDone {
+                    incarnation,
+                    result,
+                })
+                .await;
         });
     }
 
@@ -303,7 +316,8 @@ impl Actor {
                 .map(|e| (e.client_id.clone(), e.mid))
                 .collect();
             let room = self.room.as_mut().ok_or("no room")?.room_mut();
-            room.ack(&acks).map_err(|e| format!("journal replay failed: {e}"))?;
+            room.ack(&acks)
+                .map_err(|e| format!("journal replay failed: {e}"))?;
             room.commit_all(); // drop the (subscriber-less) fan-out of the replay
             self.log.info(&format!(
                 "journal replay: {} mutation(s) re-invoked and acked",

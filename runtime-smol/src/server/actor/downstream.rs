@@ -43,8 +43,9 @@ impl Actor {
             Sent::Dropped => {}
             Sent::Terminated => {
                 self.metrics.inc(&self.metrics.budget_terminations);
-                self.log
-                    .warn(&format!("send budget exceeded (conn {conn}): closed with a gap"));
+                self.log.warn(&format!(
+                    "send budget exceeded (conn {conn}): closed with a gap"
+                ));
             }
         }
     }
@@ -217,7 +218,11 @@ impl Actor {
             return;
         }
         if self.settings.writes.is_none() {
-            self.query_error(id, qid, "this room is read-only (no write plane configured)");
+            self.query_error(
+                id,
+                qid,
+                "this room is read-only (no write plane configured)",
+            );
             return;
         }
         let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.clone()) else {
@@ -252,7 +257,11 @@ impl Actor {
     ) {
         let key = qid_key(qid);
         let sub_key = format!("{id}:{key}");
-        let prev = self.conns.get(&id).and_then(|c| c.queries.get(&key)).cloned();
+        let prev = self
+            .conns
+            .get(&id)
+            .and_then(|c| c.queries.get(&key))
+            .cloned();
         let epoch = prev.as_ref().map_or(1, |p| p.epoch + 1);
         if let Some(p) = &prev {
             self.subs.remove(&p.sub_key);
@@ -269,7 +278,13 @@ impl Actor {
             }
         };
         if let Some(c) = self.conns.get_mut(&id) {
-            c.queries.insert(key, QueryEnt { sub_key: sub_key.clone(), epoch });
+            c.queries.insert(
+                key,
+                QueryEnt {
+                    sub_key: sub_key.clone(),
+                    epoch,
+                },
+            );
         }
         self.subs.insert(sub_key, meta);
         let hello = frames::nhello(qid, &res.hello, &self.boot_id);
@@ -352,7 +367,8 @@ impl Actor {
             .map(|(k, m)| (k.clone(), m.clone()))
             .collect();
         for (key, meta) in expired {
-            let text = frames::query_error(meta.qid, "expired lease — renew through the API server");
+            let text =
+                frames::query_error(meta.qid, "expired lease — renew through the API server");
             self.send(meta.conn, text);
             self.drop_sub(&key, &meta, now);
             self.metrics.inc(&self.metrics.expired_leases);
@@ -363,7 +379,8 @@ impl Actor {
             }
         }
         let window = self.settings.revocation_window_ms;
-        self.revoked.retain(|_, at| now.saturating_sub(*at) <= window);
+        self.revoked
+            .retain(|_, at| now.saturating_sub(*at) <= window);
     }
 
     fn drop_sub(&mut self, key: &str, meta: &SubMeta, now: u64) {
@@ -405,8 +422,10 @@ impl Actor {
                 c.out.close(1008, "revoked");
             }
         }
-        self.log
-            .info(&format!("revoked {user}: {} subscription(s)", victims.len()));
+        self.log.info(&format!(
+            "revoked {user}: {} subscription(s)",
+            victims.len()
+        ));
         victims.len() as u64
     }
 }

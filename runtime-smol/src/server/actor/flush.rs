@@ -263,7 +263,11 @@ impl Actor {
     }
 
     /// Starts a drain-before-downgrade (or a shutdown drain).
-    pub(crate) fn start_drain(&mut self, reply: Option<Sender<Result<u64, String>>>, shutdown: bool) {
+    pub(crate) fn start_drain(
+        &mut self,
+        reply: Option<Sender<Result<u64, String>>>,
+        shutdown: bool,
+    ) {
         self.drains.push(DrainWaiter {
             reply,
             iterations: 0,

@@ -45,7 +45,12 @@ impl Actor {
                     let _ = events.send(Event::UpClosed { gen, error: None }).await;
                 }
                 Err(e) => {
-                    let _ = events.send(Event::UpClosed { gen, error: Some(e) }).await;
+                    let _ = events
+                        .send(Event::UpClosed {
+                            gen,
+                            error: Some(e),
+                        })
+                        .await;
                 }
             }
         });
@@ -125,7 +130,10 @@ impl Actor {
         self.subscribe_in_flight = false;
         // A changed daemon boot resets the absorbed-cv watermark: an advert must never
         // pair an old cv with a new boot.
-        let boot = frame.get("bootId").and_then(JsValue::as_str).map(String::from);
+        let boot = frame
+            .get("bootId")
+            .and_then(JsValue::as_str)
+            .map(String::from);
         if boot != self.upstream_boot {
             self.upstream_boot = boot;
             self.upstream_cv_min = None;
@@ -136,7 +144,8 @@ impl Actor {
         let hello = frame.get("hello").cloned().unwrap_or(JsValue::Null);
         match JsonRoom::open(&hello.to_js_string(), self.settings.idle_ttl_ms as f64) {
             Ok(room) => {
-                self.log.info(&format!("upstream hello: epoch {}", room.epoch()));
+                self.log
+                    .info(&format!("upstream hello: epoch {}", room.epoch()));
                 self.room = Some(room);
                 self.metrics.inc(&self.metrics.incarnations);
             }
@@ -155,7 +164,8 @@ impl Actor {
         match applied {
             Err(e) => self.violation(&format!("upstream apply failed: {e}")),
             Ok(ApplyStatus::Snapshot { rows }) => {
-                self.log.info(&format!("upstream snapshot: {rows} rows @ cv {cv}"));
+                self.log
+                    .info(&format!("upstream snapshot: {rows} rows @ cv {cv}"));
                 self.finish_boot();
             }
             Ok(ApplyStatus::Live { .. }) => self.drain_downstream(),

@@ -3,7 +3,7 @@
 //! journal enqueue, group-commit into the journal off the executor, and ack only after
 //! the append returned.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
@@ -71,8 +71,13 @@ pub(crate) struct MutationInput {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum RunResult {
     Dedup,
-    Applied { apply_cv: u64 },
-    NonApplied { kind: &'static str, reason: Option<String> },
+    Applied {
+        apply_cv: u64,
+    },
+    NonApplied {
+        kind: &'static str,
+        reason: Option<String>,
+    },
 }
 
 /// A job for the serial journal writer.
@@ -118,7 +123,9 @@ pub(crate) fn spawn_journal_writer(
                 }
                 JournalJob::Compact(durable) => {
                     if let Err(e) = smol::unblock(move || j.compact(&durable)).await {
-                        log.warn(&format!("journal compaction failed (will retry later): {e}"));
+                        log.warn(&format!(
+                            "journal compaction failed (will retry later): {e}"
+                        ));
                     }
                 }
             }
@@ -142,7 +149,10 @@ impl Actor {
         m: &MutationInput,
     ) -> Result<RunResult, rindle_room_core::Error> {
         let Actor {
-            room, registry, log, ..
+            room,
+            registry,
+            log,
+            ..
         } = self;
         let Some(room) = room.as_mut() else {
             return Err(rindle_room_core::Error::new(
@@ -191,7 +201,10 @@ impl Actor {
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| String::from("a panic"));
-                Some(MutatorError::Rejected(format!("mutator `{}` panicked: {what}", m.name)))
+                Some(MutatorError::Rejected(format!(
+                    "mutator `{}` panicked: {what}",
+                    m.name
+                )))
             }
         };
         match failure {
@@ -209,7 +222,10 @@ impl Actor {
             }
             Some(MutatorError::Rejected(message)) => {
                 room.reject_mutation(Some("rejected"), Some(&message))?;
-                log.info(&format!("mutation `{}` ({who}) rejected: {message}", m.name));
+                log.info(&format!(
+                    "mutation `{}` ({who}) rejected: {message}",
+                    m.name
+                ));
                 return Ok(RunResult::NonApplied {
                     kind: "rejected",
                     reason: Some(message),
@@ -246,7 +262,10 @@ impl Actor {
             return fail(self, "init with a clientID before pushMutation");
         };
         if e.client_id != client {
-            return fail(self, "envelope clientID does not match the connection identity");
+            return fail(
+                self,
+                "envelope clientID does not match the connection identity",
+            );
         }
         if !self.live || self.room.is_none() {
             self.pending_mutes.push((id, e));
@@ -341,7 +360,7 @@ impl Actor {
 
     /// Records a non-applied verdict for re-sent mids (oldest evicted past the cap).
     pub(crate) fn record_outcome(&mut self, client: &str, mid: u64, o: RecordedOutcome) {
-        let log = self.outcomes.entry(client.to_string()).or_insert_with(VecDeque::new);
+        let log = self.outcomes.entry(client.to_string()).or_default();
         log.retain(|(m, _)| *m != mid);
         log.push_back((mid, o));
         while log.len() > MAX_RECORDED_OUTCOMES_PER_CLIENT {
@@ -354,7 +373,11 @@ impl Actor {
         self.known_clients.insert(entry.client_id.clone());
         self.ack_queue.push(entry);
         if self.timers.group_commit.is_none() {
-            let window = self.settings.writes.as_ref().map_or(5, |w| w.group_commit_ms);
+            let window = self
+                .settings
+                .writes
+                .as_ref()
+                .map_or(5, |w| w.group_commit_ms);
             self.timers.group_commit = Some(self.env.now_ms() + window);
         }
     }

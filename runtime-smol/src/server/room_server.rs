@@ -1,0 +1,385 @@
+//! [`RoomServer`]: start a room from a [`Config`] (plus whatever the host brings — its
+//! own mutators, journal, authority, upstream, clock) and control it.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_channel::{Receiver, Sender};
+use rindle_room_core::json::tree::JsValue;
+use smol::net::TcpListener;
+
+use super::actor::{Actor, Control, Event, Parts};
+use super::authority::Authority;
+use super::clock::{Clock, Env};
+use super::demo::{DemoData, DemoUpstream};
+use super::log::Logger;
+use super::metrics::Metrics;
+use super::settings::Settings;
+use super::upstream::{UpstreamConnector, WsUpstream};
+use super::{conn, control_plane};
+use crate::authority::HttpAuthority;
+use crate::config::{Config, JournalConfig};
+use crate::journal::file::FileJournal;
+use crate::journal::memory::MemoryJournal;
+use crate::journal::Journal;
+use crate::mutators::Registry;
+
+/// Configures and starts a [`RoomServer`].
+///
+/// ```no_run
+/// use rindle_room_smol::config::Config;
+/// use rindle_room_smol::mutators::{MutatorError, Registry};
+/// use rindle_room_smol::server::RoomServer;
+///
+/// # smol::block_on(async {
+/// let config = Config::load("room.toml").expect("a valid config");
+/// let mut registry = Registry::new();
+/// registry.register("noop", |_tx: &mut rindle_room_core::MutationTx<'_>,
+///                            _args: &serde_json::Value,
+///                            _ctx: &rindle_room_smol::mutators::MutatorCtx| {
+///     Ok::<(), MutatorError>(())
+/// });
+/// let server = RoomServer::builder(config).registry(registry).start().await.unwrap();
+/// server.await_live().await;
+/// println!("ws://127.0.0.1:{}", server.port());
+/// server.shutdown().await;
+/// # });
+/// ```
+pub struct RoomServerBuilder {
+    config: Config,
+    registry: Registry,
+    journal: Option<Arc<dyn Journal>>,
+    authority: Option<Arc<dyn Authority>>,
+    upstream: Option<Arc<dyn UpstreamConnector>>,
+    env: Option<Env>,
+    logger: Option<Logger>,
+}
+
+impl std::fmt::Debug for RoomServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoomServerBuilder")
+            .field("doc", &self.config.downstream.doc_id)
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RoomServerBuilder {
+    /// The host's own mutators. They join the configuration's (`[mutators.*]`,
+    /// `writes.crud`) and win on a name clash.
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// A journal instead of the one `[writes.journal]` describes.
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// An authority instead of the `[authority]` HTTP client.
+    pub fn authority(mut self, authority: Arc<dyn Authority>) -> Self {
+        self.authority = Some(authority);
+        self
+    }
+
+    /// An upstream instead of `[upstream]` / `[demo]`.
+    pub fn upstream(mut self, upstream: Arc<dyn UpstreamConnector>) -> Self {
+        self.upstream = Some(upstream);
+        self
+    }
+
+    /// The room clock (default: the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        let mut env = self.env.take().unwrap_or_else(Env::system);
+        env.clock = clock;
+        self.env = Some(env);
+        self
+    }
+
+    /// The clock and spawner together.
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// The logger (default: stderr in the configured format).
+    pub fn logger(mut self, logger: Logger) -> Self {
+        self.logger = Some(logger);
+        self
+    }
+
+    /// Binds the listeners, claims the placement epoch (with an authority), mints the
+    /// upstream lease and starts the room task. Returns once the ports are bound and the
+    /// upstream connection is underway: await [`RoomServer::await_live`] for the seed.
+    pub async fn start(self) -> Result<RoomServer, String> {
+        let config = self.config;
+        let env = self.env.unwrap_or_else(Env::system);
+        let doc = config.downstream.doc_id.clone();
+        let log = self
+            .logger
+            .unwrap_or_else(|| Logger::stderr(&doc, config.server.log_format));
+        let settings = Arc::new(Settings::from_config(&config)?);
+        let journal = match (&config.writes, self.journal) {
+            (None, _) => None,
+            (Some(_), Some(j)) => Some(j),
+            (Some(w), None) => Some(open_journal(&w.journal)?),
+        };
+        let authority: Option<Arc<dyn Authority>> = match (&config.writes, self.authority) {
+            (None, _) => None,
+            (Some(_), Some(a)) => Some(a),
+            (Some(_), None) => match &config.authority {
+                Some(cfg) => Some(Arc::new(HttpAuthority::new(cfg)?)),
+                None => None,
+            },
+        };
+        let upstream = match self.upstream {
+            Some(u) => u,
+            None => upstream_from_config(&config)?,
+        };
+        let bind = config.server.bind.clone();
+        let port = config.server.port;
+        let listener = TcpListener::bind((bind.as_str(), port))
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot listen on {bind}:{port}: {e} (choose another `server.port`, or 0 \
+                 for an ephemeral one)"
+                )
+            })?;
+        let control = match &config.control {
+            Some(c) => {
+                let l = TcpListener::bind(("127.0.0.1", c.port))
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "cannot listen on 127.0.0.1:{} for the control plane: {e} (choose \
+                         another `control.port`, or 0)",
+                            c.port
+                        )
+                    })?;
+                Some((l, c.auth_token.clone()))
+            }
+            None => None,
+        };
+        let (mut max_flush_seq, mut placement_epoch) = (0, 0);
+        if let (Some(a), Some(j)) = (&authority, &journal) {
+            // Seed the flush stream past everything this journal ever numbered, then claim
+            // the placement epoch, before anything else touches the authority.
+            let jj = j.clone();
+            let (_, max) = smol::unblock(move || jj.replay_flushes())
+                .await
+                .map_err(|e| format!("cannot read the journal's flush records: {e}"))?;
+            max_flush_seq = max;
+            placement_epoch = a
+                .claim_epoch(&doc)
+                .await
+                .map_err(|e| format!("claiming the placement epoch failed: {e}"))?;
+            log.info(&format!("placement epoch {placement_epoch}"));
+        }
+        let lease_token = upstream.mint_lease().await?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("the listener has no address: {e}"))?;
+        let control_addr = control.as_ref().and_then(|(l, _)| l.local_addr().ok());
+        let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
+        let metrics = Arc::new(Metrics::default());
+        let registry_config = (config.writes.is_some()
+            && (!config.mutators.is_empty() || config.writes.as_ref().is_some_and(|w| w.crud)))
+        .then(|| Arc::new(config.clone()));
+        let (actor, rx) = Actor::new(Parts {
+            env: env.clone(),
+            log: log.clone(),
+            metrics: metrics.clone(),
+            settings,
+            host_registry: self.registry,
+            config: registry_config,
+            journal,
+            authority,
+            upstream,
+            lease_token,
+            placement_epoch,
+            max_flush_seq,
+            stop_listeners: stop_tx,
+        });
+        let events = actor.sender();
+        let (done_tx, done_rx) = async_channel::bounded::<()>(1);
+        env.spawn(async move {
+            actor.run(rx).await;
+            drop(done_tx);
+        });
+        let active = Arc::new(AtomicUsize::new(0));
+        env.spawn(conn::accept_loop(
+            listener,
+            events.clone(),
+            env.clone(),
+            stop_rx.clone(),
+            active.clone(),
+        ));
+        if let Some((l, token)) = control {
+            env.spawn(control_plane::serve(l, token, events.clone(), stop_rx));
+        }
+        log.info(&format!("listening on ws://{addr}"));
+        if let Some(c) = control_addr {
+            log.info(&format!("control plane on http://{c}"));
+        }
+        Ok(RoomServer {
+            events,
+            addr,
+            control_addr,
+            active,
+            done: done_rx,
+            metrics,
+        })
+    }
+}
+
+fn open_journal(cfg: &JournalConfig) -> Result<Arc<dyn Journal>, String> {
+    Ok(match cfg {
+        JournalConfig::Memory => Arc::new(MemoryJournal::new()),
+        JournalConfig::File { path } => Arc::new(FileJournal::open(path).map_err(|e| {
+            format!(
+                "cannot open the journal {}: {e} (check `writes.journal.path` and its \
+                 directory's permissions)",
+                path.display()
+            )
+        })?),
+    })
+}
+
+fn upstream_from_config(config: &Config) -> Result<Arc<dyn UpstreamConnector>, String> {
+    if let Some(u) = &config.upstream {
+        let ast = u.footprint_ast_json().map_err(|e| e.to_string())?;
+        return Ok(Arc::new(WsUpstream {
+            ws_url: u.ws_url.clone(),
+            control_url: u.control_url.clone(),
+            auth_token: u.auth_token.clone(),
+            footprint_ast: JsValue::from_serde(&ast),
+            lease_ttl_ms: u.lease_ttl_ms,
+            client_id: u.client_id.clone(),
+        }));
+    }
+    if let Some(d) = &config.demo {
+        return Ok(Arc::new(DemoUpstream::new(DemoData::from_file(&d.data)?)));
+    }
+    Err(String::from(
+        "no upstream: set [upstream] (rindled) or [demo] (a JSON file) in the config, or pass \
+         one with RoomServerBuilder::upstream",
+    ))
+}
+
+/// A running room server.
+#[derive(Debug)]
+pub struct RoomServer {
+    events: Sender<Event>,
+    addr: SocketAddr,
+    control_addr: Option<SocketAddr>,
+    active: Arc<AtomicUsize>,
+    done: Receiver<()>,
+    metrics: Arc<Metrics>,
+}
+
+impl RoomServer {
+    /// A builder for `config`.
+    pub fn builder(config: Config) -> RoomServerBuilder {
+        RoomServerBuilder {
+            config,
+            registry: Registry::new(),
+            journal: None,
+            authority: None,
+            upstream: None,
+            env: None,
+            logger: None,
+        }
+    }
+
+    /// The bound downstream address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The bound downstream port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The bound control-plane port (0 without a control plane).
+    pub fn control_port(&self) -> u16 {
+        self.control_addr.map_or(0, |a| a.port())
+    }
+
+    /// The server's counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(Sender<T>) -> Control) -> Option<T> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.events.send(Event::Control(make(tx))).await.ok()?;
+        rx.recv().await.ok()
+    }
+
+    /// Resolves when the current incarnation is live (at once if it is); never if the
+    /// server stopped first.
+    pub async fn await_live(&self) {
+        if self.ask(Control::AwaitLive).await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// This incarnation's downstream bootId (rotates on every incarnation death).
+    pub async fn boot_id(&self) -> Option<String> {
+        self.ask(Control::BootId).await
+    }
+
+    /// `/stats` as JSON text.
+    pub async fn stats(&self) -> Option<String> {
+        self.ask(Control::Stats).await
+    }
+
+    /// Fires the write-behind flush now and waits for its settlement (a no-op without
+    /// an authority or with nothing to flush).
+    pub async fn flush_now(&self) {
+        let _ = self.ask(Control::FlushNow).await;
+    }
+
+    /// Drain-before-downgrade: flushes until nothing is dirty or pending; returns the
+    /// last committed flush seq.
+    pub async fn drain(&self) -> Result<u64, String> {
+        self.ask(Control::Drain)
+            .await
+            .unwrap_or_else(|| Err(String::from("the room is closed")))
+    }
+
+    /// Revokes `user`: returns how many subscriptions were dropped.
+    pub async fn revoke(&self, user: &str) -> u64 {
+        let user = user.to_string();
+        self.ask(|reply| Control::Revoke { user, reply })
+            .await
+            .unwrap_or(0)
+    }
+
+    /// Resolves once the room task has stopped (shut down, or fenced by the authority).
+    pub async fn stopped(&self) {
+        let _ = self.done.recv().await;
+    }
+
+    /// Whether the room task has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.done.is_closed()
+    }
+
+    /// Graceful shutdown: stop accepting, flush and drain (with an authority), close
+    /// every socket with 1001, and wait (at most a few seconds) for the sockets to go.
+    pub async fn shutdown(&self) {
+        let _ = self.ask(Control::Shutdown).await;
+        self.stopped().await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        while self.active.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            smol::Timer::after(Duration::from_millis(10)).await;
+        }
+    }
+}
