@@ -83,14 +83,17 @@ pub fn js_time(v: f64, what: &str) -> Result<u64, Error> {
 
 /// Parses an upstream `nbatch.batch` object from JSON text.
 pub fn parse_upstream_batch(text: &str) -> Result<UpstreamBatch, Error> {
-    parse_upstream_batch_interned(text, &|name| alloc::sync::Arc::from(name))
+    parse_upstream_batch_interned(text, &|name| alloc::sync::Arc::from(name), &|_| false)
 }
 
 /// Parses a batch, getting each op's table name from `intern` (a room shares its own
 /// names instead of allocating one per op).
+/// `known_fp` says whether the batch's fingerprint is the expected one: then the batch
+/// carries an empty `normalized_fp` instead of a copy (the caller already checked it).
 pub fn parse_upstream_batch_interned(
     text: &str,
     intern: &dyn Fn(&str) -> alloc::sync::Arc<str>,
+    known_fp: &dyn Fn(&str) -> bool,
 ) -> Result<UpstreamBatch, Error> {
     let wire: WireBatch<'_> = serde_json::from_str(text).map_err(|e| {
         Error::malformed(format!(
@@ -144,7 +147,11 @@ pub fn parse_upstream_batch_interned(
     Ok(UpstreamBatch {
         epoch,
         seq,
-        normalized_fp: String::from(&*wire.normalized_fp),
+        normalized_fp: if known_fp(&wire.normalized_fp) {
+            String::new()
+        } else {
+            String::from(&*wire.normalized_fp)
+        },
         cv,
         ops,
     })
@@ -243,13 +250,29 @@ impl JsonRoom {
             Some(shared) => shared,
             None => alloc::sync::Arc::from(name),
         };
-        let batch = parse_upstream_batch_interned(batch_json, &intern)?;
-        let status = self.room.apply(&batch)?;
+        let known_fp = |fp: &str| room.upstream_fp_is(fp);
+        let batch = parse_upstream_batch_interned(batch_json, &intern, &known_fp)?;
+        // An empty fingerprint means the parser matched it against the hello's already.
+        let status = if batch.normalized_fp.is_empty() {
+            self.room.apply_fp_checked(&batch)?
+        } else {
+            self.room.apply(&batch)?
+        };
         Ok(match status {
             ApplyStatus::Snapshot { rows } => {
-                format!("{{\"applied\":\"snapshot\",\"rows\":{rows}}}")
+                let mut s = String::with_capacity(40);
+                s.push_str("{\"applied\":\"snapshot\",\"rows\":");
+                crate::json::write::write_i64(&mut s, rows as i64);
+                s.push('}');
+                s
             }
-            ApplyStatus::Live { ops } => format!("{{\"applied\":\"live\",\"ops\":{ops}}}"),
+            ApplyStatus::Live { ops } => {
+                let mut s = String::with_capacity(32);
+                s.push_str("{\"applied\":\"live\",\"ops\":");
+                crate::json::write::write_i64(&mut s, ops as i64);
+                s.push('}');
+                s
+            }
             ApplyStatus::Duplicate => String::from("{\"applied\":\"duplicate\"}"),
             ApplyStatus::StaleEpoch { expected, got } => {
                 format!("{{\"applied\":\"staleEpoch\",\"expected\":{expected},\"got\":{got}}}")
@@ -384,7 +407,7 @@ pub fn write_batch(out: &mut String, b: &Batch) {
 /// Renders a drain as the `commitAll` JSON array. Subscribers sharing a pipeline share
 /// one op list: it is rendered once and its text copied for the others.
 pub fn render_frames(frames: &[Frame]) -> String {
-    let mut out = String::with_capacity(64 + frames.len() * 160);
+    let mut out = String::with_capacity(64 + frames.len() * 256);
     out.push('[');
     // (op-list pointer, byte range of its rendering inside `out`)
     let mut rendered: Vec<(usize, core::ops::Range<usize>)> = Vec::new();

@@ -76,6 +76,23 @@ impl Room {
                 ),
             ));
         }
+        self.apply_fp_checked(batch)
+    }
+
+    /// Whether `fp` is the upstream hello's fingerprint.
+    pub(crate) fn upstream_fp_is(&self, fp: &str) -> bool {
+        self.upstream_fp == fp
+    }
+
+    /// [`Room::apply`] once the fingerprint is known to match (the JSON path checks it on
+    /// the borrowed text and skips copying it).
+    pub(crate) fn apply_fp_checked(&mut self, batch: &UpstreamBatch) -> Result<ApplyStatus, Error> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::new(
+                ErrorCode::NotLive,
+                format!("the room's store is poisoned ({why}); open a new room"),
+            ));
+        }
         if batch.epoch < self.epoch {
             return Ok(ApplyStatus::StaleEpoch {
                 expected: self.epoch,
