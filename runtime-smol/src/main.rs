@@ -295,7 +295,7 @@ fn print_banner(
          \n    {{\"t\":\"init\",\"clientID\":\"c1\"}}\
          \n    {{\"t\":\"subscribe\",\"queryId\":0,\"name\":\"_rindle/clientLmid\",\"args\":{{}}}}\
          \n    {{\"t\":\"subscribe\",\"queryId\":1,\"leaseToken\":\"{token}\"}}\
-         \n    {{\"t\":\"pushMutation\",\"envelope\":{{\"clientID\":\"c1\",\"mid\":1,\"name\":\"{first}.update\",\"args\":{{\"id\":1,\"title\":\"renamed\"}}}}}}\
+         \n    {{\"t\":\"pushMutation\",\"envelope\":{{\"clientID\":\"c1\",\"mid\":1,\"name\":\"{first}.update\",\"args\":{{\"id\":5,\"title\":\"renamed\"}}}}}}\
          \n\n  or with Node.js (22+; add --experimental-websocket on 20/21):\
          \n    node -e \"{node}\"\n\
          \n  Ctrl-C stops the room.\n",

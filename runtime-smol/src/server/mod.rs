@@ -7,12 +7,12 @@
 //!  control plane (HTTP) ─────────┘   event → core → drain → send
 //! ```
 //!
-//! - **The room task** ([`actor`]) owns the core's room and every piece of state. It loops
+//! - **The room task** (`actor`) owns the core's room and every piece of state. It loops
 //!   "wait for an event or a deadline → call the core → drain → send". Connections,
 //!   the upstream socket, the journal writer, flush settlements and control requests
 //!   reach it as events on one channel, so each connection is handled serially and the
 //!   core is never shared.
-//! - **Connections** ([`conn`]) are tasks with an outbound queue whose unwritten bytes
+//! - **Connections** (`conn`) are tasks with an outbound queue whose unwritten bytes
 //!   are counted: the per-socket send budget terminates a stalled reader.
 //! - **The upstream leg** ([`upstream`]) mints the footprint lease and opens the socket;
 //!   the room task speaks the protocol. [`demo`] is an embedded upstream.

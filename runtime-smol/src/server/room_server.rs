@@ -372,8 +372,16 @@ impl RoomServer {
         self.done.is_closed()
     }
 
-    /// Graceful shutdown: stop accepting, flush and drain (with an authority), close
-    /// every socket with 1001, and wait (at most a few seconds) for the sockets to go.
+    /// Stops at once, like a crash (tests and supervisors): the group-commit queue is not
+    /// journaled, nothing is drained, sockets are dropped without a close frame.
+    pub async fn abort(&self) {
+        let _ = self.ask(Control::Abort).await;
+        self.stopped().await;
+    }
+
+    /// Graceful shutdown: stop accepting, journal the group commit, flush and drain (with
+    /// an authority; at most 10 s), close every socket with 1001, and wait (at most a few
+    /// seconds) for the sockets to go.
     pub async fn shutdown(&self) {
         let _ = self.ask(Control::Shutdown).await;
         self.stopped().await;

@@ -20,7 +20,7 @@ pub struct AState {
     pub rows: BTreeMap<(String, String), Value>,
     /// Down: every call answers 503.
     pub down: bool,
-    /// Every apply body received, in order.
+    /// Every apply body received (answered or not), in order.
     pub bodies: Vec<String>,
     pub claims: usize,
 }
@@ -96,11 +96,15 @@ impl FakeAuthority {
             return;
         };
         let (status, body) = self.handle(&req.path, &req.body_text());
-        let _ = http::write_response(&mut stream, status, "application/json", body.as_bytes()).await;
+        let _ =
+            http::write_response(&mut stream, status, "application/json", body.as_bytes()).await;
     }
 
     fn handle(&self, path: &str, body: &str) -> (u16, String) {
         let mut s = self.state.lock().unwrap();
+        if path == "/apply-row-change-txn" {
+            s.bodies.push(body.to_string());
+        }
         if s.down {
             return (503, json!({"error":"authority down"}).to_string());
         }
@@ -125,10 +129,7 @@ impl FakeAuthority {
                 }
                 (200, json!({"lmids": lmids}).to_string())
             }
-            "/apply-row-change-txn" => {
-                s.bodies.push(body.to_string());
-                apply(&mut s, &v)
-            }
+            "/apply-row-change-txn" => apply(&mut s, &v),
             _ => (404, json!({"error":"unknown route"}).to_string()),
         }
     }
@@ -137,7 +138,10 @@ impl FakeAuthority {
 fn apply(s: &mut AState, v: &Value) -> (u16, String) {
     let epoch = v["epoch"].as_u64().unwrap_or(0);
     if epoch != s.epoch {
-        return (409, json!({"error":"fenced","currentEpoch": s.epoch}).to_string());
+        return (
+            409,
+            json!({"error":"fenced","currentEpoch": s.epoch}).to_string(),
+        );
     }
     let id = (
         v["source"].as_str().unwrap_or("").to_string(),
@@ -157,7 +161,11 @@ fn apply(s: &mut AState, v: &Value) -> (u16, String) {
     let mut conflicts = Vec::new();
     for c in &changes {
         let table = c["table"].as_str().unwrap_or("");
-        let image = if c["op"] == "add" { &c["row"] } else { &c["old"] };
+        let image = if c["op"] == "add" {
+            &c["row"]
+        } else {
+            &c["old"]
+        };
         let key = (table.to_string(), pk(table, image).to_string());
         let current = s.rows.get(&key);
         let ok = match c["op"].as_str() {
@@ -169,13 +177,17 @@ fn apply(s: &mut AState, v: &Value) -> (u16, String) {
         }
     }
     if !conflicts.is_empty() {
-        return (409, json!({"error":"conflict","conflicts": conflicts}).to_string());
+        return (
+            409,
+            json!({"error":"conflict","conflicts": conflicts}).to_string(),
+        );
     }
     for c in &changes {
         let table = c["table"].as_str().unwrap_or("");
         match c["op"].as_str() {
             Some("remove") => {
-                s.rows.remove(&(table.to_string(), pk(table, &c["old"]).to_string()));
+                s.rows
+                    .remove(&(table.to_string(), pk(table, &c["old"]).to_string()));
             }
             _ => {
                 let key = (table.to_string(), pk(table, &c["row"]).to_string());

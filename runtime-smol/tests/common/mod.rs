@@ -16,6 +16,7 @@ use rindle_room_smol::config::{Config, LogFormat};
 use rindle_room_smol::mutators::Registry;
 use rindle_room_smol::server::{Clock, Logger, RoomServer, RoomServerBuilder, SystemClock};
 
+#[allow(unused_imports)]
 pub use authority::FakeAuthority;
 pub use rindled::FakeRindled;
 pub use ws::WsClient;
@@ -46,6 +47,19 @@ pub fn token_at(ast: &str, sub: &str, iat: u64, ttl_ms: u64) -> String {
 
 /// The note query every test subscribes.
 pub const NOTES: &str = r#"{"table":"note"}"#;
+
+/// Options for a read-only room.
+pub fn read_only() -> Opts {
+    Opts {
+        writes: false,
+        ..Opts::default()
+    }
+}
+
+/// A lease-token subscribe frame.
+pub fn subscribe(qid: u64, tok: &str) -> String {
+    format!(r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{tok}"}}"#)
+}
 
 /// Options of a test server.
 #[derive(Clone, Debug)]
@@ -134,7 +148,12 @@ impl Logs {
     }
 
     pub fn count(&self, needle: &str) -> usize {
-        self.0.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
     }
 
     pub fn dump(&self) -> String {
@@ -188,9 +207,10 @@ pub fn registry() -> Registry {
         tx.query()?;
         Ok(())
     });
-    r.register("panics", |_: Tx, _: &Json, _: &MutatorCtx| -> Result<(), MutatorError> {
-        panic!("boom")
-    });
+    r.register(
+        "panics",
+        |_: Tx, _: &Json, _: &MutatorCtx| -> Result<(), MutatorError> { panic!("boom") },
+    );
     r
 }
 
@@ -203,7 +223,10 @@ pub fn builder(rindled: &FakeRindled, o: &Opts, logs: &Logs) -> RoomServerBuilde
 
 /// Starts a room and waits until it is live.
 pub async fn start_live(rindled: &FakeRindled, o: &Opts, logs: &Logs) -> RoomServer {
-    let server = builder(rindled, o, logs).start().await.expect("the room starts");
+    let server = builder(rindled, o, logs)
+        .start()
+        .await
+        .expect("the room starts");
     within(server.await_live()).await;
     server
 }
@@ -262,7 +285,8 @@ pub async fn control_with(
 /// the lmid query when `lmid`), with the hello/snapshot/progress frames consumed.
 pub async fn subscriber(server: &RoomServer, client: &str, sub: &str, lmid: bool) -> WsClient {
     let mut c = WsClient::connect(server.port()).await;
-    c.send(&format!(r#"{{"t":"init","clientID":"{client}"}}"#)).await;
+    c.send(&format!(r#"{{"t":"init","clientID":"{client}"}}"#))
+        .await;
     if lmid {
         c.send(r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid","args":{}}"#)
             .await;
@@ -271,8 +295,10 @@ pub async fn subscriber(server: &RoomServer, client: &str, sub: &str, lmid: bool
         c.expect_t("progress").await;
     }
     let tok = token(NOTES, sub, 600_000);
-    c.send(&format!(r#"{{"t":"subscribe","queryId":1,"leaseToken":"{tok}"}}"#))
-        .await;
+    c.send(&format!(
+        r#"{{"t":"subscribe","queryId":1,"leaseToken":"{tok}"}}"#
+    ))
+    .await;
     c.expect_t("nhello").await;
     c.expect_t("nbatch").await;
     c.expect_t("progress").await;

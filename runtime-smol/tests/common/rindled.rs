@@ -69,7 +69,10 @@ impl FakeRindled {
     pub async fn start(tables: Vec<TableSchema>, rows: Vec<(&str, Value)>) -> FakeRindled {
         let mut map = BTreeMap::new();
         for (t, row) in rows {
-            let schema = tables.iter().find(|s| &*s.name == t).expect("a known table");
+            let schema = tables
+                .iter()
+                .find(|s| &*s.name == t)
+                .expect("a known table");
             map.insert((t.to_string(), pk_of(schema, &row)), row);
         }
         let state = Arc::new(Mutex::new(RState {
@@ -122,7 +125,8 @@ impl FakeRindled {
         let (status, body) = {
             let mut s = self.state.lock().unwrap();
             s.materialize_bodies.push(req.body_text());
-            s.auth_headers.push(req.header("authorization").map(String::from));
+            s.auth_headers
+                .push(req.header("authorization").map(String::from));
             if req.method != "POST" || req.path != "/materialize" {
                 (404, String::from("{\"error\":\"no\"}"))
             } else if s.fail_mint {
@@ -132,7 +136,8 @@ impl FakeRindled {
                 (200, format!("{{\"leaseToken\":\"lease-{}\"}}", s.mints))
             }
         };
-        let _ = http::write_response(&mut stream, status, "application/json", body.as_bytes()).await;
+        let _ =
+            http::write_response(&mut stream, status, "application/json", body.as_bytes()).await;
     }
 
     async fn serve_ws(self, stream: TcpStream) {
@@ -150,7 +155,9 @@ impl FakeRindled {
         let reader = async move {
             while let Some(Ok(msg)) = source.next().await {
                 let Message::Text(t) = msg else { continue };
-                let Ok(v) = serde_json::from_str::<Value>(t.as_str()) else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(t.as_str()) else {
+                    continue;
+                };
                 let mut s = me.state.lock().unwrap();
                 match v["t"].as_str() {
                     Some("init") => s.inits.push(v["clientID"].as_str().unwrap_or("").into()),
@@ -275,14 +282,16 @@ fn apply(s: &mut RState, op: &Value) {
     let schema = s.tables.iter().find(|t| *t.name == table).unwrap().clone();
     match op["op"].as_str().unwrap() {
         "add" => {
-            s.rows.insert((table, pk_of(&schema, &op["row"])), op["row"].clone());
+            s.rows
+                .insert((table, pk_of(&schema, &op["row"])), op["row"].clone());
         }
         "remove" => {
             s.rows.remove(&(table, pk_of(&schema, &op["row"])));
         }
         "edit" => {
             s.rows.remove(&(table.clone(), pk_of(&schema, &op["old"])));
-            s.rows.insert((table, pk_of(&schema, &op["new"])), op["new"].clone());
+            s.rows
+                .insert((table, pk_of(&schema, &op["new"])), op["new"].clone());
         }
         other => panic!("unknown op {other}"),
     }

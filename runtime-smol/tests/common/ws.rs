@@ -38,7 +38,10 @@ impl WsClient {
         let (ws, _) = async_tungstenite::client_async(url, stream)
             .await
             .expect("the websocket handshake succeeds");
-        WsClient { ws, log: Vec::new() }
+        WsClient {
+            ws,
+            log: Vec::new(),
+        }
     }
 
     /// Sends a text frame.
@@ -60,9 +63,11 @@ impl WsClient {
                         return Next::Frame(v);
                     }
                     Some(Ok(Message::Close(frame))) => {
+                        // Read on once so the queued close reply is flushed to the room.
+                        let _ = self.ws.next().await;
                         return Next::Closed(
                             frame.map(|f| (u16::from(f.code), f.reason.as_str().to_string())),
-                        )
+                        );
                     }
                     Some(Ok(_)) => continue,
                     Some(Err(_)) | None => return Next::Dropped,
@@ -89,6 +94,16 @@ impl WsClient {
         let v = self.next().await;
         assert_eq!(v["t"], t, "expected a {t} frame, got {v}");
         v
+    }
+
+    /// The `nhello` → `nbatch` (seq 0) → `progress` answer to a subscribe; returns the
+    /// snapshot frame.
+    pub async fn subscribed(&mut self) -> Value {
+        self.expect_t("nhello").await;
+        let snap = self.expect_t("nbatch").await;
+        assert_eq!(snap["batch"]["seq"], 0, "{snap}");
+        self.expect_t("progress").await;
+        snap
     }
 
     /// Frames until one satisfies `pred` (the skipped ones go to `log`).

@@ -28,7 +28,14 @@ pub(crate) enum Control {
     BootId(Sender<String>),
     /// Stop accepting, drain, close every socket with 1001, stop.
     Shutdown(Sender<()>),
+    /// Stop at once, like a crash: no journaling of the group commit, no drain, no close
+    /// frames (sockets are dropped).
+    Abort(Sender<()>),
 }
+
+/// How long a shutdown waits for its drain before closing anyway (the journal keeps
+/// whatever was not flushed; the next boot settles it).
+pub(crate) const SHUTDOWN_DRAIN_MS: u64 = 10_000;
 
 impl Actor {
     pub(super) fn on_control(&mut self, c: Control) {
@@ -66,11 +73,38 @@ impl Actor {
                 self.log.info("shutting down: no new connections, draining");
                 self.shutdown_reply = Some(reply);
                 self.stop_listeners = None;
+                self.timers.shutdown = Some(self.env.now_ms() + SHUTDOWN_DRAIN_MS);
                 // Journal what the group commit holds, so its mutations survive.
                 self.flush_journal();
                 self.start_drain(None, true);
             }
+            Control::Abort(reply) => {
+                self.log.warn("aborted: sockets dropped, nothing drained");
+                self.shared
+                    .closed
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                for c in self.conns.values_mut() {
+                    c.out.terminate();
+                }
+                self.up = None;
+                self.stop_listeners = None;
+                self.stopped = true;
+                let _ = reply.try_send(());
+            }
         }
+    }
+
+    /// The shutdown drain ran out of time: close anyway.
+    pub(super) fn shutdown_deadline_passed(&mut self) {
+        if self.shutdown_reply.is_none() {
+            return;
+        }
+        self.log.warn(&format!(
+            "shutdown: the drain did not finish within {SHUTDOWN_DRAIN_MS} ms; closing anyway \
+             (the journal keeps what was not flushed; the next boot settles it)"
+        ));
+        self.drains.retain(|d| !d.shutdown);
+        self.finish_shutdown();
     }
 
     fn gauges(&self) -> Gauges {

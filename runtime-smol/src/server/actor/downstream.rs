@@ -1,8 +1,7 @@
-//! The downstream leg (seed 002 `serveDownstream` … `revokeUser`): lease-token
+//! The downstream leg (seed 002 `serveDownstream` … `sendBudgeted`): lease-token
 //! subscribes, the lmid system query, the drain fan-out with its `progress` release
-//! points, the send budget, lease expiry and revocation.
-
-use std::collections::BTreeSet;
+//! points and the send budget. Lease expiry and revocation live in
+//! [`leases`](super::leases).
 
 use rindle_room_core::json::tree::JsValue;
 use rindle_room_core::json::write::write_f64;
@@ -355,77 +354,5 @@ impl Actor {
         }
         let text = frames::progress(cv_min, self.upstream_cv_min, self.upstream_boot.as_deref());
         self.send_budgeted(conn, text);
-    }
-
-    /// The periodic tick: expire leases, reclaim idle queries, prune old revocations.
-    pub(crate) fn sweep(&mut self) {
-        let now = self.env.now_ms();
-        let expired: Vec<(String, SubMeta)> = self
-            .subs
-            .iter()
-            .filter(|(_, m)| m.exp <= now as f64)
-            .map(|(k, m)| (k.clone(), m.clone()))
-            .collect();
-        for (key, meta) in expired {
-            let text =
-                frames::query_error(meta.qid, "expired lease — renew through the API server");
-            self.send(meta.conn, text);
-            self.drop_sub(&key, &meta, now);
-            self.metrics.inc(&self.metrics.expired_leases);
-        }
-        if self.live {
-            if let Some(room) = self.room.as_mut() {
-                room.room_mut().sweep(now);
-            }
-        }
-        let window = self.settings.revocation_window_ms;
-        self.revoked
-            .retain(|_, at| now.saturating_sub(*at) <= window);
-    }
-
-    fn drop_sub(&mut self, key: &str, meta: &SubMeta, now: u64) {
-        self.subs.remove(key);
-        if let Some(c) = self.conns.get_mut(&meta.conn) {
-            c.queries.remove(&qid_key(meta.qid));
-        }
-        if let Some(room) = self.room.as_mut() {
-            room.room_mut().unsubscribe(key, now);
-        }
-    }
-
-    /// Synchronous revocation: every subscription and socket of `user`, and refusal of
-    /// their pre-revocation tokens. Returns how many subscriptions were dropped.
-    pub(crate) fn revoke_user(&mut self, user: &str) -> u64 {
-        let now = self.env.now_ms();
-        self.revoked.insert(user.to_string(), now);
-        self.metrics.inc(&self.metrics.revocations);
-        let victims: Vec<(String, SubMeta)> = self
-            .subs
-            .iter()
-            .filter(|(_, m)| m.user == user)
-            .map(|(k, m)| (k.clone(), m.clone()))
-            .collect();
-        let mut sockets: BTreeSet<u64> = BTreeSet::new();
-        for (key, meta) in &victims {
-            self.send(meta.conn, frames::query_error(meta.qid, "lease revoked"));
-            self.drop_sub(key, meta, now);
-            sockets.insert(meta.conn);
-        }
-        // A connection bound to the subject can write even with no live subscription.
-        for (id, c) in &self.conns {
-            if c.sub.as_deref() == Some(user) {
-                sockets.insert(*id);
-            }
-        }
-        for id in sockets {
-            if let Some(c) = self.conns.get_mut(&id) {
-                c.out.close(1008, "revoked");
-            }
-        }
-        self.log.info(&format!(
-            "revoked {user}: {} subscription(s)",
-            victims.len()
-        ));
-        victims.len() as u64
     }
 }

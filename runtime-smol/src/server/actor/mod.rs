@@ -5,15 +5,19 @@
 //! settlements, the control plane) talks to it through [`Event`]s on one channel, so a
 //! connection's frames are handled in arrival order and the core is never shared.
 //!
-//! The handlers live in sibling files by leg: [`upstream`](self::upstream) (incarnations),
-//! [`downstream`](self::downstream) (subscriptions, leases, progress), [`writes`](self::writes)
-//! (mutations, group commit, acks), [`boot`](self::boot) (journal replay before live),
-//! [`flush`](self::flush) (write-behind, drain) and [`control`](self::control).
+//! The handlers live in sibling files by leg: `upstream` (incarnations), `downstream`
+//! (subscriptions, progress, the send budget), `leases` (expiry, revocation), `writes`
+//! (mutations, group commit, acks) with its `journal_writer`, `boot` (journal replay
+//! before live), `flush` (write-behind, drain, fencing) and `control`.
 
 mod boot;
 mod control;
 mod downstream;
 mod flush;
+mod ids;
+mod journal_writer;
+mod leases;
+mod timers;
 mod upstream;
 mod writes;
 
@@ -40,6 +44,8 @@ use crate::mutators::Registry;
 pub(crate) use boot::BootData;
 pub(crate) use control::Control;
 pub(crate) use flush::FlushSettlement;
+pub(crate) use ids::new_boot_id;
+pub(crate) use timers::Timers;
 
 /// Everything the room task reacts to.
 pub(crate) enum Event {
@@ -122,33 +128,6 @@ pub(crate) struct SubMeta {
     pub user: String,
     /// Lease expiry, ms (`INFINITY` for the lmid subscription).
     pub exp: f64,
-}
-
-/// Named deadlines, in ms on the room clock.
-#[derive(Debug, Default)]
-pub(crate) struct Timers {
-    pub sweep: Option<u64>,
-    pub group_commit: Option<u64>,
-    pub flush: Option<u64>,
-    pub resubscribe: Option<u64>,
-    pub reconnect: Option<u64>,
-    pub remint: Option<u64>,
-}
-
-impl Timers {
-    fn next(&self) -> Option<u64> {
-        [
-            self.sweep,
-            self.group_commit,
-            self.flush,
-            self.resubscribe,
-            self.reconnect,
-            self.remint,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-    }
 }
 
 /// What the room task is built from.
@@ -243,7 +222,7 @@ impl Actor {
     pub(crate) fn new(parts: Parts) -> (Actor, Receiver<Event>) {
         let (events, rx) = async_channel::unbounded();
         let journal_jobs = parts.journal.as_ref().map(|j| {
-            writes::spawn_journal_writer(
+            journal_writer::spawn(
                 &parts.env,
                 j.clone(),
                 events.clone(),
@@ -395,6 +374,9 @@ impl Actor {
         if due(&mut self.timers.reconnect) {
             self.connect_upstream();
         }
+        if due(&mut self.timers.shutdown) {
+            self.shutdown_deadline_passed();
+        }
         if due(&mut self.timers.remint) {
             if let Some(frame) = self.remint_frame.take() {
                 if !self.shared.stopping() {
@@ -407,49 +389,5 @@ impl Actor {
     /// Whether the server is closed or moved.
     pub(crate) fn closed(&self) -> bool {
         self.shared.stopping()
-    }
-}
-
-/// A fresh random incarnation id (UUID v4 text).
-pub(crate) fn new_boot_id() -> String {
-    use std::collections::hash_map::RandomState;
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut bytes = [0u8; 16];
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        // RandomState is seeded from the OS; the counter and time make every call differ.
-        let mut h = RandomState::new().build_hasher();
-        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_usize(i);
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
-        );
-        chunk.copy_from_slice(&h.finish().to_le_bytes());
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn boot_ids_are_uuid_shaped_and_differ() {
-        let a = super::new_boot_id();
-        let b = super::new_boot_id();
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
-        assert_ne!(a, b);
     }
 }

@@ -3,23 +3,17 @@
 //! journal enqueue, group-commit into the journal off the executor, and ack only after
 //! the append returned.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-use std::time::Instant;
-
-use async_channel::Sender;
 use rindle_room_core::contract::js_uint;
 use rindle_room_core::json::tree::JsValue;
 use rindle_room_core::{Begin, Commit};
+use std::collections::BTreeSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::{Actor, Event};
-use crate::journal::{Journal, JournalEntry, Outcome};
+pub(crate) use super::journal_writer::JournalJob;
+use super::Actor;
+use crate::journal::{JournalEntry, Outcome};
 use crate::mutators::{MutatorCtx, MutatorError};
-use crate::server::clock::Env;
 use crate::server::frames::{self, RecordedOutcome};
-use crate::server::log::Logger;
-use crate::server::metrics::Metrics;
 
 /// Recorded non-applied outcomes kept per client for re-sent mids.
 pub(crate) const MAX_RECORDED_OUTCOMES_PER_CLIENT: usize = 512;
@@ -78,60 +72,6 @@ pub(crate) enum RunResult {
         kind: &'static str,
         reason: Option<String>,
     },
-}
-
-/// A job for the serial journal writer.
-pub(crate) enum JournalJob {
-    Append {
-        incarnation: u64,
-        batch: Vec<JournalEntry>,
-    },
-    Compact(BTreeMap<String, u64>),
-}
-
-/// Starts the journal writer: one append in flight at a time, so acks apply in append
-/// order; every call runs off the executor.
-pub(crate) fn spawn_journal_writer(
-    env: &Env,
-    journal: Arc<dyn Journal>,
-    events: Sender<Event>,
-    metrics: Arc<Metrics>,
-    log: Logger,
-) -> Sender<JournalJob> {
-    let (tx, rx) = async_channel::unbounded::<JournalJob>();
-    env.spawn(async move {
-        while let Ok(job) = rx.recv().await {
-            let j = journal.clone();
-            match job {
-                JournalJob::Append { incarnation, batch } => {
-                    let start = Instant::now();
-                    let (batch, result) = smol::unblock(move || {
-                        let r = j.append(&batch);
-                        (batch, r)
-                    })
-                    .await;
-                    metrics.journal_append.observe(start.elapsed());
-                    let result = result.map_err(|e| e.to_string());
-                    let ev = Event::Appended {
-                        incarnation,
-                        batch,
-                        result,
-                    };
-                    if events.send(ev).await.is_err() {
-                        return;
-                    }
-                }
-                JournalJob::Compact(durable) => {
-                    if let Err(e) = smol::unblock(move || j.compact(&durable)).await {
-                        log.warn(&format!(
-                            "journal compaction failed (will retry later): {e}"
-                        ));
-                    }
-                }
-            }
-        }
-    });
-    tx
 }
 
 fn args_value(text: Option<&str>) -> serde_json::Value {
