@@ -21,7 +21,9 @@ use crate::schema::{safe_uint, Hello};
 use crate::serve::{Batch, Frame, NetOp, Subscribed};
 use crate::value::COMPARATOR_VERSION;
 
+mod frame;
 mod write;
+pub use frame::{parse_upstream_frame, UpstreamFrame};
 pub use write::{mint_room_token, render_cell, scope_specs_hash, verify_room_token};
 
 /// A room behind the JSON contract.
@@ -32,7 +34,7 @@ pub struct JsonRoom {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireBatch<'a> {
+pub(crate) struct WireBatch<'a> {
     epoch: serde_json::Number,
     seq: serde_json::Number,
     #[serde(borrow)]
@@ -83,24 +85,35 @@ pub fn js_time(v: f64, what: &str) -> Result<u64, Error> {
 
 /// Parses an upstream `nbatch.batch` object from JSON text.
 pub fn parse_upstream_batch(text: &str) -> Result<UpstreamBatch, Error> {
-    parse_upstream_batch_interned(text, &|name| alloc::sync::Arc::from(name), &|_| false)
+    parse_upstream_batch_interned(text, &|name| alloc::sync::Arc::from(name))
 }
 
 /// Parses a batch, getting each op's table name from `intern` (a room shares its own
 /// names instead of allocating one per op).
-/// `known_fp` says whether the batch's fingerprint is the expected one: then the batch
-/// carries an empty `normalized_fp` instead of a copy (the caller already checked it).
 pub fn parse_upstream_batch_interned(
     text: &str,
     intern: &dyn Fn(&str) -> alloc::sync::Arc<str>,
-    known_fp: &dyn Fn(&str) -> bool,
 ) -> Result<UpstreamBatch, Error> {
-    let wire: WireBatch<'_> = serde_json::from_str(text).map_err(|e| {
+    batch_from_wire(parse_wire_batch(text)?, intern, true)
+}
+
+/// Parses the wire form of a batch, naming the offending field on error.
+pub(crate) fn parse_wire_batch(text: &str) -> Result<WireBatch<'_>, Error> {
+    serde_json::from_str(text).map_err(|e| {
         Error::malformed(format!(
             "malformed upstream batch: {}",
             diagnose_batch(text, &e)
         ))
-    })?;
+    })
+}
+
+/// Builds the typed batch from its parsed wire form. `copy_fp: false` leaves
+/// `normalized_fp` empty: the caller already matched it (see `JsonRoom::apply`).
+pub(crate) fn batch_from_wire(
+    wire: WireBatch<'_>,
+    intern: &dyn Fn(&str) -> alloc::sync::Arc<str>,
+    copy_fp: bool,
+) -> Result<UpstreamBatch, Error> {
     let epoch = safe_uint(&wire.epoch).ok_or_else(|| {
         Error::malformed("malformed upstream batch: epoch must be a non-negative integer")
     })?;
@@ -147,10 +160,10 @@ pub fn parse_upstream_batch_interned(
     Ok(UpstreamBatch {
         epoch,
         seq,
-        normalized_fp: if known_fp(&wire.normalized_fp) {
-            String::new()
-        } else {
+        normalized_fp: if copy_fp {
             String::from(&*wire.normalized_fp)
+        } else {
+            String::new()
         },
         cv,
         ops,
@@ -158,7 +171,7 @@ pub fn parse_upstream_batch_interned(
 }
 
 /// Names the field a malformed batch got wrong (the slow path, only after serde refused).
-fn diagnose_batch(text: &str, err: &serde_json::Error) -> String {
+pub(crate) fn diagnose_batch(text: &str, err: &serde_json::Error) -> String {
     use serde_json::Value as Json;
     let Ok(v) = serde_json::from_str::<Json>(text) else {
         return format!("{err}");
@@ -250,10 +263,11 @@ impl JsonRoom {
             Some(shared) => shared,
             None => alloc::sync::Arc::from(name),
         };
-        let known_fp = |fp: &str| room.upstream_fp_is(fp);
-        let batch = parse_upstream_batch_interned(batch_json, &intern, &known_fp)?;
-        // An empty fingerprint means the parser matched it against the hello's already.
-        let status = if batch.normalized_fp.is_empty() {
+        let wire = parse_wire_batch(batch_json)?;
+        // Match the fingerprint on the borrowed text: no copy per batch on the hot path.
+        let fp_ok = room.upstream_fp_is(&wire.normalized_fp);
+        let batch = batch_from_wire(wire, &intern, !fp_ok)?;
+        let status = if fp_ok {
             self.room.apply_fp_checked(&batch)?
         } else {
             self.room.apply(&batch)?

@@ -136,10 +136,20 @@ impl Hello {
     /// Parses and validates a hello from JSON text (D3). Nothing is constructed from a
     /// hello that fails any rule; the error names the offending field.
     pub fn from_json(text: &str) -> Result<Hello, Error> {
+        let json: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::new(
+                ErrorCode::InvalidHello,
+                format!("invalid hello: not JSON ({e})"),
+            )
+        })?;
+        Hello::from_value(&json)
+    }
+
+    /// Parses and validates a hello from a parsed JSON value.
+    pub fn from_value(json: &serde_json::Value) -> Result<Hello, Error> {
         use serde_json::Value as Json;
         let bad =
             |why: String| Error::new(ErrorCode::InvalidHello, format!("invalid hello: {why}"));
-        let json: Json = serde_json::from_str(text).map_err(|e| bad(format!("not JSON ({e})")))?;
         let o = json
             .as_object()
             .ok_or_else(|| bad(String::from("must be a JSON object")))?;

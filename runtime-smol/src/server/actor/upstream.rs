@@ -2,9 +2,8 @@
 //! of the daemon, and every violation kills the incarnation — no patch-up path.
 
 use async_channel::Sender;
-use rindle_room_core::contract::JsonRoom;
-use rindle_room_core::json::tree::JsValue;
-use rindle_room_core::ApplyStatus;
+use rindle_room_core::contract::{parse_upstream_frame, JsonRoom, UpstreamFrame};
+use rindle_room_core::{ApplyStatus, Hello, Room, UpstreamBatch};
 
 use super::{new_boot_id, Actor, Event};
 use crate::server::frames;
@@ -105,35 +104,36 @@ impl Actor {
         let _ = tx.try_send(frame);
     }
 
-    /// Handles one upstream frame (also re-entered for a failed re-mint).
+    /// Handles one upstream frame (also re-entered for a failed re-mint). The core
+    /// parses the whole frame once; a batch goes straight to the room.
     pub(crate) fn on_upstream_frame(&mut self, text: &str) {
-        let Ok(frame) = JsValue::parse(text) else {
-            // Not even JSON: the transport is garbage.
-            self.violation("upstream frame is not JSON");
-            return;
+        let room = self.room.as_ref().map(JsonRoom::room);
+        let frame = match parse_upstream_frame(text, UPSTREAM_QID, room) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return, // another queryId
+            Err(_) => {
+                // Not even a JSON object: the transport is garbage.
+                self.violation("upstream frame is not JSON");
+                return;
+            }
         };
-        match frame.get("queryId") {
-            None => {}
-            Some(JsValue::Num(q)) if *q == UPSTREAM_QID => {}
-            Some(_) => return,
-        }
-        match frame.get("t").and_then(JsValue::as_str) {
-            Some("nhello") => self.on_upstream_hello(&frame),
-            Some("nbatch") => self.on_upstream_batch(&frame),
-            Some("progress") => self.on_upstream_progress(&frame),
-            Some("queryError") => self.on_upstream_query_error(&frame, text),
-            _ => {}
+        match frame {
+            UpstreamFrame::Hello { hello, boot_id } => self.on_upstream_hello(hello, boot_id),
+            UpstreamFrame::Batch(batch) => self.on_upstream_batch(batch),
+            UpstreamFrame::Progress { cv_min } => self.on_upstream_progress(cv_min),
+            UpstreamFrame::QueryError { message } => self.on_upstream_query_error(message, text),
+            UpstreamFrame::Other => {}
         }
     }
 
-    fn on_upstream_hello(&mut self, frame: &JsValue) {
+    fn on_upstream_hello(
+        &mut self,
+        hello: Result<Hello, rindle_room_core::Error>,
+        boot: Option<String>,
+    ) {
         self.subscribe_in_flight = false;
         // A changed daemon boot resets the absorbed-cv watermark: an advert must never
         // pair an old cv with a new boot.
-        let boot = frame
-            .get("bootId")
-            .and_then(JsValue::as_str)
-            .map(String::from);
         if boot != self.upstream_boot {
             self.upstream_boot = boot;
             self.upstream_cv_min = None;
@@ -141,25 +141,22 @@ impl Actor {
         if self.room.is_some() {
             self.incarnation_dead("superseded by a new upstream hello");
         }
-        let hello = frame.get("hello").cloned().unwrap_or(JsValue::Null);
-        match JsonRoom::open(&hello.to_js_string(), self.settings.idle_ttl_ms as f64) {
+        match hello.and_then(|h| Room::open(h, self.settings.idle_ttl_ms)) {
             Ok(room) => {
                 self.log
                     .info(&format!("upstream hello: epoch {}", room.epoch()));
-                self.room = Some(room);
+                self.room = Some(JsonRoom::from_room(room));
                 self.metrics.inc(&self.metrics.incarnations);
             }
             Err(e) => self.violation(&format!("upstream hello rejected: {e}")),
         }
     }
 
-    fn on_upstream_batch(&mut self, frame: &JsValue) {
+    fn on_upstream_batch(&mut self, batch: Result<UpstreamBatch, rindle_room_core::Error>) {
         let Some(room) = self.room.as_mut() else {
             return; // pre-hello or post-death stragglers
         };
-        let batch = frame.get("batch").cloned().unwrap_or(JsValue::Null);
-        let applied = rindle_room_core::contract::parse_upstream_batch(&batch.to_js_string())
-            .and_then(|b| room.room_mut().apply(&b));
+        let applied = batch.and_then(|b| room.room_mut().apply(&b));
         let cv = rindle_room_core::contract::render_opt_f64(room.cv());
         match applied {
             Err(e) => self.violation(&format!("upstream apply failed: {e}")),
@@ -176,15 +173,14 @@ impl Actor {
         }
     }
 
-    fn on_upstream_progress(&mut self, frame: &JsValue) {
+    fn on_upstream_progress(&mut self, cv_min: Option<f64>) {
         // The daemon's release point is the provable absorption statement: record it and
         // re-advertise to every subscribed connection, even with no data flowing.
-        let cv_min = frame.get("frame").and_then(|f| f.get("cvMin"));
-        let Some(JsValue::Num(cv)) = cv_min else {
+        let Some(cv) = cv_min else {
             return;
         };
-        if *cv > self.upstream_cv_min.unwrap_or(-1.0) {
-            self.upstream_cv_min = Some(*cv);
+        if cv > self.upstream_cv_min.unwrap_or(-1.0) {
+            self.upstream_cv_min = Some(cv);
             let conns: std::collections::BTreeSet<u64> =
                 self.subs.values().map(|m| m.conn).collect();
             for conn in conns {
@@ -193,14 +189,9 @@ impl Actor {
         }
     }
 
-    fn on_upstream_query_error(&mut self, frame: &JsValue, text: &str) {
+    fn on_upstream_query_error(&mut self, message: String, text: &str) {
         // The lease died (expiry, dematerialize, daemon restart): re-mint, re-subscribe.
         self.subscribe_in_flight = false;
-        let message = match frame.get("message") {
-            Some(JsValue::Str(s)) => s.clone(),
-            Some(other) => other.to_js_string(),
-            None => String::from("undefined"),
-        };
         self.incarnation_dead(&format!("upstream queryError: {message}"));
         if self.minting {
             return;
