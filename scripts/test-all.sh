@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project: formatting, lints, the Rust workspace (unit tests,
 # conformance scenarios, IVM fixtures, the differential oracle, the fuzz smoke test),
-# the C and C++ face (scripts/test-c.sh), and the no_std proof. CI (.ci/run) calls
-# exactly this script on a clean clone.
+# the C and C++ face (scripts/test-c.sh), the Node face (scripts/test-node.sh), and the
+# no_std proof. CI (.ci/run) calls exactly this script on a clean clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +29,9 @@ cargo test --workspace --locked
 
 step "C and C++ (bindings-c: header check, C11/C++17 programs, valgrind, pkg-config)"
 scripts/test-c.sh
+
+step "Node (bindings-node: npm ci, debug addon, node --test, tsc --noEmit on index.d.ts)"
+scripts/test-node.sh
 
 if [ -x tests/no-std/check.sh ]; then
   step "no_std proof (tests/no-std)"

@@ -1,0 +1,16 @@
+// ESM entry of @rindle/room-native: the same objects as the CommonJS index.js.
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const room = require("./index.js");
+
+export const {
+  WasmRoom,
+  NativeRoom,
+  initRoomWasm,
+  mintRoomToken,
+  verifyRoomToken,
+  scopeSpecsHash,
+  RoomTokenError,
+} = room;
+export default room;
