@@ -86,12 +86,27 @@ pub fn write_i64(out: &mut String, v: i64) {
             break;
         }
     }
+    out.reserve(buf.len() - i + 1);
     if v < 0 {
         out.push('-');
     }
-    // Only ASCII digits were written.
-    out.push_str(core::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    for &d in &buf[i..] {
+        out.push(d as char);
+    }
 }
+
+/// Which bytes `JSON.stringify` escapes: `"`, `\\` and control characters.
+const ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
 
 /// Appends `s` as a JSON string literal, escaped as `JSON.stringify` does.
 pub fn write_str(out: &mut String, s: &str) {
@@ -99,25 +114,28 @@ pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: &str = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[run..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{:04x}", b);
-        } else {
-            out.push_str(esc);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !ESCAPE[b as usize] {
+            i += 1;
+            continue;
         }
-        run = i + 1;
+        out.push_str(&s[run..i]);
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                let _ = write!(out, "\\u{:04x}", b);
+            }
+        }
+        i += 1;
+        run = i;
     }
     out.push_str(&s[run..]);
     out.push('"');
