@@ -182,3 +182,273 @@ export declare class RoomTokenError extends Error {
   readonly reason: string;
   constructor(reason: string);
 }
+
+// ---------------------------------------------------------------------------------
+// The room shell (seed 000 `createRoomShell` and its options; behaviour of seed 002),
+// driving the native room above over the `ws` package.
+// ---------------------------------------------------------------------------------
+
+/** A bare wire cell. */
+export type WireValue = number | string | boolean | null;
+
+/** A row keyed by column name. */
+export type KeyedRow = Record<string, WireValue>;
+
+/**
+ * The write handle a room mutator runs against. Keyed methods are checked against the
+ * table's columns; positional methods take cells in column order (pk cells in
+ * primary-key order). `query` is not available in room mutators: it throws, and the
+ * shell answers the mutation with a deopt `environment`. The handle is valid only
+ * while the mutator runs.
+ */
+export interface MutationTx {
+  /** Read one row by primary key (read-your-writes), e.g. `tx.row("issue", { id: 1 })`. */
+  row(table: string, pk: KeyedRow): KeyedRow | undefined;
+  /** Insert a full row (every column named; missing or unknown columns throw). */
+  insert(table: string, row: KeyedRow): void;
+  /** Update the row identified by the pk columns; only the named non-pk columns
+   *  change. A missing row is a no-op. */
+  update(table: string, row: KeyedRow): void;
+  /** Insert, or fully replace when the pk already exists (a full row). */
+  upsert(table: string, row: KeyedRow): void;
+  /** Delete the row identified by the pk columns. A missing row is a no-op. */
+  delete(table: string, pk: KeyedRow): void;
+  /** Not supported in room mutators: throws (→ deopt `environment`). */
+  query(query: { ast(): unknown }): never;
+  get(table: string, pk: WireValue[]): WireValue[] | undefined;
+  add(table: string, row: WireValue[]): void;
+  remove(table: string, row: WireValue[]): void;
+  edit(table: string, oldRow: WireValue[], newRow: (WireValue | undefined)[]): void;
+}
+
+/** The ambient authorization context: the connection's lease-token subject (`""` on
+ *  replay of an entry journaled without one). */
+export interface RoomMutatorCtx {
+  user: string;
+}
+
+/** A room mutator: plain, synchronous, deterministic (re-invoked on journal replay).
+ *  A mutator returning a promise or a generator is refused (rejected). */
+export type RoomMutator = (tx: MutationTx, args: never, ctx: RoomMutatorCtx) => void;
+
+/** One table's scope spec (the boot wire's `scopes`), passed verbatim to
+ *  `enableWritesV2`. */
+export interface RoomScopeSpec {
+  table: string;
+  /** The footprint's row-local predicate for this table (a wire `Condition`). */
+  footprintWhere?: unknown;
+  writable:
+    | { kind: "none" }
+    | { kind: "predicate"; where?: unknown; joinKeyCols: string[] };
+}
+
+/** One journaled mutation: the wire envelope plus its recorded outcome. */
+export interface RoomJournalEntry {
+  clientID: string;
+  mid: number;
+  name: string;
+  args: unknown;
+  /** The connection's authenticated subject at push time (`""` = none). */
+  sub: string;
+  /** The recorded verdict; absent on legacy entries (read with
+   *  {@link journalEntryOutcome}). */
+  outcome?: "applied" | "rejected" | "deopt";
+  /** Legacy flag, written (`true`) beside both non-applied outcomes. */
+  rejected?: boolean;
+}
+
+/** One journaled flush batch: its seq, the placement epoch and the exact body. */
+export interface RoomFlushRecord {
+  seq: number;
+  epoch: number;
+  body: string;
+}
+
+/** The durable sidecar an ack means. */
+export interface RoomJournal {
+  /** Append `entries` durably, in order; resolving is the ack gate, a rejection kills
+   *  the incarnation. */
+  append(entries: RoomJournalEntry[]): Promise<void>;
+  /** Every entry ever appended, in order (the boot replay source). */
+  replay(): Promise<RoomJournalEntry[]>;
+  /** Journal a built flush batch before its first send (same durability contract). */
+  appendFlush(record: RoomFlushRecord): Promise<void>;
+  /** The authority settled flush `seq`: drop it. */
+  confirmFlush(seq: number): Promise<void>;
+  /** Unconfirmed flush records in seq order, and the highest seq ever appended. */
+  replayFlushes(): Promise<{ records: RoomFlushRecord[]; maxSeq: number }>;
+}
+
+/** The verdict of an entry across journal generations: `outcome`, else the legacy
+ *  `rejected` flag, else applied. */
+export declare function journalEntryOutcome(
+  entry: RoomJournalEntry,
+): "applied" | "rejected" | "deopt";
+
+/** An in-process journal: survives incarnations (and a second shell handed the same
+ *  object), nothing beyond the process. */
+export declare function memoryJournal(): RoomJournal;
+
+/** A {@link RoomJournal} in one file (this package's durable journal). */
+export interface FileRoomJournal extends RoomJournal {
+  /** The journal file's absolute path. */
+  readonly path: string;
+  /** Bytes of valid records on disk. */
+  size(): number;
+  /** Waits for pending writes, fsyncs and closes the file. */
+  close(): Promise<void>;
+}
+
+/**
+ * A durable journal in the file `path` (created if missing): every append is fsynced
+ * before it resolves; each record carries a CRC-32; a torn tail is truncated when the
+ * file is opened, and damage followed by valid records throws. One process at a time.
+ */
+export declare function fileJournal(path: string): FileRoomJournal;
+
+/** One CAS rejection in the authority's 409 conflict body (`current: null` = absent). */
+export interface AuthorityConflict {
+  table: string;
+  pk: unknown[];
+  current: unknown[] | null;
+}
+
+/** The apply outcome; anything else is a throw (plain: retried with the same body;
+ *  `fatal: true`: the incarnation dies loudly). */
+export type AuthorityApplyResult =
+  | { kind: "ok"; applied: boolean; cv?: number }
+  | { kind: "conflict"; conflicts: AuthorityConflict[] }
+  | { kind: "fenced"; currentEpoch?: number };
+
+/** The write authority (the API server's `/apply-row-change-txn` host). */
+export interface RoomAuthority {
+  /** Claim the placement epoch for `doc`, once per shell process at boot. */
+  claimEpoch(doc: string): Promise<number>;
+  /** The authority's ledger lmid per client (0 = none): the boot probe. */
+  lmids(doc: string, clients: string[]): Promise<Record<string, number>>;
+  /** Apply one batch: `body` is the exact journaled body, sent verbatim. */
+  applyRowChangeTxn(body: string): Promise<AuthorityApplyResult>;
+}
+
+/** An authority error the shell must not retry. */
+export interface FatalAuthorityError extends Error {
+  readonly fatal: true;
+}
+
+export declare function fatalAuthorityError(message: string): FatalAuthorityError;
+
+/** The subset of `fetch` the HTTP authority uses (the global `fetch` fits). */
+export type AuthorityFetch = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body: string },
+) => Promise<{ ok: boolean; status: number; text(): Promise<string> }>;
+
+export interface HttpAuthorityOptions {
+  /** The apply endpoint, e.g. `http://…/api/rindle/apply-row-change-txn`. */
+  applyUrl: string;
+  /** The epoch-claim endpoint, e.g. `http://…/api/rindle/claim-room-epoch`. */
+  claimUrl: string;
+  /** The lmid-probe endpoint, e.g. `http://…/api/rindle/room-lmids`. */
+  lmidsUrl: string;
+  /** Extra headers on every call (the flush credential rides here). */
+  headers?: Record<string, string>;
+  /** The fetch to use (default: the global `fetch`). */
+  fetch?: AuthorityFetch;
+}
+
+/** The HTTP {@link RoomAuthority}: 409 `fenced` / `conflict` map to their results, a 500
+ *  naming a batch-identity mismatch (or a malformed 409) is fatal, anything else non-OK
+ *  is a retryable throw. */
+export declare function httpAuthority(opts: HttpAuthorityOptions): RoomAuthority;
+
+/** Where rindled lives and what to follow. */
+export interface UpstreamOptions {
+  /** rindled's subscription plane, e.g. `ws://127.0.0.1:7601`. */
+  wsUrl: string;
+  /** rindled's control plane, e.g. `http://127.0.0.1:7600` (lease minting). */
+  controlUrl: string;
+  /** Bearer token for the control plane. */
+  authToken?: string;
+  /** The document footprint: a wire `Ast`. */
+  footprintAst: unknown;
+  /** Lease TTL passed to `/materialize`. */
+  leaseTtlMs?: number;
+  /** The `init` clientID upstream (default `room-shell-<bootId>`). */
+  clientId?: string;
+}
+
+/** The write plane: mutators over the owned tables. */
+export interface WritesOptions {
+  /** Named mutators: plain synchronous `(tx, args, ctx)` functions. */
+  mutators: Record<string, RoomMutator>;
+  /** The only tables mutators may write. */
+  ownedTables: string[];
+  /** Scope specs: present ⇒ the gated (v2) write plane; their writable tables must be
+   *  a subset of {@link WritesOptions.ownedTables} (checked at construction). */
+  scopes?: RoomScopeSpec[];
+  /** The journal an ack means (default `memoryJournal()`). */
+  journal?: RoomJournal;
+  /** Group-commit window in ms (default 5). */
+  groupCommitMs?: number;
+  /** The write authority; absent = journal-only writes. */
+  authority?: RoomAuthority;
+  /** Flush debounce in ms (default 250). */
+  flushDebounceMs?: number;
+  /** Flush at once past this many dirty keys (default 512). */
+  flushDirtyMax?: number;
+}
+
+/** How clients are authorized and served. */
+export interface DownstreamOptions {
+  /** This room's document id: lease tokens for any other doc are refused. */
+  docId: string;
+  /** Token key ring: `kid` → shared secret. */
+  tokenKeys: Record<string, string>;
+  /** Idle grace before an unsubscribed query is reclaimed (default 30 s). */
+  idleTtlMs?: number;
+  /** Lease-expiry / idle-sweep cadence (default 1 s). */
+  sweepIntervalMs?: number;
+  /** How long a revocation refuses pre-revocation tokens (default 30 min). */
+  revocationWindowMs?: number;
+  /** The private control plane (`GET /stats`, `POST /revoke`, `POST /drain`) on
+   *  127.0.0.1; omit to run without one. */
+  control?: { authToken: string; port?: number };
+  /** The write plane; omit to run read-only. */
+  writes?: WritesOptions;
+  /** Per-socket send budget in bytes (default 4 MiB); a socket that would buffer past
+   *  it is terminated. */
+  sendBudgetBytes?: number;
+}
+
+export interface RoomShellOptions {
+  upstream: UpstreamOptions;
+  downstream: DownstreamOptions;
+  /** Downstream ws port (default 0 = ephemeral; bound on 127.0.0.1). */
+  port?: number;
+  /** Diagnostic sink (default: silent). */
+  log?: (line: string) => void;
+}
+
+export interface RoomShell {
+  /** The bound downstream port. */
+  readonly port: number;
+  /** The bound control-plane port (0 without a control plane). */
+  readonly controlPort: number;
+  /** Resolves when the current incarnation is live (seq-0 snapshot applied). */
+  awaitLive(): Promise<void>;
+  /** The last-applied upstream commit version, if live. */
+  cv(): number | undefined;
+  /** The upstream subscription epoch of the current incarnation, if any. */
+  upstreamEpoch(): number | undefined;
+  /** This incarnation's downstream bootId (rotates on every re-subscribe). */
+  bootId(): string;
+  /** Fire the write-behind flush now and await its settlement (no-op without an
+   *  authority). */
+  flushNow(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Boots a room shell on the native room: binds the ports, claims the placement epoch
+ *  (with an authority), mints the upstream lease and connects upstream. Await
+ *  `shell.awaitLive()` for the seed. */
+export declare function createRoomShell(opts: RoomShellOptions): Promise<RoomShell>;

@@ -5,7 +5,15 @@
 // own: the Promise-returning token helpers with their option objects (serialized with
 // JSON.stringify, `now` defaulting to Date.now()), the `RoomTokenError` class, and
 // `initRoomWasm` as a no-op. Every rule lives in the Rust core.
+//
+// Beside the engine, the whole room shell of @rindle/room (seed 002) in JavaScript:
+// `createRoomShell` (shell/shell.js, loaded on first use: it needs the `ws` package),
+// the journals (`memoryJournal`, the durable `fileJournal`), the HTTP authority and
+// `journalEntryOutcome` / `fatalAuthorityError`.
 const native = require("./binding.js");
+const { journalEntryOutcome, memoryJournal } = require("./shell/journal.js");
+const { fileJournal } = require("./shell/file-journal.js");
+const { httpAuthority, fatalAuthorityError } = require("./shell/authority.js");
 
 const { WasmRoom } = native;
 
@@ -80,6 +88,11 @@ function scopeSpecsHash(specs) {
   return native.scopeSpecsHashJson(text);
 }
 
+/** Boots a room shell over the native room (seed 000 `createRoomShell`). */
+async function createRoomShell(opts) {
+  return require("./shell/shell.js").createRoomShell(opts);
+}
+
 module.exports = {
   WasmRoom,
   NativeRoom: WasmRoom,
@@ -88,4 +101,10 @@ module.exports = {
   verifyRoomToken,
   scopeSpecsHash,
   RoomTokenError,
+  createRoomShell,
+  memoryJournal,
+  fileJournal,
+  httpAuthority,
+  fatalAuthorityError,
+  journalEntryOutcome,
 };

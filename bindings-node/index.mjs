@@ -12,5 +12,11 @@ export const {
   verifyRoomToken,
   scopeSpecsHash,
   RoomTokenError,
+  createRoomShell,
+  memoryJournal,
+  fileJournal,
+  httpAuthority,
+  fatalAuthorityError,
+  journalEntryOutcome,
 } = room;
 export default room;

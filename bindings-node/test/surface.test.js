@@ -60,6 +60,14 @@ const SEED_EXPORTS = [
   "verifyRoomToken",
   "scopeSpecsHash",
   "RoomTokenError",
+  // The shell (issue 7): seed 000's createRoomShell, memoryJournal, httpAuthority,
+  // fatalAuthorityError, journalEntryOutcome, and this package's durable fileJournal.
+  "createRoomShell",
+  "memoryJournal",
+  "fileJournal",
+  "httpAuthority",
+  "fatalAuthorityError",
+  "journalEntryOutcome",
 ];
 
 test("WasmRoom has every method seed 000 lists, and the static open", () => {

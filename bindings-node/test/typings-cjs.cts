@@ -8,3 +8,14 @@ export function viaRequire(): Promise<void> {
   r.free();
   return room.initRoomWasm();
 }
+
+export async function shellViaRequire(opts: room.RoomShellOptions): Promise<void> {
+  const shell: room.RoomShell = await room.createRoomShell(opts);
+  const journal: room.RoomJournal = room.memoryJournal();
+  const file: room.FileRoomJournal = room.fileJournal("/tmp/j");
+  const authority: room.RoomAuthority = room.httpAuthority({ applyUrl: "a", claimUrl: "c", lmidsUrl: "l" });
+  const verdict = room.journalEntryOutcome({ clientID: "c", mid: 1, name: "n", args: null, sub: "" });
+  const fatal: room.FatalAuthorityError = room.fatalAuthorityError("x");
+  void [journal, file, authority, verdict, fatal];
+  await shell.close();
+}
