@@ -41,7 +41,11 @@ const DEMO_TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = smol::block_on(run(args));
+    // Everything runs on smol's executor thread, start-up included: the configuration,
+    // the demo data and the seed are then parsed on the thread that keeps the room, in
+    // the allocator arena the room reuses. Parsed on the main thread, their freed memory
+    // would stay resident in the main arena (about 3.5 MiB for 10,000 rows).
+    let code = smol::block_on(smol::spawn(run(args)));
     std::process::exit(code);
 }
 

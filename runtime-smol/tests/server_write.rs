@@ -84,6 +84,44 @@ fn a_mutation_round_trip_acks_through_the_lmid_and_holds_the_author_back() {
 }
 
 #[test]
+fn an_ack_raises_the_release_point_on_the_authors_first_subscribed_connection() {
+    smol::block_on(async {
+        let rindled = FakeRindled::notes().await;
+        let logs = Logs::default();
+        let server = start_live(&rindled, &Opts::default(), &logs).await;
+        // The first connection (the lowest subscription key) was `c1` but re-inits as
+        // `c3`: it no longer counts as the author's.
+        let mut renamed = subscriber(&server, "c1", "u1", false).await;
+        renamed.send(r#"{"t":"init","clientID":"c3"}"#).await;
+        sleep(50).await;
+        let mut author = subscriber(&server, "c1", "u1", true).await;
+        let mut twin = subscriber(&server, "c1", "u1", false).await;
+
+        author
+            .send(&push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#))
+            .await;
+        let x = author.expect_t("nbatch").await["batch"]["cv"]
+            .as_i64()
+            .unwrap();
+        // Both `c1` connections are held below the un-acked mutation; `c3` is not.
+        assert_eq!(author.expect_t("progress").await["frame"]["cvMin"], x - 1);
+        twin.expect_t("nbatch").await;
+        assert_eq!(twin.expect_t("progress").await["frame"]["cvMin"], x - 1);
+        renamed.expect_t("nbatch").await;
+        assert_eq!(renamed.expect_t("progress").await["frame"]["cvMin"], x);
+        // The ack: the lmid frame and its progress, then the author's release point, on
+        // the `c1` connection holding the first subscription only.
+        assert!(is_lmid(&author.expect_t("nbatch").await));
+        assert_eq!(author.expect_t("progress").await["frame"]["cvMin"], x + 1);
+        assert_eq!(author.expect_t("progress").await["frame"]["cvMin"], x + 1);
+        twin.quiet(300).await;
+        renamed.quiet(0).await;
+        drop((renamed, author, twin));
+        server.shutdown().await;
+    });
+}
+
+#[test]
 fn non_applied_outcomes_arrive_before_the_lmid_that_covers_them() {
     smol::block_on(async {
         let rindled = FakeRindled::notes().await;

@@ -6,6 +6,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use hashbrown::HashMap;
 use serde_json::Value as Json;
 
 use crate::ast::{Cond, Query};
@@ -129,16 +130,18 @@ impl Room {
                 ));
             }
         }
+        // The raises in first-seen order, and each client's slot among them: a group
+        // commit can hold thousands of clients, so no linear search per entry.
         let mut raised: Vec<(String, u64)> = Vec::new();
+        let mut slots: HashMap<&str, usize> = HashMap::new();
         for (client, mid) in entries {
-            let current = raised
-                .iter()
-                .find(|(c, _)| c == client)
-                .map_or_else(|| self.acked_lmid(client), |(_, m)| *m);
-            if *mid > current {
-                match raised.iter_mut().find(|(c, _)| c == client) {
-                    Some(slot) => slot.1 = *mid,
-                    None => raised.push((client.clone(), *mid)),
+            match slots.get(client.as_str()) {
+                Some(&i) => raised[i].1 = raised[i].1.max(*mid),
+                None => {
+                    if *mid > self.acked_lmid(client) {
+                        slots.insert(client, raised.len());
+                        raised.push((client.clone(), *mid));
+                    }
                 }
             }
         }

@@ -7,16 +7,19 @@
 //! `bufferedAmount` (seed 002 `sendBudgeted`). Terminating a connection shuts its TCP
 //! socket down without a close frame.
 
+use std::future::poll_fn;
 use std::net::Shutdown;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use async_tungstenite::tungstenite::protocol::CloseFrame;
+use async_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
+use futures_sink::Sink;
 use smol::net::{TcpListener, TcpStream};
 
 use super::actor::Event;
@@ -24,6 +27,19 @@ use super::clock::Env;
 
 /// How long a closing socket waits for the peer's close reply before dropping it.
 const CLOSE_GRACE_MS: u64 = 2_000;
+
+/// The websocket read buffer of a downstream connection. tungstenite's default is
+/// 128 KiB, zero-filled up to its capacity before every socket read: 128 KiB resident
+/// and a 128 KiB `memset` per read, per connection. Client frames are small (a
+/// `pushMutation`, a subscribe with its lease token); a larger frame grows the buffer
+/// for itself.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
+
+/// The websocket settings of a downstream connection (tungstenite's, with a small read
+/// buffer).
+fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES)
+}
 
 /// One queued outbound item.
 #[derive(Debug)]
@@ -116,6 +132,20 @@ impl ConnOut {
     }
 }
 
+/// Queued bytes a connection writes before it flushes in the middle of a burst.
+const FLUSH_BYTES: usize = 64 * 1024;
+
+/// Hands one frame to the websocket without flushing it.
+async fn feed<S: Sink<Message> + Unpin>(sink: &mut S, msg: Message) -> Result<(), S::Error> {
+    poll_fn(|cx| Pin::new(&mut *sink).poll_ready(cx)).await?;
+    Pin::new(&mut *sink).start_send(msg)
+}
+
+/// Writes every frame handed over so far.
+async fn flush<S: Sink<Message> + Unpin>(sink: &mut S) -> Result<(), S::Error> {
+    poll_fn(|cx| Pin::new(&mut *sink).poll_flush(cx)).await
+}
+
 /// Accepts downstream connections until `stop` fires; each gets a task.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
@@ -158,7 +188,9 @@ pub(crate) async fn accept_loop(
 /// Runs one connection: the ws handshake, then reader and writer until either ends.
 async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
     let _ = stream.set_nodelay(true);
-    let ws = match async_tungstenite::accept_async(stream.clone()).await {
+    let ws = match async_tungstenite::accept_async_with_config(stream.clone(), Some(ws_config()))
+        .await
+    {
         Ok(ws) => ws,
         Err(_) => return, // not a websocket client: nothing was registered
     };
@@ -189,27 +221,49 @@ async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
         }
     };
     let writer = async {
-        while let Ok(out) = out_rx.recv().await {
-            match out {
-                Out::Text(text) => {
-                    let n = text.len();
-                    if sink.send(Message::text(text)).await.is_err() {
-                        break;
+        'socket: while let Ok(first) = out_rx.recv().await {
+            // Everything queued by now goes out in one write: a drain's `nbatch` and the
+            // `progress` after it, or a whole fan-out burst, cost one syscall.
+            let mut next = Some(first);
+            let mut unflushed = 0;
+            while let Some(out) = next.take() {
+                match out {
+                    Out::Text(text) => {
+                        unflushed += text.len();
+                        if feed(&mut sink, Message::text(text)).await.is_err() {
+                            break 'socket;
+                        }
+                        if unflushed >= FLUSH_BYTES {
+                            if flush(&mut sink).await.is_err() {
+                                break 'socket;
+                            }
+                            queued.fetch_sub(unflushed, Ordering::Relaxed);
+                            unflushed = 0;
+                        }
                     }
-                    queued.fetch_sub(n, Ordering::Relaxed);
+                    Out::Close(status) => {
+                        if flush(&mut sink).await.is_err() {
+                            break 'socket;
+                        }
+                        queued.fetch_sub(unflushed, Ordering::Relaxed);
+                        let frame = status.map(|(code, reason)| CloseFrame {
+                            code: CloseCode::from(code),
+                            reason: reason.into(),
+                        });
+                        let _ = sink.close(frame).await;
+                        // Wait for the peer's close reply (the reader ends), at most this
+                        // long (network time, not room time: real timers even under a
+                        // fake clock).
+                        smol::Timer::after(Duration::from_millis(CLOSE_GRACE_MS)).await;
+                        break 'socket;
+                    }
                 }
-                Out::Close(status) => {
-                    let frame = status.map(|(code, reason)| CloseFrame {
-                        code: CloseCode::from(code),
-                        reason: reason.into(),
-                    });
-                    let _ = sink.close(frame).await;
-                    // Wait for the peer's close reply (the reader ends), at most this long
-                    // (network time, not room time: real timers even under a fake clock).
-                    smol::Timer::after(Duration::from_millis(CLOSE_GRACE_MS)).await;
-                    break;
-                }
+                next = out_rx.try_recv().ok();
             }
+            if flush(&mut sink).await.is_err() {
+                break;
+            }
+            queued.fetch_sub(unflushed, Ordering::Relaxed);
         }
     };
     reader.or(writer).await;

@@ -70,6 +70,9 @@ impl Actor {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
+        if let Some(client) = &conn.client_id {
+            self.unindex_client(client, id);
+        }
         let now = self.env.now_ms();
         for q in conn.queries.values() {
             if self.subs.get(&q.sub_key).is_some_and(|m| m.conn == id) {
@@ -79,6 +82,35 @@ impl Actor {
                 room.room_mut().unsubscribe(&q.sub_key, now);
             }
         }
+    }
+
+    /// Drops connection `id` from the connections of `client`.
+    fn unindex_client(&mut self, client: &str, id: u64) {
+        if let Some(ids) = self.client_conns.get_mut(client) {
+            ids.retain(|&i| i != id);
+            if ids.is_empty() {
+                self.client_conns.remove(client);
+            }
+        }
+    }
+
+    /// The connection holding `client`'s first subscription in subscription-key order
+    /// (the order of `subs`), with that key.
+    pub(crate) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, u64)> {
+        self.client_conns
+            .get(client)?
+            .iter()
+            .filter_map(|&id| {
+                self.conns
+                    .get(&id)?
+                    .queries
+                    .values()
+                    .map(|q| q.sub_key.as_str())
+                    .filter(|k| self.subs.get(*k).is_some_and(|m| m.conn == id))
+                    .min()
+                    .map(|k| (k, id))
+            })
+            .min()
     }
 
     pub(super) fn on_conn_msg(&mut self, id: u64, text: &str) {
@@ -103,7 +135,13 @@ impl Actor {
                 if let Some(JsValue::Str(c)) = msg.get("clientID") {
                     if !c.is_empty() {
                         if let Some(conn) = self.conns.get_mut(&id) {
-                            conn.client_id = Some(c.clone());
+                            if let Some(prev) = conn.client_id.replace(c.clone()) {
+                                self.unindex_client(&prev, id);
+                            }
+                            let ids = self.client_conns.entry(c.clone()).or_default();
+                            if !ids.contains(&id) {
+                                ids.push(id);
+                            }
                         }
                     }
                 }

@@ -1,5 +1,6 @@
 //! The serial journal writer: one append in flight at a time (so acks apply in append
-//! order), every call off the executor (`smol::unblock`), results back as events.
+//! order), every call off the executor (`smol::unblock`), results back as events. Group
+//! commits that queue up behind an append in flight are written and fsynced together.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,10 +34,37 @@ pub(crate) fn spawn(
 ) -> Sender<JournalJob> {
     let (tx, rx) = async_channel::unbounded::<JournalJob>();
     env.spawn(async move {
-        while let Ok(job) = rx.recv().await {
+        // A job taken off the queue while gathering appends, to run next.
+        let mut held: Option<JournalJob> = None;
+        loop {
+            let job = match held.take() {
+                Some(job) => job,
+                None => match rx.recv().await {
+                    Ok(job) => job,
+                    Err(_) => return,
+                },
+            };
             let j = journal.clone();
             match job {
-                JournalJob::Append { incarnation, batch } => {
+                JournalJob::Append {
+                    incarnation,
+                    mut batch,
+                } => {
+                    // Group commits that queued up behind the last append (the disk is
+                    // slower than the group-commit window) share this write and its
+                    // fsync, in order; acks still apply in append order.
+                    while let Ok(next) = rx.try_recv() {
+                        match next {
+                            JournalJob::Append {
+                                incarnation: i,
+                                batch: more,
+                            } if i == incarnation => batch.extend(more),
+                            other => {
+                                held = Some(other);
+                                break;
+                            }
+                        }
+                    }
                     let start = Instant::now();
                     let (batch, result) = smol::unblock(move || {
                         let r = j.append(&batch);

@@ -191,6 +191,8 @@ pub(crate) struct Actor {
 
     // ---- the downstream leg ----
     pub conns: BTreeMap<u64, Conn>,
+    /// clientID → the connections that sent `init` with it (the ack's progress targets).
+    pub client_conns: HashMap<String, Vec<u64>>,
     pub subs: BTreeMap<String, SubMeta>,
     pub revoked: HashMap<String, u64>,
     pub pending_subs: Vec<(u64, rindle_room_core::json::tree::JsValue)>,
@@ -266,6 +268,7 @@ impl Actor {
             remint_frame: None,
             minting: false,
             conns: BTreeMap::new(),
+            client_conns: HashMap::new(),
             subs: BTreeMap::new(),
             revoked: HashMap::new(),
             pending_subs: Vec::new(),
@@ -313,7 +316,15 @@ impl Actor {
                 None => Some(rx.recv().await),
             };
             match event {
-                Some(Ok(ev)) => self.handle(ev),
+                Some(Ok(ev)) => {
+                    self.handle(ev);
+                    // The event branch wins while events keep coming: check the deadline
+                    // here too, or a steady stream of frames would hold back the group
+                    // commit (and the lease sweep, the flush) until the queue ran dry.
+                    if self.timers.next().is_some_and(|d| d <= self.env.now_ms()) {
+                        self.fire_due_timers();
+                    }
+                }
                 Some(Err(_)) => break, // every sender is gone
                 None => self.fire_due_timers(),
             }

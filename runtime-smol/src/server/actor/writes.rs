@@ -387,19 +387,18 @@ impl Actor {
         if head.is_some() {
             self.drain_downstream(); // the lmid frames (+ progress to their receivers)
         }
-        // Raise the release point for every author even if no frame reached it.
-        let targets: Vec<(u64, String)> = self
-            .subs
-            .values()
-            .filter_map(|m| {
-                let c = self.conns.get(&m.conn)?.client_id.clone()?;
-                Some((m.conn, c))
-            })
+        // Raise the release point for every author even if no frame reached it: one
+        // `progress` per author, to the connection of its first subscription (in `subs`
+        // order), found through the clientID index rather than a walk of every
+        // subscription.
+        let mut targets: Vec<(&str, u64)> = authors
+            .iter()
+            .filter_map(|a| self.first_subscribed_conn(a))
             .collect();
-        for (conn, client) in targets {
-            if authors.remove(&client) {
-                self.send_progress(conn);
-            }
+        targets.sort_unstable();
+        let targets: Vec<u64> = targets.into_iter().map(|(_, conn)| conn).collect();
+        for conn in targets {
+            self.send_progress(conn);
         }
     }
 }
