@@ -53,11 +53,9 @@
 extern crate alloc;
 
 use alloc::sync::Arc;
-use core::alloc::{GlobalAlloc, Layout};
 use core::hint::black_box;
-use core::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 use core::time::Duration;
-use std::alloc::System;
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
@@ -75,50 +73,9 @@ use rindle_room_core::{
 // The counting allocator (as in read_path.rs).
 // ---------------------------------------------------------------------------------------
 
-/// Wraps the system allocator; while [`COUNTING`] is on it counts allocation calls and
-/// the net requested bytes. Off, it costs one relaxed load per call.
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-#[inline]
-fn note(allocs: u64, grown: isize) {
-    if COUNTING.load(Ordering::Relaxed) {
-        ALLOCS.fetch_add(allocs, Ordering::Relaxed);
-        LIVE.fetch_add(grown, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which implements
-// `GlobalAlloc` correctly; the counters have no influence on the returned memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(1, layout.size() as isize);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(1, layout.size() as isize);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc_zeroed`'s contract for `layout`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        note(0, -(layout.size() as isize));
-        // SAFETY: `ptr` was allocated by `System` (through this wrapper) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(1, new_size as isize - layout.size() as isize);
-        // SAFETY: `ptr` was allocated by `System` with `layout`; the caller upholds the
-        // rest of `GlobalAlloc::realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{Counting, ALLOCS, COUNTING};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -23,6 +23,7 @@ use crate::keys::{join_key_into, sort_key_into};
 use crate::store::{Row, RowId, Store};
 use crate::value::Value;
 
+use super::footprint::Footprint;
 use super::node::{Filter, Node};
 use super::part::WindowEvent;
 use super::{Engine, NodeId};
@@ -259,69 +260,59 @@ impl Engine {
         );
     }
 
-    /// A row became a member of the result tree through node `n`.
-    pub(crate) fn member_enter(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
+    /// Runs `f` on the footprint of node `n`'s pipeline (with the node's table) and
+    /// records the pipeline as touched when it goes from clean to changed.
+    fn footprint_of(&mut self, n: NodeId, f: impl FnOnce(&mut Footprint, usize)) {
         let (p, table) = {
             let node = self.node(n);
             (node.pipeline, node.table)
         };
         let pipeline = self.pipeline_mut(p);
         let was_clean = !pipeline.footprint.has_changes();
-        // The footprint holds the store's current image: a node not yet refreshed for
-        // this change may bring the row in with the image it still holds.
-        pipeline
-            .footprint
-            .enter(table, rid, store.row(table, rid).unwrap_or(row));
+        f(&mut pipeline.footprint, table);
         if was_clean && pipeline.footprint.has_changes() {
             self.touched.push(p);
         }
+    }
+
+    /// One more (`inc`) or one fewer demand from a member `row` of node `n` on each of
+    /// its demanded children's partitions.
+    fn children_demand(&mut self, store: &Store, n: NodeId, row: &Row, inc: bool) {
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
             let mut key = self.take_buf();
             if self.child_key(c, row, &mut key) {
-                self.demand_inc(store, c, &key);
+                if inc {
+                    self.demand_inc(store, c, &key);
+                } else {
+                    self.demand_dec(store, c, &key);
+                }
             }
             self.put_buf(key);
         }
+    }
+
+    /// A row became a member of the result tree through node `n`.
+    pub(crate) fn member_enter(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
+        // The footprint holds the store's current image: a node not yet refreshed for
+        // this change may bring the row in with the image it still holds.
+        self.footprint_of(n, |fp, table| {
+            fp.enter(table, rid, store.row(table, rid).unwrap_or(row));
+        });
+        self.children_demand(store, n, row, true);
     }
 
     /// A row stopped being a member through node `n` (`row` is the image it entered with).
     pub(crate) fn member_leave(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
-        let (p, table) = {
-            let node = self.node(n);
-            (node.pipeline, node.table)
-        };
-        let pipeline = self.pipeline_mut(p);
-        let was_clean = !pipeline.footprint.has_changes();
-        pipeline.footprint.leave(table, rid);
-        if was_clean && pipeline.footprint.has_changes() {
-            self.touched.push(p);
-        }
-        let count = self.node(n).demanded_children.len();
-        for i in 0..count {
-            let c = self.node(n).demanded_children[i];
-            let mut key = self.take_buf();
-            if self.child_key(c, row, &mut key) {
-                self.demand_dec(store, c, &key);
-            }
-            self.put_buf(key);
-        }
+        self.footprint_of(n, |fp, table| fp.leave(table, rid));
+        self.children_demand(store, n, row, false);
     }
 
     fn member_image(&mut self, store: &Store, n: NodeId, rid: RowId, old: &Row, new: &Row) {
-        let (p, table) = {
-            let node = self.node(n);
-            (node.pipeline, node.table)
-        };
-        let pipeline = self.pipeline_mut(p);
-        let was_clean = !pipeline.footprint.has_changes();
-        pipeline
-            .footprint
-            .image(table, rid, store.row(table, rid).unwrap_or(new));
-        if was_clean && pipeline.footprint.has_changes() {
-            self.touched.push(p);
-        }
+        self.footprint_of(n, |fp, table| {
+            fp.image(table, rid, store.row(table, rid).unwrap_or(new));
+        });
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
