@@ -15,9 +15,10 @@
 //!
 //! `[Symbol.dispose]` is installed natively too, as `free`.
 
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 use core::ffi::{c_void, CStr};
 use core::ptr;
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use napi::sys;
@@ -124,6 +125,12 @@ struct ClassData {
 thread_local! {
     /// Set while `open` constructs an object: the only `new` the constructor allows.
     static OPENING: Cell<bool> = const { Cell::new(false) };
+    /// The addresses of the rooms this thread's objects wrap (added by `new_room`,
+    /// removed by the finalizer). A method checks the pointer `napi_unwrap` returns
+    /// against it before dereferencing: an object wrapped by anything else (another
+    /// addon's class, a borrowed method) is refused. Cheaper per call than
+    /// `napi_check_object_type_tag`, which measured ~85 ns.
+    static LIVE_ROOMS: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
 }
 
 /// Defines the class and sets `exports.WasmRoom`.
@@ -295,20 +302,30 @@ fn finish(cx: &Cx, result: std::thread::Result<napi::Result<sys::napi_value>>) -
 /// `env` and `this` are those of the current callback, and no other reference to the
 /// room is alive (methods never call back into JavaScript while they hold it).
 unsafe fn room_of<'a>(cx: &Cx, this: sys::napi_value) -> napi::Result<&'a mut NodeRoom> {
-    let mut tagged = false;
-    // SAFETY: forwarded from the caller; a non-object `this` fails the call (not tagged).
-    let status = unsafe { sys::napi_check_object_type_tag(cx.env(), this, &ROOM_TAG, &mut tagged) };
-    if status != sys::Status::napi_ok || !tagged {
-        return Err(cx.throw(&Failure::ArgType(String::from(
+    let not_a_room = || {
+        cx.throw(&Failure::ArgType(String::from(
             "`this` is not a room (call the method on an object from WasmRoom.open)",
-        ))));
+        )))
+    };
+    let mut room: *mut c_void = ptr::null_mut();
+    // SAFETY: forwarded from the caller; a value that wraps nothing fails the call.
+    let status = unsafe { sys::napi_unwrap(cx.env(), this, &mut room) };
+    if status != sys::Status::napi_ok || room.is_null() {
+        return Err(not_a_room());
     }
-    let mut room = ptr::null_mut();
-    // SAFETY: tagged objects are wrapped by `open` with a `Box<NodeRoom>` at the same
-    // time; the box lives until the object's finalizer, which cannot run while `this`
-    // is an argument of this call.
-    check(unsafe { sys::napi_unwrap(cx.env(), this, &mut room) })?;
-    // SAFETY: see above; the caller guarantees this is the only reference.
+    // Only the address is compared here; nothing is read through `room` unless it is the
+    // box of a live room of ours.
+    let ours = LIVE_ROOMS.with(|live| {
+        live.try_borrow()
+            .is_ok_and(|l| l.contains(&(room as usize)))
+    });
+    if !ours {
+        return Err(not_a_room());
+    }
+    // SAFETY: `room` is the address of a `Box<NodeRoom>` that `new_room` wrapped and
+    // whose finalizer has not run (it removes the address first), and the finalizer
+    // cannot run while `this` is an argument of this call; the caller guarantees this is
+    // the only reference.
     Ok(unsafe { &mut *room.cast::<NodeRoom>() })
 }
 
@@ -396,6 +413,11 @@ fn new_room(
         drop(unsafe { Box::from_raw(boxed) });
         return check(status).map(|()| object);
     }
+    LIVE_ROOMS.with(|live| {
+        if let Ok(mut l) = live.try_borrow_mut() {
+            l.insert(boxed as usize);
+        }
+    });
     // SAFETY: `object` is a value of `env` and not tagged yet.
     check(unsafe { sys::napi_type_tag_object(env, object, &ROOM_TAG) })?;
     Ok(object)
@@ -404,6 +426,11 @@ fn new_room(
 unsafe extern "C" fn finalize_room(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // A panic while dropping must not unwind into Node.
     let _ = catch_unwind(AssertUnwindSafe(|| {
+        LIVE_ROOMS.with(|live| {
+            if let Ok(mut l) = live.try_borrow_mut() {
+                l.remove(&(data as usize));
+            }
+        });
         // SAFETY: `data` is the box `new_room` wrapped; Node calls this once, after the
         // object is unreachable.
         drop(unsafe { Box::from_raw(data.cast::<NodeRoom>()) })
