@@ -21,6 +21,7 @@ use crate::schema::{safe_uint, Hello};
 use crate::serve::{Batch, Frame, NetOp, Subscribed};
 use crate::value::COMPARATOR_VERSION;
 
+mod batch;
 mod frame;
 mod write;
 pub use frame::{parse_upstream_frame, UpstreamFrame};
@@ -258,19 +259,26 @@ impl JsonRoom {
     /// `apply(batch_json)`: `{"applied":"snapshot","rows":N}` | `{"applied":"live","ops":N}`
     /// | `{"applied":"duplicate"}` | `{"applied":"staleEpoch","expected":E,"got":G}`.
     pub fn apply(&mut self, batch_json: &str) -> Result<String, Error> {
-        let room = &self.room;
-        let intern = |name: &str| match room.table_name(name) {
-            Some(shared) => shared,
-            None => alloc::sync::Arc::from(name),
-        };
-        let wire = parse_wire_batch(batch_json)?;
-        // Match the fingerprint on the borrowed text: no copy per batch on the hot path.
-        let fp_ok = room.upstream_fp_is(&wire.normalized_fp);
-        let batch = batch_from_wire(wire, &intern, !fp_ok)?;
-        let status = if fp_ok {
-            self.room.apply_fp_checked(&batch)?
-        } else {
-            self.room.apply(&batch)?
+        // The common shape in one pass (its fingerprint matched); anything else is parsed
+        // again the general way, which names what is wrong.
+        let status = match batch::parse_batch_for(batch_json, &self.room) {
+            Some(batch) => self.room.apply_fp_checked(&batch)?,
+            None => {
+                let room = &self.room;
+                let intern = |name: &str| match room.table_name(name) {
+                    Some(shared) => shared,
+                    None => alloc::sync::Arc::from(name),
+                };
+                let wire = parse_wire_batch(batch_json)?;
+                // Match the fingerprint on the borrowed text: no copy when it matches.
+                let fp_ok = room.upstream_fp_is(&wire.normalized_fp);
+                let batch = batch_from_wire(wire, &intern, !fp_ok)?;
+                if fp_ok {
+                    self.room.apply_fp_checked(&batch)?
+                } else {
+                    self.room.apply(&batch)?
+                }
+            }
         };
         Ok(match status {
             ApplyStatus::Snapshot { rows } => {

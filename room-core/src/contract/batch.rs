@@ -1,0 +1,589 @@
+//! The hot path of `JsonRoom::apply`: an upstream batch parsed in one pass over its
+//! bytes, straight into the room's ops.
+//!
+//! The parser knows the room. A table name becomes the room's own `Arc<str>`, and once
+//! an op's `table` is read, its width and primary-key columns are known. The core needs
+//! only the key of a `remove` row or an edit's `old` row (the old image comes from the
+//! store, see `Room::upstream_key`), so when `table` (and, for a remove, `op`) came
+//! first, their other cells are checked but not kept: they stay `null` and their text is
+//! never copied.
+//!
+//! This path only ever says yes. Whatever it does not take exactly as the general
+//! (serde) parser would, it gives up on (`None`): a wrong width, an unknown table or
+//! kind, a fingerprint that does not match, a duplicate or missing field, a number that
+//! is not a plain safe integer where one is needed, a `\u` escape of a surrogate, an op
+//! given as an array, nesting deeper than [`MAX_DEPTH`], any syntax error. Then
+//! `JsonRoom::apply` parses the text again the general way, which names the error,
+//! poisons the store, or accepts, exactly as before. So the two parsers never disagree
+//! on what a text means: this one only takes texts whose meaning is plain.
+
+use alloc::borrow::Cow;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use crate::room::{Room, UpstreamBatch};
+use crate::serve::NetOp;
+use crate::value::Value;
+
+/// How deep an ignored field's value may nest before the parser gives up.
+const MAX_DEPTH: usize = 64;
+
+/// Parses `text` as a batch for `room`, if it takes the plain shape (see the module
+/// docs). The fingerprint has been matched: `normalized_fp` is left empty.
+pub(crate) fn parse_batch_for(text: &str, room: &Room) -> Option<UpstreamBatch> {
+    let mut p = Parser { text, i: 0 };
+    let batch = p.batch(room)?;
+    p.ws();
+    (p.i == text.len()).then_some(batch)
+}
+
+/// A cursor over the text. Every method returns `None` to give up.
+struct Parser<'a> {
+    text: &'a str,
+    i: usize,
+}
+
+/// What the parser knows of an op's table once its `table` is read.
+struct TableInfo {
+    name: Arc<str>,
+    width: usize,
+    /// Bit `c` is set when column `c` (< 64) is part of the primary key. Columns from 64
+    /// on are always kept.
+    key_mask: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Add,
+    Remove,
+    Edit,
+}
+
+/// A row field: absent, `null`, or a row.
+type RowField = Option<Option<Arc<[Value]>>>;
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// Skips JSON whitespace.
+    #[inline]
+    fn ws(&mut self) {
+        let b = self.bytes();
+        while let Some(&c) = b.get(self.i) {
+            if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+                self.i += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The next byte after whitespace, not consumed.
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.bytes().get(self.i).copied()
+    }
+
+    /// Consumes `c` after whitespace.
+    #[inline]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek()? == c {
+            self.i += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// After a member or element: `true` for `,` (another follows), `false` for `close`.
+    #[inline]
+    fn more(&mut self, close: u8) -> Option<bool> {
+        match self.peek()? {
+            b',' => {
+                self.i += 1;
+                Some(true)
+            }
+            c if c == close => {
+                self.i += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Opens an object or array: `false` when it is empty (and already closed).
+    #[inline]
+    fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+        self.eat(open)?;
+        if self.peek()? == close {
+            self.i += 1;
+            return Some(false);
+        }
+        Some(true)
+    }
+
+    /// Consumes the literal `word` (its first byte already seen).
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        if self.bytes().get(self.i..self.i + word.len())? == word {
+            self.i += word.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// A string, borrowed from the text when it has no escape.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.eat(b'"')?;
+        let b = self.bytes();
+        let start = self.i;
+        let mut i = start;
+        loop {
+            match *b.get(i)? {
+                b'"' => {
+                    self.i = i + 1;
+                    // Both ends are ASCII quotes: char boundaries.
+                    return Some(Cow::Borrowed(self.text.get(start..i)?));
+                }
+                b'\\' => break,
+                c if c < 0x20 => return None,
+                _ => i += 1,
+            }
+        }
+        let mut out = String::from(self.text.get(start..i)?);
+        self.i = i;
+        self.escaped_rest(&mut out)?;
+        Some(Cow::Owned(out))
+    }
+
+    /// The rest of a string from its first `\`, unescaped into `out`.
+    fn escaped_rest(&mut self, out: &mut String) -> Option<()> {
+        let b = self.bytes();
+        loop {
+            let run = self.i;
+            while !matches!(*b.get(self.i)?, b'"' | b'\\') {
+                if b[self.i] < 0x20 {
+                    return None;
+                }
+                self.i += 1;
+            }
+            out.push_str(self.text.get(run..self.i)?);
+            if b[self.i] == b'"' {
+                self.i += 1;
+                return Some(());
+            }
+            let e = *b.get(self.i + 1)?;
+            self.i += 2;
+            out.push(match e {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                b'u' => {
+                    let hex = self.text.get(self.i..self.i + 4)?;
+                    // Four hex digits, no sign.
+                    if !hex.bytes().all(|h| h.is_ascii_hexdigit()) {
+                        return None;
+                    }
+                    self.i += 4;
+                    // A surrogate (paired or not) is left to the general parser.
+                    char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
+                }
+                _ => return None,
+            });
+        }
+    }
+
+    /// Skips a string, checking it (no copy).
+    fn skip_string(&mut self) -> Option<()> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let b = self.bytes();
+        let mut i = self.i + 1;
+        loop {
+            match *b.get(i)? {
+                b'"' => {
+                    self.i = i + 1;
+                    return Some(());
+                }
+                b'\\' => {
+                    self.i = i;
+                    // Rare: check the escapes the way `string` does.
+                    return self.escaped_rest(&mut String::new());
+                }
+                c if c < 0x20 => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// A JSON number, as the general parser reads it: an integer that fits in a `u64`
+    /// (negated for `-`) through `as f64`, anything else correctly rounded (both parsers
+    /// round correctly); a value that overflows to infinity gives up.
+    fn number(&mut self) -> Option<f64> {
+        self.ws();
+        let b = self.bytes();
+        let start = self.i;
+        let mut i = start;
+        let neg = b.get(i) == Some(&b'-');
+        if neg {
+            i += 1;
+        }
+        let int_start = i;
+        let mut n: u64 = 0;
+        let mut fits = true;
+        match *b.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => {
+                while let Some(d @ b'0'..=b'9') = b.get(i).copied() {
+                    match n
+                        .checked_mul(10)
+                        .and_then(|n| n.checked_add(u64::from(d - b'0')))
+                    {
+                        Some(m) => n = m,
+                        None => fits = false,
+                    }
+                    i += 1;
+                }
+            }
+            _ => return None,
+        }
+        debug_assert!(i > int_start);
+        let mut integral = true;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            i = digits(b, i)?;
+            integral = false;
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            i = digits(b, i)?;
+            integral = false;
+        }
+        self.i = i;
+        if integral && fits {
+            let f = n as f64;
+            return Some(if neg { -f } else { f });
+        }
+        let f: f64 = self.text.get(start..i)?.parse().ok()?;
+        f.is_finite().then_some(f)
+    }
+
+    /// `epoch` / `seq`: plain digits below 2^53 (anything else is for the general parser).
+    fn safe_uint(&mut self) -> Option<u64> {
+        self.ws();
+        let b = self.bytes();
+        let start = self.i;
+        let mut i = start;
+        let mut n: u64 = 0;
+        while let Some(d @ b'0'..=b'9') = b.get(i).copied() {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            i += 1;
+        }
+        let plain = i > start && !(b[start] == b'0' && i > start + 1);
+        if !plain || matches!(b.get(i), Some(b'.' | b'e' | b'E')) || n >= 1 << 53 {
+            return None;
+        }
+        self.i = i;
+        Some(n)
+    }
+
+    /// A cell: `null`, a boolean, a finite number or a string.
+    fn cell(&mut self) -> Option<Value> {
+        Some(match self.peek()? {
+            b'n' => {
+                self.literal(b"null")?;
+                Value::Null
+            }
+            b't' => {
+                self.literal(b"true")?;
+                Value::Bool(true)
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                Value::Bool(false)
+            }
+            b'"' => match self.string()? {
+                Cow::Borrowed(s) => Value::str(s),
+                Cow::Owned(s) => Value::string(s),
+            },
+            _ => Value::num(self.number()?),
+        })
+    }
+
+    /// Checks a cell without keeping it.
+    fn skip_cell(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'n' => self.literal(b"null"),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'"' => self.skip_string(),
+            _ => self.number().map(drop),
+        }
+    }
+
+    /// Skips any JSON value (an ignored field), checking it.
+    fn skip_value(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'[' => {
+                if self.open(b'[', b']')? {
+                    loop {
+                        self.skip_value(depth + 1)?;
+                        if !self.more(b']')? {
+                            break;
+                        }
+                    }
+                }
+                Some(())
+            }
+            b'{' => {
+                if self.open(b'{', b'}')? {
+                    loop {
+                        self.skip_string()?;
+                        self.eat(b':')?;
+                        self.skip_value(depth + 1)?;
+                        if !self.more(b'}')? {
+                            break;
+                        }
+                    }
+                }
+                Some(())
+            }
+            _ => self.skip_cell(),
+        }
+    }
+
+    /// Cell `c` of a row: kept when bit `c` of `keep` is set (always from 64 on), else
+    /// checked and left `null`.
+    #[inline]
+    fn cell_at(&mut self, c: usize, keep: u64) -> Option<Value> {
+        if c >= 64 || keep & (1 << c) != 0 {
+            self.cell()
+        } else {
+            self.skip_cell().map(|()| Value::Null)
+        }
+    }
+
+    /// A row field's value: `null` or an array of cells (see [`Parser::cell_at`]). With
+    /// the table's `width` known, a row of another width gives up.
+    fn row(&mut self, keep: u64, width: Option<usize>) -> Option<Option<Arc<[Value]>>> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(None);
+        }
+        self.eat(b'[')?;
+        let Some(width) = width else {
+            return self.row_of_any_width(keep).map(Some);
+        };
+        // Each cell is written once, straight into the shared image (an exact-size
+        // iterator allocates once). After a failure the rest is filled with nulls and
+        // the row dropped.
+        let mut ok = true;
+        let row: Arc<[Value]> = (0..width)
+            .map(|c| {
+                let cell = match ok && (c == 0 || self.eat(b',').is_some()) {
+                    true => self.cell_at(c, keep),
+                    false => None,
+                };
+                cell.unwrap_or_else(|| {
+                    ok = false;
+                    Value::Null
+                })
+            })
+            .collect();
+        // A longer row gives up here.
+        (ok && self.eat(b']').is_some()).then_some(Some(row))
+    }
+
+    /// The cells of a row of a table not known yet (its `[` consumed).
+    fn row_of_any_width(&mut self, keep: u64) -> Option<Arc<[Value]>> {
+        let mut cells: Vec<Value> = Vec::new();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(Arc::from(cells));
+        }
+        loop {
+            let v = self.cell_at(cells.len(), keep)?;
+            cells.push(v);
+            if !self.more(b']')? {
+                return Some(Arc::from(cells));
+            }
+        }
+    }
+
+    /// The batch object.
+    fn batch(&mut self, room: &Room) -> Option<UpstreamBatch> {
+        let mut epoch = None;
+        let mut seq = None;
+        let mut fp = false;
+        let mut cv: Option<Option<f64>> = None;
+        let mut ops = None;
+        if self.open(b'{', b'}')? {
+            loop {
+                let key = self.string()?;
+                self.eat(b':')?;
+                match &*key {
+                    "epoch" if epoch.is_none() => epoch = Some(self.safe_uint()?),
+                    "seq" if seq.is_none() => seq = Some(self.safe_uint()?),
+                    "normalizedFp" if !fp => {
+                        if !room.upstream_fp_is(&self.string()?) {
+                            return None;
+                        }
+                        fp = true;
+                    }
+                    "cv" if cv.is_none() => {
+                        cv = Some(if self.peek()? == b'n' {
+                            self.literal(b"null")?;
+                            None
+                        } else {
+                            Some(self.number()?)
+                        });
+                    }
+                    "ops" if ops.is_none() => ops = Some(self.ops(room)?),
+                    // A duplicate field.
+                    "epoch" | "seq" | "normalizedFp" | "cv" | "ops" => return None,
+                    _ => self.skip_value(0)?,
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        if !fp {
+            return None;
+        }
+        Some(UpstreamBatch {
+            epoch: epoch?,
+            seq: seq?,
+            normalized_fp: String::new(),
+            cv: cv.flatten(),
+            ops: ops?,
+        })
+    }
+
+    /// The `ops` array.
+    fn ops(&mut self, room: &Room) -> Option<Vec<NetOp>> {
+        let mut ops = Vec::new();
+        if self.open(b'[', b']')? {
+            loop {
+                ops.push(self.op(room)?);
+                if !self.more(b']')? {
+                    break;
+                }
+            }
+        }
+        Some(ops)
+    }
+
+    /// One op object.
+    fn op(&mut self, room: &Room) -> Option<NetOp> {
+        let mut table: Option<TableInfo> = None;
+        let mut kind: Option<Kind> = None;
+        let mut row: RowField = None;
+        let mut old: RowField = None;
+        let mut new: RowField = None;
+        // Which cells to keep of a row that is only a key.
+        let key_only = |table: &Option<TableInfo>| table.as_ref().map_or(u64::MAX, |t| t.key_mask);
+        let width = |table: &Option<TableInfo>| table.as_ref().map(|t| t.width);
+        if self.open(b'{', b'}')? {
+            loop {
+                let key = self.string()?;
+                self.eat(b':')?;
+                match &*key {
+                    "table" if table.is_none() => table = Some(table_info(room, &self.string()?)?),
+                    "op" if kind.is_none() => {
+                        kind = Some(match &*self.string()? {
+                            "add" => Kind::Add,
+                            "remove" => Kind::Remove,
+                            "edit" => Kind::Edit,
+                            _ => return None,
+                        });
+                    }
+                    // Only a remove's row is a key; an add's is kept whole.
+                    "row" if row.is_none() => {
+                        let keep = if kind == Some(Kind::Remove) {
+                            key_only(&table)
+                        } else {
+                            u64::MAX
+                        };
+                        row = Some(self.row(keep, width(&table))?);
+                    }
+                    "old" if old.is_none() => {
+                        old = Some(self.row(key_only(&table), width(&table))?);
+                    }
+                    "new" if new.is_none() => new = Some(self.row(u64::MAX, width(&table))?),
+                    "table" | "op" | "row" | "old" | "new" => return None,
+                    _ => self.skip_value(0)?,
+                }
+                if !self.more(b'}')? {
+                    break;
+                }
+            }
+        }
+        let table = table?;
+        // Missing, `null` or the wrong width: the general path names it (or poisons).
+        let fits = |r: RowField| r.flatten().filter(|r| r.len() == table.width);
+        Some(match kind? {
+            Kind::Add => NetOp::Add {
+                row: fits(row)?,
+                table: table.name,
+            },
+            Kind::Remove => NetOp::Remove {
+                row: fits(row)?,
+                table: table.name,
+            },
+            Kind::Edit => NetOp::Edit {
+                old: fits(old)?,
+                new: fits(new)?,
+                table: table.name,
+            },
+        })
+    }
+}
+
+/// One or more ASCII digits from `i`; the index after them.
+fn digits(b: &[u8], mut i: usize) -> Option<usize> {
+    let start = i;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    (i > start).then_some(i)
+}
+
+/// One of the room's upstream tables (not a system table).
+fn table_info(room: &Room, name: &str) -> Option<TableInfo> {
+    let t = room
+        .store
+        .table_id(name)
+        .filter(|&t| t < room.user_tables)?;
+    let schema = &room.store.table(t).schema;
+    let key_mask = schema
+        .primary_key
+        .iter()
+        .filter(|&&c| c < 64)
+        .fold(0u64, |m, &c| m | 1 << c);
+    Some(TableInfo {
+        name: schema.name.clone(),
+        width: schema.columns.len(),
+        key_mask,
+    })
+}
+
+#[cfg(test)]
+mod tests;
