@@ -11,7 +11,6 @@
 //!   big-endian; strings `04` + bytes with `00` escaped as `00 FF`, ended by `00 00`.
 //! - A descending column inverts every byte of its cell's encoding.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::value::Value;
@@ -21,8 +20,8 @@ const TAG_BOOL: u8 = 0x02;
 const TAG_NUM: u8 = 0x03;
 const TAG_STR: u8 = 0x04;
 
-/// An owned key.
-pub(crate) type Key = Box<[u8]>;
+mod owned;
+pub(crate) use owned::Key;
 
 /// The totalOrder image of a double as an unsigned integer: larger means later.
 #[inline]

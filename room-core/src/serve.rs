@@ -185,8 +185,8 @@ impl<'s> PkCols<'s> {
         let mut v: Vec<(Arc<str>, &'s [usize])> = Vec::new();
         for op in ops {
             let t = op.table();
-            if !v.iter().any(|(n, _)| n == t) {
-                let pk: &'s [usize] = match store.table_id(t) {
+            if !v.iter().any(|(n, _)| Arc::ptr_eq(n, t) || n == t) {
+                let pk: &'s [usize] = match store.table_id_shared(t) {
                     Some(i) => &store.table(i).schema.primary_key,
                     None => &[],
                 };
@@ -206,9 +206,12 @@ impl<'s> PkCols<'s> {
 
 /// The D5 op order: table name (bytes), then primary key (comparator order).
 fn op_order(pks: &PkCols<'_>, a: &NetOp, b: &NetOp) -> Ordering {
-    let o = a.table().as_bytes().cmp(b.table().as_bytes());
-    if o != Ordering::Equal {
-        return o;
+    // Ops of one table share its name (the room's own `Arc<str>`).
+    if !Arc::ptr_eq(a.table(), b.table()) {
+        let o = a.table().as_bytes().cmp(b.table().as_bytes());
+        if o != Ordering::Equal {
+            return o;
+        }
     }
     let (ra, rb) = (a.image(), b.image());
     for &c in pks.get(a.table()) {

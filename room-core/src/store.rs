@@ -4,13 +4,12 @@
 //! instead of re-hashing key cells. An id freed by a remove is quarantined until the next
 //! drain, so within one drain an id always names one key (netting relies on it).
 //!
-//! Access paths: point lookup by key, ordered scan by key (comparator order, through the
-//! order-preserving [`keys`](crate::keys) encoding), and secondary hash indexes on column
-//! sets, created on demand by queries (EXISTS correlation, equality guards) and dropped
+//! Access paths: point lookup by key (hashed), a scan in key order (comparator order,
+//! through the order-preserving [`keys`](crate::keys) encoding; sorted when asked for, as
+//! only diagnostics need it), and secondary hash indexes on column sets, created on demand by queries (EXISTS correlation, equality guards) and dropped
 //! when their last user goes.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -38,7 +37,7 @@ struct SecondaryIndex {
 #[derive(Debug)]
 pub(crate) struct Table {
     pub schema: TableSchema,
-    by_key: BTreeMap<Key, RowId>,
+    by_key: HashMap<Key, RowId>,
     rows: Vec<Option<Row>>,
     free: Vec<RowId>,
     quarantine: Vec<RowId>,
@@ -58,7 +57,7 @@ impl Table {
     fn new(schema: TableSchema) -> Table {
         Table {
             schema,
-            by_key: BTreeMap::new(),
+            by_key: HashMap::new(),
             rows: Vec::new(),
             free: Vec::new(),
             quarantine: Vec::new(),
@@ -82,11 +81,18 @@ impl Table {
         self.by_key.get(key).copied()
     }
 
-    /// Rows in primary-key order.
+    /// The ids of the live rows, in no particular order.
+    pub fn ids(&self) -> impl Iterator<Item = RowId> + '_ {
+        self.by_key.values().copied()
+    }
+
+    /// Rows in primary-key order (sorted on each call: diagnostics and tests).
     pub fn iter(&self) -> impl Iterator<Item = (RowId, &Row)> + '_ {
-        self.by_key
-            .values()
-            .filter_map(move |&id| self.row(id).map(|r| (id, r)))
+        let mut by_key: Vec<(&Key, RowId)> = self.by_key.iter().map(|(k, &id)| (k, id)).collect();
+        by_key.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        by_key
+            .into_iter()
+            .filter_map(move |(_, id)| self.row(id).map(|r| (id, r)))
     }
 
     fn index_insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
@@ -99,7 +105,7 @@ impl Table {
                     None => {
                         let mut set = HashSet::new();
                         set.insert(id);
-                        ix.map.insert(Box::from(scratch.as_slice()), set);
+                        ix.map.insert(Key::from(scratch.as_slice()), set);
                     }
                 }
             }
@@ -130,11 +136,9 @@ impl Table {
             None => self.rows.len() as RowId,
         };
         // One search: the entry either takes the new id or reports the existing key.
-        match self.by_key.entry(Box::from(scratch.as_slice())) {
-            alloc::collections::btree_map::Entry::Occupied(_) => {
-                return Err(StoreRefusal::KeyExists)
-            }
-            alloc::collections::btree_map::Entry::Vacant(v) => {
+        match self.by_key.entry(Key::from(scratch.as_slice())) {
+            hashbrown::hash_map::Entry::Occupied(_) => return Err(StoreRefusal::KeyExists),
+            hashbrown::hash_map::Entry::Vacant(v) => {
                 v.insert(next);
             }
         }
@@ -198,7 +202,7 @@ impl Table {
                     None => {
                         let mut set = HashSet::new();
                         set.insert(id as RowId);
-                        ix.map.insert(Box::from(scratch.as_slice()), set);
+                        ix.map.insert(Key::from(scratch.as_slice()), set);
                     }
                 }
             }
@@ -294,6 +298,19 @@ impl Store {
     /// The index of a table by name.
     pub fn table_id(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
+    }
+
+    /// [`Store::table_id`] for a name that is usually the table's own `Arc<str>` (ops
+    /// parsed or built by the room share it): a pointer match, then the hashed lookup.
+    pub fn table_id_shared(&self, name: &Arc<str>) -> Option<usize> {
+        let few = self.tables.len() <= 16;
+        few.then(|| {
+            self.tables
+                .iter()
+                .position(|t| Arc::ptr_eq(&t.schema.name, name))
+        })
+        .flatten()
+        .or_else(|| self.table_id(name))
     }
 
     /// The row for `(table, id)`.

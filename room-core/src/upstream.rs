@@ -2,6 +2,8 @@
 //! how they meet the room's own writes (D6).
 
 use alloc::format;
+
+use crate::keys::Key;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -182,7 +184,7 @@ impl Room {
         let name = op.table();
         let t = self
             .store
-            .table_id(name)
+            .table_id_shared(name)
             .filter(|&t| t < self.user_tables)
             .ok_or_else(|| format!("unknown table {name:?}"))?;
         let width = self.store.table(t).schema.columns.len();
@@ -236,7 +238,7 @@ impl Room {
         if let Some(w) = self.writes.as_mut() {
             let mut key = alloc::vec::Vec::new();
             self.store.table(t).key_of(image, &mut key);
-            let key = key.into_boxed_slice();
+            let key = Key::from(key);
             // An image committed at or before a batch the room settled (by cv) is older
             // than what the room already holds for the key: ignore it.
             match self.applying_cv {

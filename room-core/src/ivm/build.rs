@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use crate::ast::{Cond, Query};
-use crate::keys::sort_key_into;
+use crate::keys::{sort_key_into, Key};
 use crate::store::{RowId, Store};
 
 use super::footprint::Footprint;
@@ -98,7 +98,7 @@ impl Engine {
         let start = q.start.as_ref().map(|b| {
             let mut key = Vec::new();
             sort_key_into(&mut key, &b.row, &q.order);
-            (key.into_boxed_slice(), b.exclusive)
+            (Key::from(key), b.exclusive)
         });
         let guard = find_guard(&filter);
         let guard_index = guard.as_ref().map(|(col, _)| {
@@ -214,7 +214,7 @@ impl Engine {
                 let _ = col;
                 table.index_lookup(ix, &key).collect()
             }
-            _ => table.iter().map(|(id, _)| id).collect(),
+            _ => table.ids().collect(),
         };
         // Row-id order walks the row slab sequentially.
         let mut candidates = candidates;

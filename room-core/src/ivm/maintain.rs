@@ -15,7 +15,7 @@
 //! Every step costs in proportion to what changes, plus `O(log n)` per ordered-set
 //! operation.
 
-use alloc::boxed::Box;
+use crate::keys::Key;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
@@ -186,10 +186,10 @@ impl Engine {
             let limit = node.limit;
             let part = match node.parts.get_mut(pk.as_slice()) {
                 Some(p) => p,
-                None => node.parts.entry(Box::from(pk.as_slice())).or_default(),
+                None => node.parts.entry(Key::from(pk.as_slice())).or_default(),
             };
             let was_empty = part.is_empty();
-            part.insert(Box::from(sk.as_slice()), rid, limit, &mut events);
+            part.insert(Key::from(sk.as_slice()), rid, limit, &mut events);
             (
                 was_empty,
                 node.demand.get(pk.as_slice()).is_some_and(|d| *d > 0),
@@ -350,7 +350,7 @@ impl Engine {
                     false
                 }
                 None => {
-                    node.demand.insert(Box::from(key), 1);
+                    node.demand.insert(Key::from(key), 1);
                     true
                 }
             }

@@ -161,11 +161,11 @@ impl Part {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::boxed::Box;
+
     use alloc::vec;
 
     fn k(n: u8) -> Key {
-        Box::from([n].as_slice())
+        Key::from([n].as_slice())
     }
 
     fn window(p: &Part, limit: Option<u32>) -> Vec<RowId> {

@@ -420,7 +420,7 @@ impl Room {
             if c.table == LEDGER_TABLE {
                 resolved.push(Resolved::Ledger(c.pk.clone(), c.current.clone()));
             } else {
-                resolved.push(Resolved::Data(t, key.into_boxed_slice(), c.current.clone()));
+                resolved.push(Resolved::Data(t, Key::from(key), c.current.clone()));
             }
         }
         let mut changed = false;

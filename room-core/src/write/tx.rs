@@ -171,7 +171,7 @@ impl Room {
         for v in pk {
             crate::keys::push_cell(&mut key, v, false);
         }
-        Ok(key.into_boxed_slice())
+        Ok(Key::from(key))
     }
 
     fn row_key(&self, t: usize, row: &[Value], what: &str) -> Result<Key, Error> {
@@ -189,7 +189,7 @@ impl Room {
         }
         let mut key = Vec::new();
         cells_key_into(&mut key, row, &schema.primary_key);
-        Ok(key.into_boxed_slice())
+        Ok(Key::from(key))
     }
 
     /// `txGet(table, pk)`: the row under this transaction's staged writes, or `None`.
