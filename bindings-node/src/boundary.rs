@@ -222,7 +222,7 @@ impl Cx {
     }
 
     /// A required string.
-    pub(crate) fn text(&self, arg: Arg, param: &str) -> napi::Result<String> {
+    pub(crate) fn text(&self, arg: Arg, param: &str) -> napi::Result<Text> {
         match read_string(arg)? {
             Some(s) => Ok(s),
             None => Err(self.arg_type(param, "a string", arg)),
@@ -230,7 +230,7 @@ impl Cx {
     }
 
     /// A string, or `undefined` / `null` (`None`).
-    pub(crate) fn opt_text(&self, arg: Arg, param: &str) -> napi::Result<Option<String>> {
+    pub(crate) fn opt_text(&self, arg: Arg, param: &str) -> napi::Result<Option<Text>> {
         if is_nullish(arg)? {
             return Ok(None);
         }
@@ -362,21 +362,73 @@ fn type_name(arg: Arg) -> &'static str {
 
 /// Texts up to this many UTF-8 bytes (most frames) are read in one Node-API call.
 const SHORT_TEXT: usize = 1024;
+/// A buffer that grew past this is not kept for the next call.
+const POOLED_MAX: usize = 64 * 1024;
+
+std::thread_local! {
+    /// Spare argument buffers of this thread (each env runs on one thread).
+    static POOL: core::cell::RefCell<Vec<Vec<u8>>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// A string argument's UTF-8 text, in a buffer reused from call to call: reading an
+/// argument neither allocates nor zeroes memory once the thread has served a call.
+pub(crate) struct Text {
+    buf: Vec<u8>,
+}
+
+impl Text {
+    fn take() -> Text {
+        let buf = POOL
+            .try_with(|p| p.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Vec::with_capacity(SHORT_TEXT));
+        Text { buf }
+    }
+
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        // SAFETY: `read_string`, the only maker of a `Text` with content, checked the
+        // bytes as UTF-8 (or replaced them with a lossy copy); they are not changed after.
+        unsafe { core::str::from_utf8_unchecked(&self.buf) }
+    }
+}
+
+impl core::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Drop for Text {
+    fn drop(&mut self) {
+        if self.buf.capacity() <= POOLED_MAX {
+            let mut buf = core::mem::take(&mut self.buf);
+            buf.clear();
+            let _ = POOL.try_with(|p| p.borrow_mut().push(buf));
+        }
+    }
+}
 
 /// The string's UTF-8 text, or `None` when the value is not a string.
-fn read_string(arg: Arg) -> napi::Result<Option<String>> {
-    // One call into a stack buffer first. Node writes whole characters only, so a text
-    // that ends at least 4 bytes before the end of the buffer was not cut short.
-    let mut short = [0u8; SHORT_TEXT];
+fn read_string(arg: Arg) -> napi::Result<Option<Text>> {
+    let mut text = Text::take();
+    let buf = &mut text.buf;
+    // One call into the spare capacity first. Node writes whole characters only, so a
+    // text that ends at least 4 bytes before the end of the buffer was not cut short.
+    buf.clear();
+    buf.reserve(SHORT_TEXT);
+    let cap = buf.capacity();
     let mut written = 0usize;
-    // SAFETY: `short` is writable for `SHORT_TEXT` bytes; Node writes at most that many
-    // (text plus NUL) and reports how many text bytes it wrote.
+    // SAFETY: `buf` has `cap` writable bytes; Node writes at most that many (text plus
+    // NUL) and reports how many text bytes it wrote.
     let status = unsafe {
         sys::napi_get_value_string_utf8(
             arg.env,
             arg.value,
-            short.as_mut_ptr().cast(),
-            SHORT_TEXT,
+            buf.as_mut_ptr().cast(),
+            cap,
             &mut written,
         )
     };
@@ -384,26 +436,28 @@ fn read_string(arg: Arg) -> napi::Result<Option<String>> {
         return Ok(None);
     }
     check(status)?;
-    let bytes = if written + 4 < SHORT_TEXT {
-        short[..written].to_vec()
+    if written + 4 < cap {
+        // SAFETY: Node initialized the first `written < cap` bytes.
+        unsafe { buf.set_len(written) };
     } else {
-        read_long_string(arg)?
-    };
+        read_long_string(arg, buf)?;
+    }
     // Node writes lone surrogates as U+FFFD, so this is UTF-8; stay safe regardless.
-    Ok(Some(match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }))
+    if core::str::from_utf8(buf).is_err() {
+        *buf = String::from_utf8_lossy(buf).into_owned().into_bytes();
+    }
+    Ok(Some(text))
 }
 
-/// A string too long for the stack buffer: its length first, then its bytes.
-fn read_long_string(arg: Arg) -> napi::Result<Vec<u8>> {
+/// A string too long for the first read: its length first, then its bytes.
+fn read_long_string(arg: Arg, buf: &mut Vec<u8>) -> napi::Result<()> {
     let mut len = 0usize;
     // SAFETY: a NULL buffer asks for the length only; `len` is a valid out-pointer.
     check(unsafe {
         sys::napi_get_value_string_utf8(arg.env, arg.value, ptr::null_mut(), 0, &mut len)
     })?;
-    let mut buf: Vec<u8> = Vec::with_capacity(len + 1);
+    buf.clear();
+    buf.reserve(len + 1);
     let mut written = 0usize;
     // SAFETY: `buf` has room for `len + 1` bytes (the text and Node's NUL); Node writes
     // at most that many and reports how many text bytes it wrote.
@@ -418,7 +472,7 @@ fn read_long_string(arg: Arg) -> napi::Result<Vec<u8>> {
     })?;
     // SAFETY: Node initialized `written <= len` bytes of `buf` (its contract).
     unsafe { buf.set_len(written.min(len)) };
-    Ok(buf)
+    Ok(())
 }
 
 /// The number, or `None` when the value is not a number.

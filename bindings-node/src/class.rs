@@ -19,12 +19,13 @@ use core::cell::{Cell, RefCell};
 use core::ffi::{c_void, CStr};
 use core::ptr;
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use napi::sys;
 use rindle_room_core::contract::JsonRoom;
 
-use crate::boundary::{check, guard, panic_failure, Arg, Cx, Failure, IntoJs};
+use crate::boundary::{check, guard, panic_failure, Arg, Cx, Failure, IntoJs, Text};
 use crate::room::NodeRoom;
 
 /// The most arguments any method takes (`subscribe`, `beginMutation`, …).
@@ -77,12 +78,12 @@ impl Call<'_> {
     }
 
     /// Argument `i`, a required string.
-    pub(crate) fn text(&self, i: usize, param: &str) -> napi::Result<String> {
+    pub(crate) fn text(&self, i: usize, param: &str) -> napi::Result<Text> {
         self.cx.text(self.arg(i), param)
     }
 
     /// Argument `i`, a string or `undefined` / `null`.
-    pub(crate) fn opt_text(&self, i: usize, param: &str) -> napi::Result<Option<String>> {
+    pub(crate) fn opt_text(&self, i: usize, param: &str) -> napi::Result<Option<Text>> {
         self.cx.opt_text(self.arg(i), param)
     }
 
@@ -130,7 +131,31 @@ thread_local! {
     /// against it before dereferencing: an object wrapped by anything else (another
     /// addon's class, a borrowed method) is refused. Cheaper per call than
     /// `napi_check_object_type_tag`, which measured ~85 ns.
-    static LIVE_ROOMS: RefCell<HashSet<usize>> = RefCell::new(HashSet::new());
+    static LIVE_ROOMS: RefCell<HashSet<usize, BuildHasherDefault<AddrHasher>>> =
+        const { RefCell::new(HashSet::with_hasher(BuildHasherDefault::new())) };
+}
+
+/// The hasher of [`LIVE_ROOMS`]: the keys are addresses of distinct live boxes, so one
+/// folded multiply spreads them (SipHash, the default, cost more than the rest of the check).
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        // A folded multiply: the aligned (zero) low bits of an address still spread.
+        let p = u128::from(n as u64) * 0x9E37_79B9_7F4A_7C15;
+        self.0 = (p as u64) ^ ((p >> 64) as u64);
+    }
 }
 
 /// Defines the class and sets `exports.WasmRoom`.
