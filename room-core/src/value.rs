@@ -13,7 +13,13 @@ use core::hash::{Hash, Hasher};
 pub const COMPARATOR_VERSION: u32 = 2;
 
 /// One wire cell.
+///
+/// The tag is a full word (`repr(u64)`): every variant's payload then sits at offset 8,
+/// and a cell moves as three aligned words. With a byte tag, rustc moved cells in odd
+/// pieces (bytes 1..24), which stalled store-to-load forwarding when a parsed cell was
+/// copied into its row (~10 % of parsing a batch).
 #[derive(Clone, Debug)]
+#[repr(u64)]
 pub enum Value {
     /// SQL NULL; sorts before everything.
     Null,
@@ -24,6 +30,8 @@ pub enum Value {
     /// UTF-8 text (also JSON columns, which travel as their text); ordered byte-wise.
     Str(Box<str>),
 }
+
+const _: () = assert!(core::mem::size_of::<Value>() == 24);
 
 impl Value {
     /// A number cell. `-0` becomes `+0`: JSON can carry `-0` but JavaScript prints it as

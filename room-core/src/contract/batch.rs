@@ -22,6 +22,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::json::write::plain_run;
 use crate::room::{Room, UpstreamBatch};
 use crate::serve::NetOp;
 use crate::value::Value;
@@ -142,7 +143,7 @@ impl<'a> Parser<'a> {
         self.eat(b'"')?;
         let b = self.bytes();
         let start = self.i;
-        let mut i = start;
+        let mut i = plain_run(b, start);
         loop {
             match *b.get(i)? {
                 b'"' => {
@@ -209,7 +210,7 @@ impl<'a> Parser<'a> {
             return None;
         }
         let b = self.bytes();
-        let mut i = self.i + 1;
+        let mut i = plain_run(b, self.i + 1);
         loop {
             match *b.get(i)? {
                 b'"' => {

@@ -86,13 +86,33 @@ pub fn write_i64(out: &mut String, v: i64) {
             break;
         }
     }
-    out.reserve(buf.len() - i + 1);
     if v < 0 {
         out.push('-');
     }
-    for &d in &buf[i..] {
-        out.push(d as char);
+    // Only ASCII digits were written.
+    out.push_str(core::str::from_utf8(&buf[i..]).unwrap_or("0"));
+}
+
+/// Skips string content from `i` eight bytes at a time while none of them is `"`, `\`
+/// or a control byte; the index of the first chunk that holds one (or of the tail).
+#[inline]
+pub(crate) fn plain_run(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `x` is zero → its high bit is set here (exact about whether any is).
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = b.get(i..i + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
+        let x = u64::from_le_bytes(chunk);
+        let quote = zero_byte(x ^ (ONES * u64::from(b'"')));
+        let backslash = zero_byte(x ^ (ONES * u64::from(b'\\')));
+        // Some byte below 0x20 (the same trick with 0x20 in place of 1).
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        if quote | backslash | control != 0 {
+            break;
+        }
+        i += 8;
     }
+    i
 }
 
 /// Which bytes `JSON.stringify` escapes: `"`, `\\` and control characters.
@@ -114,7 +134,7 @@ pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;
-    let mut i = 0;
+    let mut i = plain_run(bytes, 0);
     while i < bytes.len() {
         let b = bytes[i];
         if !ESCAPE[b as usize] {
@@ -223,6 +243,43 @@ mod tests {
         let mut s = String::new();
         write_f64(&mut s, f);
         s
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify_at_every_offset() {
+        // Each special byte at each offset of strings longer than one 8-byte chunk, so
+        // the chunked scan and the byte loop both meet it. serde_json escapes the same
+        // set the same way (short escapes, lowercase `\u00xx`).
+        for special in ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é', '\u{7f}', '😀', ' '] {
+            for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 33] {
+                for at in 0..=len {
+                    let mut text: String =
+                        (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+                    text.insert(at.min(text.len()), special);
+                    let mut out = String::new();
+                    write_str(&mut out, &text);
+                    assert_eq!(out, serde_json::to_string(&text).unwrap(), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_print_as_digits() {
+        for v in [
+            0i64,
+            7,
+            -7,
+            10,
+            1234567890,
+            -9_007_199_254_740_991,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            let mut out = String::new();
+            write_i64(&mut out, v);
+            assert_eq!(out, alloc::format!("{v}"));
+        }
     }
 
     #[test]
