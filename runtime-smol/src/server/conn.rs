@@ -28,6 +28,33 @@ use super::clock::Env;
 /// How long a closing socket waits for the peer's close reply before dropping it.
 const CLOSE_GRACE_MS: u64 = 2_000;
 
+/// How many of one connection's frames may wait for the room task at once. The room
+/// task's event queue is shared by every connection and the upstream leg; without a
+/// window, a client that writes faster than the room handles its frames would grow that
+/// queue without bound. At the window, the connection stops reading its socket, so TCP
+/// pushes back on the client (nothing is dropped, order is kept).
+pub(crate) const INBOUND_WINDOW: usize = 64;
+
+/// One inbound frame's place in its connection's [`INBOUND_WINDOW`]: taken before the
+/// frame is queued for the room task, given back when the room task drops the event
+/// (after handling it).
+#[derive(Debug)]
+pub(crate) struct InboundSlot(Receiver<()>);
+
+impl InboundSlot {
+    /// Waits for a free place in the window of `window` (the sending half).
+    async fn take(window: &Sender<()>, held: &Receiver<()>) -> Option<InboundSlot> {
+        window.send(()).await.ok()?;
+        Some(InboundSlot(held.clone()))
+    }
+}
+
+impl Drop for InboundSlot {
+    fn drop(&mut self) {
+        let _ = self.0.try_recv();
+    }
+}
+
 /// The websocket read buffer of a downstream connection. tungstenite's default is
 /// 128 KiB, zero-filled up to its capacity before every socket read: 128 KiB resident
 /// and a 128 KiB `memset` per read, per connection. Client frames are small (a
@@ -206,6 +233,7 @@ async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
     if events.send(Event::ConnOpen { id, out }).await.is_err() {
         return;
     }
+    let (window, held) = async_channel::bounded::<()>(INBOUND_WINDOW);
     let reader = async {
         while let Some(msg) = source.next().await {
             let text = match msg {
@@ -215,7 +243,14 @@ async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
                 Ok(Message::Close(_)) | Err(_) => break,
                 Ok(_) => continue,
             };
-            if events.send(Event::ConnMsg { id, text }).await.is_err() {
+            let Some(slot) = InboundSlot::take(&window, &held).await else {
+                break;
+            };
+            if events
+                .send(Event::ConnMsg { id, text, slot })
+                .await
+                .is_err()
+            {
                 break;
             }
         }
@@ -269,4 +304,33 @@ async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
     reader.or(writer).await;
     let _ = stream.shutdown(Shutdown::Both);
     let _ = events.send(Event::ConnClosed { id }).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inbound_window_holds_frames_until_the_room_task_drops_them() {
+        smol::block_on(async {
+            let (window, held) = async_channel::bounded::<()>(INBOUND_WINDOW);
+            let mut slots = Vec::new();
+            for _ in 0..INBOUND_WINDOW {
+                slots.push(
+                    InboundSlot::take(&window, &held)
+                        .await
+                        .expect("a free place"),
+                );
+            }
+            // The window is full: the reader waits (it stops reading its socket).
+            let mut next = Box::pin(InboundSlot::take(&window, &held));
+            assert!(futures_lite::future::poll_once(&mut next).await.is_none());
+            // The room task handles (drops) one frame: the reader goes on.
+            drop(slots.pop());
+            assert!(next.await.is_some());
+            // A closed connection ends the wait instead of hanging.
+            held.close();
+            assert!(InboundSlot::take(&window, &held).await.is_none());
+        });
+    }
 }

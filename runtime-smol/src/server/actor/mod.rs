@@ -31,7 +31,7 @@ use rindle_room_core::contract::JsonRoom;
 
 use super::authority::Authority;
 use super::clock::Env;
-use super::conn::ConnOut;
+use super::conn::{ConnOut, InboundSlot};
 use super::frames::RecordedOutcome;
 use super::log::Logger;
 use super::metrics::Metrics;
@@ -62,8 +62,13 @@ pub(crate) enum Event {
     LeaseMinted { result: Result<String, String> },
     /// A downstream websocket completed its handshake.
     ConnOpen { id: u64, out: ConnOut },
-    /// A downstream frame.
-    ConnMsg { id: u64, text: String },
+    /// A downstream frame, holding its place in the connection's inbound window until
+    /// the event is dropped.
+    ConnMsg {
+        id: u64,
+        text: String,
+        slot: InboundSlot,
+    },
     /// A downstream socket closed.
     ConnClosed { id: u64 },
     /// A group-commit append returned.
@@ -343,7 +348,10 @@ impl Actor {
             Event::UpClosed { gen, error } => self.on_up_closed(gen, error),
             Event::LeaseMinted { result } => self.on_lease_minted(result),
             Event::ConnOpen { id, out } => self.on_conn_open(id, out),
-            Event::ConnMsg { id, text } => self.on_conn_msg(id, &text),
+            Event::ConnMsg { id, text, slot } => {
+                self.on_conn_msg(id, &text);
+                drop(slot);
+            }
             Event::ConnClosed { id } => self.on_conn_closed(id),
             Event::Appended {
                 incarnation,
