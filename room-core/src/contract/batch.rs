@@ -73,21 +73,21 @@ impl<'a> Parser<'a> {
     /// Skips JSON whitespace.
     #[inline]
     fn ws(&mut self) {
-        let b = self.bytes();
-        while let Some(&c) = b.get(self.i) {
-            if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
-                self.i += 1;
-            } else {
-                break;
-            }
-        }
+        let _ = self.peek();
     }
 
     /// The next byte after whitespace, not consumed.
     #[inline]
     fn peek(&mut self) -> Option<u8> {
-        self.ws();
-        self.bytes().get(self.i).copied()
+        let b = self.bytes();
+        loop {
+            let c = *b.get(self.i)?;
+            // Every JSON whitespace byte is at most b' ': one compare for the common case.
+            if c > b' ' || !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+                return Some(c);
+            }
+            self.i += 1;
+        }
     }
 
     /// Consumes `c` after whitespace.
