@@ -20,6 +20,20 @@
 import { createRequire } from "node:module";
 import process from "node:process";
 
+import {
+  baseIssue,
+  FP,
+  HELLO,
+  ISSUE_COLUMNS,
+  TABLES,
+  USERS,
+  userRow,
+  W1_AST,
+  w1Script,
+  w3Ast,
+  w3Script,
+} from "./workload.mjs";
+
 const require = createRequire(import.meta.url);
 const ZERO_OUT = new URL("./node_modules/@rocicorp/zero/out/", import.meta.url);
 
@@ -37,7 +51,6 @@ const W1_UNITS = Number(env("BENCH_W1_UNITS", 20_000));
 const W3_UNITS = Number(env("BENCH_W3_UNITS", 2_000));
 const W3_QS = env("BENCH_W3_Q", "1000").split(",").map(Number);
 const N = Number(env("BENCH_N", 10_000));
-const USERS = 100;
 
 if (!process.env.RINDLE_ROOM_NATIVE_BUILD && !process.env.RINDLE_ROOM_NATIVE_PATH) {
   process.env.RINDLE_ROOM_NATIVE_BUILD = "release";
@@ -58,61 +71,12 @@ try {
 }
 const zeroVersion = require("./node_modules/@rocicorp/zero/package.json").version;
 
-const ISSUE_COLUMNS = ["id", "title", "open", "created", "creatorID", "modified", "description"];
-const TABLES = [
-  { name: "user", columns: ["id", "name"], primaryKey: [0] },
-  { name: "issue", columns: ISSUE_COLUMNS, primaryKey: [0] },
-];
-// normalizedFp of TABLES (protocol.md §3.4), computed with shared/tools/fp_vectors.py.
-const FP = "c8bd6a76198f3f90";
-const HELLO = { epoch: 1, comparatorVersion: 2, tables: TABLES, normalizedFp: FP };
-
-// Rows, positional (the wire) and keyed (Zero): the same values, built once each.
-function userRow(id) {
-  return [id, `user ${id}`];
-}
-function issueRow(id, title, open, created, creator) {
-  return [id, title, open, created, creator, created, `Description of issue ${id}.`];
-}
-function baseIssue(id, creators) {
-  return issueRow(id, `Issue ${id}`, id % 3 !== 0, id, id % creators);
-}
+// Rows keyed by column (Zero): the same values as the wire rows.
 const keyed = (table, row) => Object.fromEntries(table.columns.map((c, i) => [c, row[i]]));
 const keyedIssue = (row) => keyed(TABLES[1], row);
 const keyedUser = (row) => keyed(TABLES[0], row);
 
-// The queries, as wire ASTs (native) and as Zero builder calls: the same query each.
-const W1_AST = {
-  table: "issue",
-  where: {
-    type: "simple",
-    op: "=",
-    left: { type: "column", name: "open" },
-    right: { type: "literal", value: true },
-  },
-  orderBy: [["created", "desc"]],
-  limit: 50,
-  related: [
-    {
-      correlation: { parentField: ["creatorID"], childField: ["id"] },
-      subquery: { table: "user", alias: "creator" },
-    },
-  ],
-};
-function w3Ast(creator) {
-  return {
-    table: "issue",
-    where: {
-      type: "simple",
-      op: "=",
-      left: { type: "column", name: "creatorID" },
-      right: { type: "literal", value: creator },
-    },
-    orderBy: [["created", "desc"]],
-    limit: 20,
-  };
-}
-
+// The queries as Zero builder calls: the same queries as the wire ASTs.
 const user = zero.table("user").columns({ id: zero.number(), name: zero.string() }).primaryKey("id");
 const issue = zero
   .table("issue")
@@ -288,59 +252,6 @@ class ZeroSide {
 }
 
 // --------------------------------------------------------------------------------------
-// Workloads (docs/BENCHMARKS.md): the op of unit u, as a wire op
-// --------------------------------------------------------------------------------------
-
-function w1Script() {
-  const id = N + 1;
-  let deep = Math.floor(N / 2);
-  while (deep % 3 === 0) deep++;
-  const creator = id % USERS;
-  const added = issueRow(id, `Issue ${id}`, true, id, creator);
-  const edited = issueRow(id, `Issue ${id} (edited)`, true, id, creator);
-  const deepRows = [
-    baseIssue(deep, USERS),
-    issueRow(deep, `Issue ${deep} (edited)`, true, deep, deep % USERS),
-  ];
-  return {
-    period: 4,
-    frames: (u) => (u % 4 === 2 ? 0 : 1),
-    op(u) {
-      const cycle = Math.floor(u / 4);
-      switch (u % 4) {
-        case 0:
-          return { table: "issue", op: "add", row: added };
-        case 1:
-          return { table: "issue", op: "edit", old: added, new: edited };
-        case 2:
-          return { table: "issue", op: "edit", old: deepRows[cycle % 2], new: deepRows[(cycle + 1) % 2] };
-        default:
-          return { table: "issue", op: "remove", row: edited };
-      }
-    },
-  };
-}
-
-function w3Script(q) {
-  const id = N + 1;
-  const rows = new Map();
-  const rowOf = (creator) => {
-    let r = rows.get(creator);
-    if (!r) rows.set(creator, (r = issueRow(id, `Issue ${id}`, true, id, creator)));
-    return r;
-  };
-  return {
-    period: 2,
-    frames: () => 1,
-    creator: (u) => Math.floor(u / 2) % q,
-    op(u) {
-      const row = rowOf(Math.floor(u / 2) % q);
-      return u % 2 === 0 ? { table: "issue", op: "add", row } : { table: "issue", op: "remove", row };
-    },
-  };
-}
-
-// --------------------------------------------------------------------------------------
 // Cross-checks
 // --------------------------------------------------------------------------------------
 
@@ -481,7 +392,7 @@ const results = [];
   const zer = new ZeroSide(USERS);
   nat.subscribe("w1", W1_AST);
   zer.materialize("w1", w1Query());
-  const script = w1Script();
+  const script = w1Script(N);
   check("W1 initial window", nat, zer, W1_AST, "w1");
   verifyShape("W1 first 2 cycles", script, nat, zer, 0, 8);
   // Mid-cycle: after an add the new issue is in the window and the 50th is out.
@@ -505,7 +416,7 @@ for (const q of W3_QS) {
     nat.subscribe(`v${c}`, w3Ast(c));
     zer.materialize(`v${c}`, w3Query(c));
   }
-  const script = w3Script(q);
+  const script = w3Script(N, q);
   verifyShape(`W3 Q = ${q} first writes`, script, nat, zer, 0, 6);
   verifyShape(`W3 Q = ${q} an add`, script, nat, zer, 6, 1);
   check(`W3 Q = ${q} view ${script.creator(6)} after an add`, nat, zer, w3Ast(script.creator(6)), `v${script.creator(6)}`);
