@@ -3,7 +3,7 @@
 //   cd bindings-node && npm run build
 //   perf record -F 2000 --call-graph dwarf,16384 node --perf-basic-prof bench/w1-loop.mjs
 //
-// Same data, query and 4-step cycle as zero-vs-native.mjs (docs/BENCHMARKS.md, W1);
+// The same W1 as zero-vs-native.mjs (both take it from workload.mjs; docs/BENCHMARKS.md);
 // prints the minimum and median ns per change over the repetitions. Environment:
 // BENCH_REPS (30), BENCH_W1_UNITS (20000), BENCH_N (10000).
 import { createRequire } from "node:module";
