@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rindle_room_smol::journal::file::{
-    crc32c, read_records, FileJournal, RecordKind, RecoveryReport, HEADER_LEN, MAGIC, VERSION,
+    crc32c, read_records, CorruptJournal, FileJournal, RecordKind, RecoveryReport, HEADER_LEN,
+    MAGIC, VERSION,
 };
 use rindle_room_smol::journal::{FlushRecord, Journal, JournalEntry, Outcome};
 
@@ -299,7 +300,7 @@ fn a_flipped_byte_anywhere_in_the_last_record_drops_it() {
 }
 
 #[test]
-fn corruption_mid_file_truncates_there_documented_behavior() {
+fn corruption_mid_file_refuses_to_open_and_leaves_the_file_alone() {
     let dir = TempDir::new("mid");
     let path = dir.path("room.journal");
     let j = FileJournal::open(&path).unwrap();
@@ -309,19 +310,113 @@ fn corruption_mid_file_truncates_there_documented_behavior() {
     j.append(&[entry("a", 3, Outcome::Applied)]).unwrap();
     drop(j);
     let mut bytes = fs::read(&path).unwrap();
-    let total = bytes.len() as u64;
     bytes[second as usize + HEADER_LEN + 3] ^= 1;
     fs::write(&path, &bytes).unwrap();
-    let j = FileJournal::open(&path).unwrap();
+    let err = FileJournal::open(&path).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    let corrupt = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<CorruptJournal>())
+        .expect("a CorruptJournal error");
+    assert_eq!(corrupt.offset, second);
+    assert_eq!(corrupt.records_after, 1);
+    let text = err.to_string();
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains(&format!("byte {second}")), "{text}");
+    assert!(text.contains("1 intact record(s)"), "{text}");
+    assert!(text.contains("rindle-room journal salvage"), "{text}");
     assert_eq!(
-        j.recovered(),
-        RecoveryReport {
-            records: 1,
-            truncated_bytes: total - second,
-            stale_compact_removed: false,
-        }
+        fs::read(&path).unwrap(),
+        bytes,
+        "the file is never modified"
     );
-    assert_eq!(j.replay().unwrap(), [entry("a", 1, Outcome::Applied)]);
+}
+
+/// One bit flipped at each of 20 positions spread over a multi-record journal: a flip in
+/// the last record is a torn tail (cut, every other record kept); a flip anywhere else
+/// refuses to open, names the damaged record and the records after it, and leaves the
+/// file as it was; the salvaged copy holds every record but the damaged one. Never a
+/// silent loss.
+#[test]
+fn a_flipped_bit_is_a_torn_tail_only_in_the_last_record() {
+    let dir = TempDir::new("bits");
+    let path = dir.path("room.journal");
+    let j = FileJournal::open(&path).unwrap();
+    let mut starts = Vec::new();
+    for mid in 1..=60u64 {
+        starts.push(j.len_bytes().unwrap());
+        if mid % 10 == 0 {
+            j.append_flush(&flush(mid / 10)).unwrap();
+        } else {
+            let client = ["a", "b", "c"][(mid % 3) as usize];
+            j.append(&[entry(client, mid, Outcome::Applied)]).unwrap();
+        }
+    }
+    drop(j);
+    let original = fs::read(&path).unwrap();
+    let total = starts.len() as u64;
+    let last = *starts.last().unwrap();
+    let damaged_path = dir.path("damaged.journal");
+    for i in 0..20u64 {
+        // Spread over the file, the last record included (i = 19 lands in it).
+        let at = (i * (original.len() as u64 - 1) / 19) as usize;
+        let bit = 1u8 << (i % 8);
+        let mut bytes = original.clone();
+        bytes[at] ^= bit;
+        fs::write(&damaged_path, &bytes).unwrap();
+        let hit = starts.iter().rposition(|&s| s as usize <= at).unwrap() as u64;
+        match FileJournal::open(&damaged_path) {
+            Ok(j) => {
+                assert_eq!(
+                    hit,
+                    total - 1,
+                    "flip at {at}: only the last record may be cut"
+                );
+                assert_eq!(j.recovered().records, total - 1, "flip at {at}");
+                assert_eq!(j.recovered().truncated_bytes, original.len() as u64 - last);
+                assert_eq!(file_len(&damaged_path), last);
+            }
+            Err(e) => {
+                assert!(
+                    hit < total - 1,
+                    "flip at {at} in the last record must be cut"
+                );
+                let c = e
+                    .get_ref()
+                    .and_then(|e| e.downcast_ref::<CorruptJournal>())
+                    .unwrap_or_else(|| panic!("flip at {at}: {e}"));
+                assert_eq!(c.offset, starts[hit as usize], "flip at {at}");
+                assert_eq!(c.records_after, total - 1 - hit, "flip at {at}");
+                assert_eq!(fs::read(&damaged_path).unwrap(), bytes, "flip at {at}");
+                // The operator's way out: check, then salvage to a new file.
+                let report = rindle_room_smol::journal::salvage::check(&damaged_path).unwrap();
+                assert_eq!(report.intact(), total - 1, "flip at {at}: {report}");
+                assert!(!report.is_clean() && !report.is_torn_tail_only());
+                let out = dir.path(&format!("salvaged-{i}.journal"));
+                rindle_room_smol::journal::salvage::salvage(&damaged_path, &out).unwrap();
+                let j = FileJournal::open(&out).expect("the salvaged copy opens");
+                assert_eq!(j.recovered().records, total - 1);
+                assert_eq!(j.recovered().truncated_bytes, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn salvage_never_writes_in_place_or_over_a_file() {
+    let dir = TempDir::new("salvage");
+    let path = dir.path("room.journal");
+    let j = FileJournal::open(&path).unwrap();
+    j.append(&[entry("a", 1, Outcome::Applied)]).unwrap();
+    drop(j);
+    let salvage = rindle_room_smol::journal::salvage::salvage;
+    assert!(salvage(&path, &path).is_err());
+    let existing = dir.path("existing");
+    fs::write(&existing, b"keep me").unwrap();
+    assert!(salvage(&path, &existing).is_err());
+    assert_eq!(fs::read(&existing).unwrap(), b"keep me");
+    let report = rindle_room_smol::journal::salvage::check(&path).unwrap();
+    assert!(report.is_clean(), "{report}");
 }
 
 #[test]
@@ -467,9 +562,18 @@ fn compaction_keeps_unsettled_entries_in_order_across_reopen() {
         .position(|r| r.kind == RecordKind::Flush)
         .unwrap();
     let entries_before_flush = expected.iter().filter(|e| e.mid <= 25).count();
-    // Record 0 is the max-seq snapshot.
+    // Record 0 is the max-seq snapshot, then one binding record per client seen.
     assert_eq!(inspection.records[0].kind, RecordKind::Snapshot);
-    assert_eq!(flush_at, 1 + entries_before_flush);
+    let kinds: Vec<RecordKind> = inspection.records[1..4].iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [RecordKind::Binding; 3]);
+    assert_eq!(flush_at, 4 + entries_before_flush);
+    // Every client stays bound to its subject, the ones whose entries all went too.
+    let bound: Vec<(String, String)> = j.bindings().unwrap().into_iter().take(3).collect();
+    let want: Vec<(String, String)> = ["a", "b", "c"]
+        .iter()
+        .map(|c| (c.to_string(), entry(c, 1, Outcome::Applied).sub))
+        .collect();
+    assert_eq!(bound, want);
 
     // Nothing settled: compaction leaves the file alone.
     let len = j.len_bytes().unwrap();

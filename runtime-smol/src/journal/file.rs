@@ -1,34 +1,6 @@
 //! The durable file journal: one append-only file of checksummed records, `fsync`ed
-//! before any call returns.
-//!
-//! # File format
-//!
-//! The file is a plain sequence of records, no file header. Each record is a 12-byte
-//! header followed by its payload:
-//!
-//! | bytes   | field                                                                 |
-//! |---------|-----------------------------------------------------------------------|
-//! | 0       | magic, [`MAGIC`] (`0xB7`)                                             |
-//! | 1       | format version, [`VERSION`] (`1`)                                     |
-//! | 2       | record kind ([`RecordKind`]: 1 entry, 2 flush, 3 confirm, 4 snapshot) |
-//! | 3       | reserved, written `0`, ignored on read                                |
-//! | 4..8    | payload length, `u32` little-endian                                   |
-//! | 8..12   | CRC-32C (Castagnoli) of header bytes `0..8` followed by the payload   |
-//!
-//! The payload is one compact JSON object (UTF-8), so a journal stays inspectable (see
-//! `examples/journal_dump.rs`, which prints one JSON line per record):
-//!
-//! * **entry** — seed 000 `RoomJournalEntry`:
-//!   `{"clientID":…,"mid":…,"name":…,"args":…,"sub":…,"outcome":…}` plus the legacy
-//!   `"rejected":true` for both non-applied outcomes. `args` is embedded as the JSON
-//!   value itself, byte for byte as given; args text that is not a single JSON value
-//!   (without surrounding whitespace) is stored as a JSON string with `"argsText":true`.
-//!   On read, `outcome` wins when present, else `rejected: true` means rejected, else
-//!   applied (seed 000 `journalEntryOutcome`); a missing `sub` reads as `""`.
-//! * **flush** — seed 000 `RoomFlushRecord`: `{"seq":…,"epoch":…,"body":…}`.
-//! * **confirm** — the authority settled a flush: `{"seq":…}`.
-//! * **snapshot** — written first by compaction so the highest flush seq survives the
-//!   records it dropped: `{"maxFlushSeq":…}`.
+//! before any call returns. The record framing is [`super::record`] (re-exported here),
+//! the payloads [`super::payload`].
 //!
 //! # Durability and recovery
 //!
@@ -37,13 +9,19 @@
 //! one private function). Because the file is only ever appended to and every append is
 //! synced before it is acknowledged, a crash can only damage the **tail**: the last
 //! append may be partially written, or the file may end in garbage or zeroes.
-//! [`FileJournal::open`] therefore scans from the start and stops at the first record
-//! that is incomplete, has a bad magic byte or fails its checksum, and truncates the file
-//! there (then syncs). A corrupt record in the middle of the file followed by valid
-//! records is treated the same way — everything from it onwards is cut — because under
-//! this write discipline it can only come from outside damage, and nothing after a gap can
-//! be trusted to be contiguous. The caller learns what happened from
-//! [`FileJournal::recovered`] and should log it loudly when `truncated_bytes > 0`.
+//!
+//! [`FileJournal::open`] reads the file from the start. Where the intact records end
+//! before the file does, it looks at everything after that point:
+//!
+//! - **No intact record after it: a torn tail.** The file is truncated there (then
+//!   synced) and [`FileJournal::recovered`] reports the bytes cut; the caller logs it.
+//! - **An intact record after it: corruption.** A damaged record followed by more
+//!   records cannot come from a crash under this write discipline — it is outside damage
+//!   (a flipped bit, a bad sector), and truncating would delete acknowledged writes. The
+//!   open fails with a [`CorruptJournal`] error (kind `InvalidData`) naming the file, the
+//!   damaged range and the intact records after it, and **the file is not modified**.
+//!   `rindle-room journal check PATH` shows the damage; `rindle-room journal salvage
+//!   PATH OUT` writes every intact record to a new file ([`super::salvage`]).
 //!
 //! A record whose checksum is valid but which cannot be understood (a future format
 //! version, an unknown kind, a payload that does not decode) is never truncated away:
@@ -51,87 +29,64 @@
 //!
 //! Any failed write or sync poisons the journal: every later mutating call fails too,
 //! since after a failed `fsync` the kernel's view of the file can no longer be trusted
-//! (and the trait makes an error fatal to the incarnation anyway).
+//! (and the trait makes an error fatal to the incarnation anyway). A write past a
+//! file-size limit fails like any other (the server ignores `SIGXFSZ`).
 //!
 //! Only one process may open a journal file at a time; nothing enforces that.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
-use std::ops::Range;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use serde::de::{DeserializeOwned, IgnoredAny};
-use serde::Deserialize;
+pub use super::record::{crc32c, RecordKind, HEADER_LEN, MAGIC, MAX_PAYLOAD, VERSION};
 
-use super::{FlushRecord, Journal, JournalEntry, Outcome};
+use super::payload::{
+    decode, decode_entry, encode_binding, encode_entry, push_json_string, validate, BindingWire,
+    EntryKey, FlushWire, SeqOnly, Snapshot,
+};
+use super::record::{frame, invalid, scan, survey, with_path};
+use super::{FlushRecord, Journal, JournalEntry};
 
-/// The first byte of every record header.
-pub const MAGIC: u8 = 0xB7;
-/// The record format version this build writes and reads.
-pub const VERSION: u8 = 1;
-/// The length of a record header in bytes.
-pub const HEADER_LEN: usize = 12;
-
-/// What one framed record holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordKind {
-    /// A journaled mutation ([`JournalEntry`]).
-    Entry,
-    /// A journaled flush batch ([`FlushRecord`]).
-    Flush,
-    /// A flush confirmation: the authority settled that seq.
-    Confirm,
-    /// Written first by compaction: the highest flush seq ever appended.
-    Snapshot,
+/// The journal holds damage followed by intact records: it cannot be a torn tail, so
+/// the journal refuses to open (and leaves the file as it is).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorruptJournal {
+    /// The journal file.
+    pub path: PathBuf,
+    /// Where the first damaged range starts (a byte offset).
+    pub offset: u64,
+    /// How many bytes are damaged in all.
+    pub damaged_bytes: u64,
+    /// Intact records after the first damaged range.
+    pub records_after: u64,
 }
 
-impl RecordKind {
-    fn to_byte(self) -> u8 {
-        match self {
-            RecordKind::Entry => 1,
-            RecordKind::Flush => 2,
-            RecordKind::Confirm => 3,
-            RecordKind::Snapshot => 4,
-        }
-    }
-
-    fn from_byte(byte: u8) -> Option<RecordKind> {
-        match byte {
-            1 => Some(RecordKind::Entry),
-            2 => Some(RecordKind::Flush),
-            3 => Some(RecordKind::Confirm),
-            4 => Some(RecordKind::Snapshot),
-            _ => None,
-        }
-    }
-
-    /// The kind's lowercase name (`"entry"`, `"flush"`, `"confirm"`, `"snapshot"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            RecordKind::Entry => "entry",
-            RecordKind::Flush => "flush",
-            RecordKind::Confirm => "confirm",
-            RecordKind::Snapshot => "snapshot",
-        }
-    }
-}
-
-impl fmt::Display for RecordKind {
+impl fmt::Display for CorruptJournal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        let path = self.path.display();
+        write!(
+            f,
+            "journal {path} is corrupt: damaged record at byte {} ({} damaged byte(s)), \
+             followed by {} intact record(s) — this is not a torn tail, so nothing was \
+             truncated and the file was not modified. Inspect it with `rindle-room journal \
+             check {path}`, then write a salvaged copy with `rindle-room journal salvage \
+             {path} <new file>` and point the room at the copy",
+            self.offset, self.damaged_bytes, self.records_after
+        )
     }
 }
 
-/// What [`FileJournal::open`] found and repaired. The journal logs nothing itself; the
+impl std::error::Error for CorruptJournal {}
+
 /// server should log this, loudly when `truncated_bytes > 0`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
     /// Intact records kept.
     pub records: u64,
-    /// Bytes cut from the end of the file: a torn tail (or damage, see the module docs).
+    /// Bytes cut from the end of the file: a torn tail.
     pub truncated_bytes: u64,
     /// Whether a leftover `<path>.compact` from an interrupted compaction was removed.
     pub stale_compact_removed: bool,
@@ -209,7 +164,8 @@ struct Inner {
 impl FileJournal {
     /// Opens (creating it and its parent directories if missing) the journal at `path`,
     /// removes a leftover `<path>.compact`, and truncates a torn tail. Errors name the
-    /// path.
+    /// path; damage followed by intact records is a [`CorruptJournal`] error (kind
+    /// `InvalidData`) and leaves the file untouched.
     pub fn open(path: impl AsRef<Path>) -> io::Result<FileJournal> {
         let path = path.as_ref().to_path_buf();
         let compact_path = compact_path_for(&path);
@@ -244,6 +200,21 @@ impl FileJournal {
             validate(&path, offset, kind, &payload)
         })?;
         if end.valid_len < file_len {
+            // A torn tail holds no intact record; anything else is corruption.
+            let mut records_after = 0u64;
+            let damaged = survey(&path, &file, end.valid_len, file_len, |offset, kind, p| {
+                records_after += 1;
+                validate(&path, offset, kind?, &p)
+            })?;
+            if records_after > 0 {
+                let corrupt = CorruptJournal {
+                    path: path.clone(),
+                    offset: end.valid_len,
+                    damaged_bytes: damaged.iter().map(|r| r.end - r.start).sum(),
+                    records_after,
+                };
+                return Err(io::Error::new(io::ErrorKind::InvalidData, corrupt));
+            }
             file.set_len(end.valid_len)
                 .map_err(|e| with_path(&path, "truncate torn tail", e))?;
             file.sync_all()
@@ -354,12 +325,25 @@ impl FileJournal {
         let mut keep = vec![false; records.len()];
         let mut live_flushes: BTreeMap<u64, usize> = BTreeMap::new();
         let mut max_seq = 0;
+        // clientID → subject, first seen wins: rewritten as binding records so a client's
+        // binding outlives its dropped entries.
+        let mut bindings: Vec<(String, String)> = Vec::new();
+        let mut bound: std::collections::HashSet<String> = Default::default();
+        let mut bind = |offset: u64, payload: &[u8]| -> io::Result<()> {
+            let b: BindingWire = decode(&self.path, offset, payload)?;
+            if !b.sub.is_empty() && bound.insert(b.client_id.clone()) {
+                bindings.push((b.client_id, b.sub));
+            }
+            Ok(())
+        };
         for (i, (offset, kind, payload)) in records.iter().enumerate() {
             match kind {
                 RecordKind::Entry => {
                     let key: EntryKey = decode(&self.path, *offset, payload)?;
                     keep[i] = durable.get(&key.client_id).is_none_or(|&d| key.mid > d);
+                    bind(*offset, payload)?;
                 }
+                RecordKind::Binding => bind(*offset, payload)?,
                 RecordKind::Flush => {
                     let seq = decode::<SeqOnly>(&self.path, *offset, payload)?.seq;
                     max_seq = max_seq.max(seq);
@@ -382,7 +366,9 @@ impl FileJournal {
         let droppable = records
             .iter()
             .zip(&keep)
-            .filter(|((_, kind, _), &kept)| !kept && *kind != RecordKind::Snapshot)
+            .filter(|((_, kind, _), &kept)| {
+                !kept && !matches!(kind, RecordKind::Snapshot | RecordKind::Binding)
+            })
             .count();
         if droppable == 0 {
             return Ok(());
@@ -396,6 +382,15 @@ impl FileJournal {
                 &mut frames,
                 RecordKind::Snapshot,
                 snap.as_bytes(),
+            )?;
+        }
+        for (client, sub) in &bindings {
+            let payload = encode_binding(client, sub);
+            frame(
+                &self.path,
+                &mut frames,
+                RecordKind::Binding,
+                payload.as_bytes(),
             )?;
         }
         for ((_, kind, payload), _) in records.iter().zip(&keep).filter(|(_, &k)| k) {
@@ -497,7 +492,7 @@ impl Journal for FileJournal {
         let mut max_seq = 0;
         for (offset, kind, payload) in self.read_locked(&inner)? {
             match kind {
-                RecordKind::Entry => {}
+                RecordKind::Entry | RecordKind::Binding => {}
                 RecordKind::Flush => {
                     let record: FlushWire = decode(&self.path, offset, &payload)?;
                     max_seq = max_seq.max(record.seq);
@@ -522,6 +517,20 @@ impl Journal for FileJournal {
         Ok((live.into_values().collect(), max_seq))
     }
 
+    fn bindings(&self) -> io::Result<Vec<(String, String)>> {
+        let inner = self.lock()?;
+        let mut out = Vec::new();
+        for (offset, kind, payload) in self.read_locked(&inner)? {
+            if matches!(kind, RecordKind::Entry | RecordKind::Binding) {
+                let b: BindingWire = decode(&self.path, offset, &payload)?;
+                if !b.sub.is_empty() {
+                    out.push((b.client_id, b.sub));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn compact(&self, durable: &BTreeMap<String, u64>) -> io::Result<()> {
         let mut inner = self.lock_writable()?;
         let result = self.compact_locked(&mut inner, durable);
@@ -533,357 +542,7 @@ impl Journal for FileJournal {
 }
 
 // ---------------------------------------------------------------------------------------
-// Framing and scanning.
-
-/// Appends one framed record to `out`.
-fn frame(path: &Path, out: &mut Vec<u8>, kind: RecordKind, payload: &[u8]) -> io::Result<()> {
-    let len = u32::try_from(payload.len()).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "journal {}: {kind} record of {} bytes exceeds the 4 GiB record limit",
-                path.display(),
-                payload.len()
-            ),
-        )
-    })?;
-    let mut header = [0u8; HEADER_LEN];
-    header[0] = MAGIC;
-    header[1] = VERSION;
-    header[2] = kind.to_byte();
-    header[4..8].copy_from_slice(&len.to_le_bytes());
-    let crc = Crc32c::new().update(&header[..8]).update(payload).finish();
-    header[8..12].copy_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&header);
-    out.extend_from_slice(payload);
-    Ok(())
-}
-
-/// Where a scan stopped.
-struct ScanEnd {
-    /// Intact records seen.
-    records: u64,
-    /// The end of the intact prefix.
-    valid_len: u64,
-}
-
-/// Reads records from the start of `file` up to `len`, calling `visit(offset, kind,
-/// payload)` for each intact one, and stops at the first incomplete or corrupt record.
-/// Errors: I/O failures, and checksum-valid records that cannot be understood.
-fn scan(
-    path: &Path,
-    file: &File,
-    len: u64,
-    mut visit: impl FnMut(u64, RecordKind, Vec<u8>) -> io::Result<()>,
-) -> io::Result<ScanEnd> {
-    let mut handle = file;
-    handle
-        .seek(SeekFrom::Start(0))
-        .map_err(|e| with_path(path, "seek", e))?;
-    let mut reader = BufReader::with_capacity(64 * 1024, handle.take(len));
-    let mut pos = 0u64;
-    let mut records = 0u64;
-    loop {
-        let remaining = len - pos;
-        if remaining < HEADER_LEN as u64 {
-            // Clean end (0) or a torn header.
-            break;
-        }
-        let mut header = [0u8; HEADER_LEN];
-        reader
-            .read_exact(&mut header)
-            .map_err(|e| with_path(path, "read", e))?;
-        if header[0] != MAGIC {
-            break;
-        }
-        let payload_len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-        if u64::from(payload_len) > remaining - HEADER_LEN as u64 {
-            break;
-        }
-        let mut payload = vec![0u8; payload_len as usize];
-        reader
-            .read_exact(&mut payload)
-            .map_err(|e| with_path(path, "read", e))?;
-        let crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
-        if Crc32c::new().update(&header[..8]).update(&payload).finish() != crc {
-            break;
-        }
-        if header[1] != VERSION {
-            return Err(invalid(
-                path,
-                pos,
-                format!("unsupported record format version {}", header[1]),
-            ));
-        }
-        let kind = RecordKind::from_byte(header[2])
-            .ok_or_else(|| invalid(path, pos, format!("unknown record kind {}", header[2])))?;
-        visit(pos, kind, payload)?;
-        pos += HEADER_LEN as u64 + u64::from(payload_len);
-        records += 1;
-    }
-    Ok(ScanEnd {
-        records,
-        valid_len: pos,
-    })
-}
-
-/// Checks at open that an intact record's payload decodes, so a journal that cannot be
-/// replayed fails at boot rather than mid-replay.
-fn validate(path: &Path, offset: u64, kind: RecordKind, payload: &[u8]) -> io::Result<()> {
-    match kind {
-        RecordKind::Entry => decode_entry(path, offset, payload).map(drop),
-        RecordKind::Flush => decode::<FlushWire>(path, offset, payload).map(drop),
-        RecordKind::Confirm => decode::<SeqOnly>(path, offset, payload).map(drop),
-        RecordKind::Snapshot => decode::<Snapshot>(path, offset, payload).map(drop),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven.
-
-const CRC32C_TABLE: [u32; 256] = {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = i as u32;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82F6_3B78
-            } else {
-                crc >> 1
-            };
-            bit += 1;
-        }
-        table[i] = crc;
-        i += 1;
-    }
-    table
-};
-
-/// A running CRC-32C.
-#[derive(Clone, Copy, Debug)]
-struct Crc32c(u32);
-
-impl Crc32c {
-    fn new() -> Crc32c {
-        Crc32c(!0)
-    }
-
-    fn update(mut self, bytes: &[u8]) -> Crc32c {
-        for &b in bytes {
-            self.0 = CRC32C_TABLE[((self.0 ^ u32::from(b)) & 0xFF) as usize] ^ (self.0 >> 8);
-        }
-        self
-    }
-
-    fn finish(self) -> u32 {
-        !self.0
-    }
-}
-
-/// CRC-32C of `bytes` (exposed for tests and tools that frame records by hand).
-pub fn crc32c(bytes: &[u8]) -> u32 {
-    Crc32c::new().update(bytes).finish()
-}
-
-// ---------------------------------------------------------------------------------------
-// Payload encoding.
-
-/// Encodes an entry as seed-000-shaped JSON (see the module docs).
-fn encode_entry(entry: &JournalEntry) -> String {
-    let mut out = String::with_capacity(64 + entry.args.len() + entry.name.len());
-    out.push_str("{\"clientID\":");
-    push_json_string(&mut out, &entry.client_id);
-    out.push_str(",\"mid\":");
-    out.push_str(&entry.mid.to_string());
-    out.push_str(",\"name\":");
-    push_json_string(&mut out, &entry.name);
-    out.push_str(",\"args\":");
-    if args_embeddable(&entry.args) {
-        out.push_str(&entry.args);
-    } else {
-        push_json_string(&mut out, &entry.args);
-        out.push_str(",\"argsText\":true");
-    }
-    out.push_str(",\"sub\":");
-    push_json_string(&mut out, &entry.sub);
-    out.push_str(match entry.outcome {
-        Outcome::Applied => ",\"outcome\":\"applied\"}",
-        Outcome::Rejected => ",\"outcome\":\"rejected\",\"rejected\":true}",
-        Outcome::Deopt => ",\"outcome\":\"deopt\",\"rejected\":true}",
-    });
-    out
-}
-
-/// Whether `args` can be embedded verbatim as a JSON value: exactly one JSON value, no
-/// surrounding whitespace (which the reader could not give back), and parseable one
-/// nesting level deeper (inside the entry object).
-fn args_embeddable(args: &str) -> bool {
-    let trimmed = args.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
-    if trimmed.len() != args.len() || args.is_empty() {
-        return false;
-    }
-    let mut nested = Vec::with_capacity(args.len() + 2);
-    nested.push(b'[');
-    nested.extend_from_slice(args.as_bytes());
-    nested.push(b']');
-    serde_json::from_slice::<IgnoredAny>(&nested).is_ok()
-}
-
-/// Appends `s` as a JSON string literal.
-fn push_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-// ---------------------------------------------------------------------------------------
-// Payload decoding.
-
-/// The scalar fields of an entry payload (`args` is located separately, byte-exact).
-#[derive(Deserialize)]
-struct EntryWire {
-    #[serde(rename = "clientID")]
-    client_id: String,
-    mid: u64,
-    name: String,
-    #[serde(default)]
-    sub: String,
-    #[serde(default)]
-    outcome: Option<String>,
-    #[serde(default)]
-    rejected: Option<bool>,
-    #[serde(default, rename = "argsText")]
-    args_text: bool,
-}
-
-/// Just what compaction needs from an entry.
-#[derive(Deserialize)]
-struct EntryKey {
-    #[serde(rename = "clientID")]
-    client_id: String,
-    mid: u64,
-}
-
-#[derive(Deserialize)]
-struct FlushWire {
-    seq: u64,
-    epoch: u64,
-    body: String,
-}
-
-#[derive(Deserialize)]
-struct SeqOnly {
-    seq: u64,
-}
-
-#[derive(Deserialize)]
-struct Snapshot {
-    #[serde(rename = "maxFlushSeq")]
-    max_flush_seq: u64,
-}
-
-fn decode<T: DeserializeOwned>(path: &Path, offset: u64, payload: &[u8]) -> io::Result<T> {
-    serde_json::from_slice(payload)
-        .map_err(|e| invalid(path, offset, format!("undecodable payload: {e}")))
-}
-
-fn decode_entry(path: &Path, offset: u64, payload: &[u8]) -> io::Result<JournalEntry> {
-    let wire: EntryWire = decode(path, offset, payload)?;
-    // Seed 000 `journalEntryOutcome`: outcome when present, else the legacy rejected
-    // flag, else applied.
-    let outcome = match wire.outcome.as_deref() {
-        Some("applied") => Outcome::Applied,
-        Some("rejected") => Outcome::Rejected,
-        Some("deopt") => Outcome::Deopt,
-        Some(other) => {
-            return Err(invalid(path, offset, format!("unknown outcome {other:?}")));
-        }
-        None if wire.rejected == Some(true) => Outcome::Rejected,
-        None => Outcome::Applied,
-    };
-    let span = top_level_value_span(payload, "args")
-        .map_err(|e| invalid(path, offset, format!("undecodable payload: {e}")))?;
-    let args = match span {
-        // `undefined` args vanish from JSON.stringify output; read them as null.
-        None => "null".to_string(),
-        Some(span) if wire.args_text => decode::<String>(path, offset, &payload[span])?,
-        // The payload is valid UTF-8 JSON (decoded above) and a value span starts and
-        // ends on ASCII bytes, so this cannot fail.
-        Some(span) => String::from_utf8_lossy(&payload[span]).into_owned(),
-    };
-    Ok(JournalEntry {
-        client_id: wire.client_id,
-        mid: wire.mid,
-        name: wire.name,
-        args,
-        sub: wire.sub,
-        outcome,
-    })
-}
-
-/// The byte range of the value under top-level `key` in the JSON object `json`.
-fn top_level_value_span(json: &[u8], key: &str) -> Result<Option<Range<usize>>, String> {
-    let mut i = skip_ws(json, 0);
-    expect_byte(json, &mut i, b'{')?;
-    i = skip_ws(json, i);
-    if json.get(i) == Some(&b'}') {
-        return Ok(None);
-    }
-    loop {
-        let (name, end) = next_value::<String>(json, i)?;
-        i = skip_ws(json, end);
-        expect_byte(json, &mut i, b':')?;
-        i = skip_ws(json, i);
-        let (IgnoredAny, end) = next_value::<IgnoredAny>(json, i)?;
-        if name == key {
-            return Ok(Some(i..end));
-        }
-        i = skip_ws(json, end);
-        match json.get(i) {
-            Some(b',') => i = skip_ws(json, i + 1),
-            Some(b'}') => return Ok(None),
-            _ => return Err(format!("expected ',' or '}}' at byte {i}")),
-        }
-    }
-}
-
-/// Parses one JSON value starting at `at`, returning it and the offset just past it.
-fn next_value<T: DeserializeOwned>(json: &[u8], at: usize) -> Result<(T, usize), String> {
-    let mut stream = serde_json::Deserializer::from_slice(&json[at..]).into_iter::<T>();
-    match stream.next() {
-        Some(Ok(value)) => Ok((value, at + stream.byte_offset())),
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err(format!("unexpected end at byte {at}")),
-    }
-}
-
-fn skip_ws(json: &[u8], mut i: usize) -> usize {
-    while matches!(json.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        i += 1;
-    }
-    i
-}
-
-fn expect_byte(json: &[u8], i: &mut usize, byte: u8) -> Result<(), String> {
-    if json.get(*i) == Some(&byte) {
-        *i += 1;
-        Ok(())
-    } else {
-        Err(format!("expected {:?} at byte {}", char::from(byte), *i))
-    }
-}
+// Paths.
 
 // ---------------------------------------------------------------------------------------
 // Paths and errors.
@@ -915,47 +574,5 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
         // platform makes it.
         let _ = dir;
         Ok(())
-    }
-}
-
-/// Wraps `e` with the path and the operation, keeping its kind.
-fn with_path(path: &Path, op: &str, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("journal {}: {op}: {e}", path.display()))
-}
-
-fn invalid(path: &Path, offset: u64, what: String) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!(
-            "journal {}: record at byte {offset}: {what}",
-            path.display()
-        ),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn crc32c_check_value() {
-        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
-        assert_eq!(crc32c(b""), 0);
-    }
-
-    #[test]
-    fn args_span_is_byte_exact() {
-        let payload =
-            br#"{"a":1, "args" : {"z":1,"a":[1e2, 123456789012345678901234567890]} ,"b":2}"#;
-        let span = top_level_value_span(payload, "args").unwrap().unwrap();
-        assert_eq!(
-            &payload[span],
-            br#"{"z":1,"a":[1e2, 123456789012345678901234567890]}"#
-        );
-        assert_eq!(
-            top_level_value_span(br#"{"x":"args"}"#, "args").unwrap(),
-            None
-        );
-        assert_eq!(top_level_value_span(b"{}", "args").unwrap(), None);
     }
 }

@@ -16,7 +16,8 @@ use super::{FlushRecord, Journal, JournalEntry};
 /// Semantics match the file journal exactly: entries replay in append order; a flush
 /// record stays until confirmed (re-appending an unconfirmed seq replaces it); the
 /// highest flush seq ever appended survives confirmation and compaction; compaction drops
-/// entries with `mid <= durable[client]` and keeps everything else in order.
+/// entries with `mid <= durable[client]` and keeps everything else in order, and the
+/// subject binding of every client it dropped entries of.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryJournal {
     shared: Arc<Mutex<State>>,
@@ -30,6 +31,8 @@ struct State {
     flushes: Vec<FlushRecord>,
     /// The highest flush seq ever appended (0 = none).
     max_seq: u64,
+    /// Bindings of clients whose entries compaction dropped (first per client).
+    bindings: Vec<(String, String)>,
     /// Test hook: when set, every mutating call fails (see [`MemoryJournal::set_failing`]).
     failing: bool,
 }
@@ -106,9 +109,35 @@ impl Journal for MemoryJournal {
 
     fn compact(&self, durable: &BTreeMap<String, u64>) -> io::Result<()> {
         let mut state = self.lock_for_write("compact")?;
+        let dropped: Vec<(String, String)> = state
+            .entries
+            .iter()
+            .filter(|e| !e.sub.is_empty())
+            .map(|e| (e.client_id.clone(), e.sub.clone()))
+            .collect();
+        let mut known: std::collections::HashSet<String> =
+            state.bindings.iter().map(|(c, _)| c.clone()).collect();
+        for (client, sub) in dropped {
+            if known.insert(client.clone()) {
+                state.bindings.push((client, sub));
+            }
+        }
         state
             .entries
             .retain(|e| durable.get(&e.client_id).is_none_or(|&d| e.mid > d));
         Ok(())
+    }
+
+    fn bindings(&self) -> io::Result<Vec<(String, String)>> {
+        let state = self.lock();
+        let mut out = state.bindings.clone();
+        out.extend(
+            state
+                .entries
+                .iter()
+                .filter(|e| !e.sub.is_empty())
+                .map(|e| (e.client_id.clone(), e.sub.clone())),
+        );
+        Ok(out)
     }
 }

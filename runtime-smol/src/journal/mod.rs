@@ -6,6 +6,9 @@
 
 pub mod file;
 pub mod memory;
+mod payload;
+mod record;
+pub mod salvage;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -66,6 +69,18 @@ pub trait Journal: Send + Sync + 'static {
     /// Unconfirmed flush records in seq order, and the highest seq ever appended (0 =
     /// none).
     fn replay_flushes(&self) -> io::Result<(Vec<FlushRecord>, u64)>;
+    /// Every clientID → subject binding the journal holds, in journal order (the first
+    /// per client is the binding): each entry's subject, and the binding records
+    /// compaction keeps for clients whose entries it dropped. A clientID stays bound to
+    /// the subject that first wrote under it across restarts (docs/security.md).
+    fn bindings(&self) -> io::Result<Vec<(String, String)>> {
+        Ok(self
+            .replay()?
+            .into_iter()
+            .filter(|e| !e.sub.is_empty())
+            .map(|e| (e.client_id, e.sub))
+            .collect())
+    }
     /// Drops entries the authority holds durably (`mid <= durable[client]`) and settled
     /// flush records; keeps the highest flush seq. Safe to call at any time.
     fn compact(&self, durable: &BTreeMap<String, u64>) -> io::Result<()>;

@@ -1,0 +1,413 @@
+//! The journal's record framing: the header, the CRC-32C, and the two ways of reading a
+//! file — [`scan`], which stops at the first record that is not intact, and [`survey`],
+//! which steps over damage to find every intact record after it.
+//!
+//! # Record format
+//!
+//! A journal file is a plain sequence of records, no file header. Each record is a
+//! 12-byte header followed by its payload:
+//!
+//! | bytes   | field                                                                 |
+//! |---------|-----------------------------------------------------------------------|
+//! | 0       | magic, [`MAGIC`] (`0xB7`)                                             |
+//! | 1       | format version, [`VERSION`] (`1`)                                     |
+//! | 2       | record kind ([`RecordKind`]: 1 entry, 2 flush, 3 confirm, 4 snapshot, 5 binding) |
+//! | 3       | reserved, written `0`, ignored on read                                |
+//! | 4..8    | payload length, `u32` little-endian, at most [`MAX_PAYLOAD`]          |
+//! | 8..12   | CRC-32C (Castagnoli) of header bytes `0..8` followed by the payload   |
+//!
+//! A record is *intact* when its magic byte is right, its length fits in the file and
+//! its checksum matches. The payloads are described in [`super::file`].
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::Path;
+
+/// The first byte of every record header.
+pub const MAGIC: u8 = 0xB7;
+/// The record format version this build writes and reads.
+pub const VERSION: u8 = 1;
+/// The length of a record header in bytes.
+pub const HEADER_LEN: usize = 12;
+
+/// What one framed record holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A journaled mutation ([`JournalEntry`]).
+    Entry,
+    /// A journaled flush batch ([`FlushRecord`]).
+    Flush,
+    /// A flush confirmation: the authority settled that seq.
+    Confirm,
+    /// Written first by compaction: the highest flush seq ever appended.
+    Snapshot,
+    /// Written by compaction: a clientID's subject, kept when its entries are dropped.
+    Binding,
+}
+
+impl RecordKind {
+    pub(crate) fn to_byte(self) -> u8 {
+        match self {
+            RecordKind::Entry => 1,
+            RecordKind::Flush => 2,
+            RecordKind::Confirm => 3,
+            RecordKind::Snapshot => 4,
+            RecordKind::Binding => 5,
+        }
+    }
+
+    pub(crate) fn from_byte(byte: u8) -> Option<RecordKind> {
+        match byte {
+            1 => Some(RecordKind::Entry),
+            2 => Some(RecordKind::Flush),
+            3 => Some(RecordKind::Confirm),
+            4 => Some(RecordKind::Snapshot),
+            5 => Some(RecordKind::Binding),
+            _ => None,
+        }
+    }
+
+    /// The kind's lowercase name (`"entry"`, `"flush"`, `"confirm"`, `"snapshot"`,
+    /// `"binding"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Entry => "entry",
+            RecordKind::Flush => "flush",
+            RecordKind::Confirm => "confirm",
+            RecordKind::Snapshot => "snapshot",
+            RecordKind::Binding => "binding",
+        }
+    }
+}
+
+impl fmt::Display for RecordKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The largest payload a record may carry (256 MiB). A header that claims more is not a
+/// record: reading it would mean trusting a length that damage may have written.
+pub const MAX_PAYLOAD: u32 = 256 * 1024 * 1024;
+
+/// Appends one framed record to `out`.
+pub(crate) fn frame(
+    path: &Path,
+    out: &mut Vec<u8>,
+    kind: RecordKind,
+    payload: &[u8],
+) -> io::Result<()> {
+    let len = u32::try_from(payload.len())
+        .ok()
+        .filter(|&l| l <= MAX_PAYLOAD)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "journal {}: {kind} record of {} bytes exceeds the {} MiB record limit",
+                    path.display(),
+                    payload.len(),
+                    MAX_PAYLOAD >> 20
+                ),
+            )
+        })?;
+    let mut header = [0u8; HEADER_LEN];
+    header[0] = MAGIC;
+    header[1] = VERSION;
+    header[2] = kind.to_byte();
+    header[4..8].copy_from_slice(&len.to_le_bytes());
+    let crc = Crc32c::new().update(&header[..8]).update(payload).finish();
+    header[8..12].copy_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(payload);
+    Ok(())
+}
+
+/// An intact record as read: where it starts, its header bytes 1 and 2 (version, kind)
+/// and its payload.
+struct Raw {
+    offset: u64,
+    version: u8,
+    kind: u8,
+    payload: Vec<u8>,
+}
+
+impl Raw {
+    fn end(&self) -> u64 {
+        self.offset + HEADER_LEN as u64 + self.payload.len() as u64
+    }
+
+    /// The record's kind; a checksum-valid record of another format version or an
+    /// unknown kind is an error (it is intact, just not ours to read), never damage.
+    fn kind(&self, path: &Path) -> io::Result<RecordKind> {
+        if self.version != VERSION {
+            return Err(invalid(
+                path,
+                self.offset,
+                format!("unsupported record format version {}", self.version),
+            ));
+        }
+        RecordKind::from_byte(self.kind).ok_or_else(|| {
+            invalid(
+                path,
+                self.offset,
+                format!("unknown record kind {}", self.kind),
+            )
+        })
+    }
+}
+
+/// A read window over `file[..len]`: bytes are loaded as records need them and dropped
+/// once the reader has moved past them, so memory stays at one record plus a buffer.
+struct Window<'a> {
+    path: &'a Path,
+    file: &'a File,
+    len: u64,
+    /// File offset of `buf[0]`.
+    base: u64,
+    buf: Vec<u8>,
+}
+
+/// How much a window reads ahead at a time.
+const READ_AHEAD: usize = 64 * 1024;
+
+impl<'a> Window<'a> {
+    fn new(path: &'a Path, file: &'a File, from: u64, len: u64) -> io::Result<Window<'a>> {
+        let mut handle = file;
+        handle
+            .seek(SeekFrom::Start(from))
+            .map_err(|e| with_path(path, "seek", e))?;
+        Ok(Window {
+            path,
+            file,
+            len,
+            base: from,
+            buf: Vec::new(),
+        })
+    }
+
+    /// `file[at..at + n]`, or `None` past the end.
+    fn bytes(&mut self, at: u64, n: usize) -> io::Result<Option<&[u8]>> {
+        if at + n as u64 > self.len {
+            return Ok(None);
+        }
+        if at < self.base {
+            return Err(with_path(
+                self.path,
+                "read",
+                io::Error::other("journal window moved backwards"),
+            ));
+        }
+        let start = (at - self.base) as usize;
+        let want = start + n;
+        if want > self.buf.len() {
+            let loaded = self.base + self.buf.len() as u64;
+            let more = (want - self.buf.len()).max(READ_AHEAD);
+            let more = more.min((self.len - loaded) as usize);
+            let old = self.buf.len();
+            self.buf.resize(old + more, 0);
+            let mut handle = self.file;
+            handle
+                .read_exact(&mut self.buf[old..])
+                .map_err(|e| with_path(self.path, "read", e))?;
+        }
+        Ok(Some(&self.buf[start..want]))
+    }
+
+    /// Forgets the bytes before `upto` (the reader will not look back past it).
+    fn release(&mut self, upto: u64) {
+        let done = upto.saturating_sub(self.base) as usize;
+        if done >= READ_AHEAD && done <= self.buf.len() {
+            self.buf.drain(..done);
+            self.base = upto;
+        }
+    }
+
+    /// The intact record starting at `at`, if one does.
+    fn record_at(&mut self, at: u64) -> io::Result<Option<Raw>> {
+        let Some(header) = self.bytes(at, HEADER_LEN)? else {
+            return Ok(None);
+        };
+        if header[0] != MAGIC {
+            return Ok(None);
+        }
+        let header: [u8; HEADER_LEN] = header.try_into().unwrap_or([0; HEADER_LEN]);
+        let payload_len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        if payload_len > MAX_PAYLOAD {
+            return Ok(None);
+        }
+        let Some(payload) = self.bytes(at + HEADER_LEN as u64, payload_len as usize)? else {
+            return Ok(None);
+        };
+        let crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+        if Crc32c::new().update(&header[..8]).update(payload).finish() != crc {
+            return Ok(None);
+        }
+        Ok(Some(Raw {
+            offset: at,
+            version: header[1],
+            kind: header[2],
+            payload: payload.to_vec(),
+        }))
+    }
+}
+
+/// Where a scan stopped.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScanEnd {
+    /// Intact records seen.
+    pub records: u64,
+    /// The end of the intact prefix.
+    pub valid_len: u64,
+}
+
+/// Reads records from the start of `file` up to `len`, calling `visit(offset, kind,
+/// payload)` for each intact one, and stops at the first record that is not intact.
+/// Errors: I/O failures, and checksum-valid records that cannot be understood.
+pub(crate) fn scan(
+    path: &Path,
+    file: &File,
+    len: u64,
+    mut visit: impl FnMut(u64, RecordKind, Vec<u8>) -> io::Result<()>,
+) -> io::Result<ScanEnd> {
+    let mut window = Window::new(path, file, 0, len)?;
+    let mut pos = 0u64;
+    let mut records = 0u64;
+    loop {
+        window.release(pos);
+        let Some(raw) = window.record_at(pos)? else {
+            break;
+        };
+        let kind = raw.kind(path)?;
+        let end = raw.end();
+        visit(raw.offset, kind, raw.payload)?;
+        pos = end;
+        records += 1;
+    }
+    Ok(ScanEnd {
+        records,
+        valid_len: pos,
+    })
+}
+
+/// Reads `file[from..len]` record by record, stepping over damage: where no intact
+/// record starts, it moves on a byte at a time until one does. Calls `visit` for every
+/// intact record and returns the damaged byte ranges (ranges holding no intact record),
+/// in file order. A range that runs to `len` is a tail; one followed by an intact
+/// record is damage in the middle. An intact record of another format version or an
+/// unknown kind reaches `visit` as an error kind (the caller decides).
+pub(crate) fn survey(
+    path: &Path,
+    file: &File,
+    from: u64,
+    len: u64,
+    mut visit: impl FnMut(u64, io::Result<RecordKind>, Vec<u8>) -> io::Result<()>,
+) -> io::Result<Vec<Range<u64>>> {
+    let mut window = Window::new(path, file, from, len)?;
+    let mut damaged: Vec<Range<u64>> = Vec::new();
+    let mut bad_from: Option<u64> = None;
+    let mut pos = from;
+    while pos < len {
+        window.release(pos);
+        match window.record_at(pos)? {
+            Some(raw) => {
+                if let Some(start) = bad_from.take() {
+                    damaged.push(start..pos);
+                }
+                let kind = raw.kind(path);
+                let end = raw.end();
+                visit(raw.offset, kind, raw.payload)?;
+                pos = end;
+            }
+            None => {
+                bad_from.get_or_insert(pos);
+                pos += 1;
+            }
+        }
+    }
+    if let Some(start) = bad_from {
+        damaged.push(start..len);
+    }
+    Ok(damaged)
+}
+
+// ---------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven.
+
+const CRC32C_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = i as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+            bit += 1;
+        }
+        table[i] = crc;
+        i += 1;
+    }
+    table
+};
+
+/// A running CRC-32C.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Crc32c(u32);
+
+impl Crc32c {
+    pub(crate) fn new() -> Crc32c {
+        Crc32c(!0)
+    }
+
+    pub(crate) fn update(mut self, bytes: &[u8]) -> Crc32c {
+        for &b in bytes {
+            self.0 = CRC32C_TABLE[((self.0 ^ u32::from(b)) & 0xFF) as usize] ^ (self.0 >> 8);
+        }
+        self
+    }
+
+    pub(crate) fn finish(self) -> u32 {
+        !self.0
+    }
+}
+
+/// CRC-32C of `bytes` (exposed for tests and tools that frame records by hand).
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    Crc32c::new().update(bytes).finish()
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors.
+
+/// Wraps `e` with the path and the operation, keeping its kind.
+pub(crate) fn with_path(path: &Path, op: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("journal {}: {op}: {e}", path.display()))
+}
+
+pub(crate) fn invalid(path: &Path, offset: u64, what: String) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "journal {}: record at byte {offset}: {what}",
+            path.display()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_check_value() {
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(crc32c(b""), 0);
+    }
+}
