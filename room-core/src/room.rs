@@ -331,6 +331,40 @@ impl Room {
         expired.len()
     }
 
+    /// Whether an identical query is materialized now (a subscribe to it would reuse
+    /// its pipeline rather than build one).
+    pub fn is_materialized(&self, query: &Query) -> bool {
+        self.server
+            .by_canonical
+            .contains_key(&canonical_text(query, &self.store))
+    }
+
+    /// Reclaims idle queries, longest idle first and regardless of the TTL, until at
+    /// most `keep` queries are materialized (or none is idle); returns how many. A host
+    /// calls it when it would pass its cap on materializations.
+    pub fn reclaim_idle(&mut self, keep: usize) -> usize {
+        let count = self.server.served.len();
+        if count <= keep {
+            return 0;
+        }
+        let mut idle: Vec<(u64, crate::ivm::PipelineId)> = self
+            .server
+            .served
+            .iter()
+            .filter(|(_, s)| s.subs.is_empty())
+            .filter_map(|(&p, s)| s.idle_since.map(|t| (t, p)))
+            .collect();
+        idle.sort_unstable();
+        idle.truncate(count - keep);
+        for &(_, p) in &idle {
+            if let Some(served) = self.server.served.remove(&p) {
+                self.server.by_canonical.remove(&served.canonical);
+            }
+            self.engine.destroy(&mut self.store, p);
+        }
+        idle.len()
+    }
+
     /// Drains every query once: one frame per subscriber with a non-empty net change
     /// since its last frame, in subscriber-key order, stamped with `headCv`. Empty when
     /// nothing changed or the room is not live.

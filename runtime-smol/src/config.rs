@@ -59,6 +59,39 @@ pub struct ServerConfig {
     pub port: u16,
     /// Log format on stderr: `text` (default) or `json`.
     pub log_format: LogFormat,
+    /// The largest websocket message (and frame) a client may send, in bytes (default
+    /// 1 MiB). A larger one, or an unfinished fragmented one that grows past it, closes
+    /// the socket with 1009.
+    pub max_frame_bytes: usize,
+    /// Per connection, the most bytes of received frames that may wait for the room at
+    /// once (default 4 MiB, at least `max_frame_bytes`). At the cap the connection stops
+    /// reading its socket until the room catches up (TCP pushes back).
+    pub max_inbound_bytes: usize,
+    /// The most downstream sockets (upgraded or still in the handshake) held at once.
+    /// Past it, upgrades are answered with HTTP 503. Default: the process's open-file
+    /// limit minus [`RESERVED_FDS`].
+    pub max_connections: Option<usize>,
+    /// How long a new TCP connection may take to complete the websocket upgrade
+    /// (default 5000 ms); then it is dropped.
+    pub handshake_timeout_ms: u64,
+}
+
+/// File descriptors the default `server.max_connections` leaves for everything else:
+/// the listeners, the journal, the upstream link, authority and control-plane calls,
+/// and sockets being refused with 503.
+pub const RESERVED_FDS: usize = 128;
+
+impl ServerConfig {
+    /// `max_connections`, or its default derived from the open-file limit
+    /// (`nofile` − [`RESERVED_FDS`], at least 16).
+    pub fn max_connections_or_default(&self, nofile: Option<u64>) -> usize {
+        self.max_connections.unwrap_or_else(|| match nofile {
+            Some(n) => (usize::try_from(n).unwrap_or(usize::MAX))
+                .saturating_sub(RESERVED_FDS)
+                .max(16),
+            None => 1024 - RESERVED_FDS,
+        })
+    }
 }
 
 impl Default for ServerConfig {
@@ -67,6 +100,10 @@ impl Default for ServerConfig {
             bind: String::from("127.0.0.1"),
             port: 0,
             log_format: LogFormat::Text,
+            max_frame_bytes: defaults::max_frame_bytes(),
+            max_inbound_bytes: defaults::max_inbound_bytes(),
+            max_connections: None,
+            handshake_timeout_ms: defaults::handshake_timeout_ms(),
         }
     }
 }
@@ -126,9 +163,28 @@ pub struct DownstreamConfig {
     /// How long a revocation refuses pre-revocation tokens (default 1800000).
     #[serde(default = "defaults::revocation_window_ms")]
     pub revocation_window_ms: u64,
-    /// Per-socket send budget in bytes (default 4 MiB).
+    /// Per-socket send budget in bytes (default 4 MiB): the most bytes of live frames
+    /// a socket may leave unread (subscribe snapshots are outside it).
     #[serde(default = "defaults::send_budget_bytes")]
     pub send_budget_bytes: usize,
+    /// How long a connection may stay without a first `init` or `subscribe` (default
+    /// 30000 ms); then it is closed with 1008.
+    #[serde(default = "defaults::first_frame_timeout_ms")]
+    pub first_frame_timeout_ms: u64,
+    /// The most subscriptions (lmid subscriptions included, held ones too) one
+    /// connection may hold (default 1000). Past it: an error frame, then close 1008.
+    #[serde(default = "defaults::max_subscriptions_per_conn")]
+    pub max_subscriptions_per_conn: usize,
+    /// The largest subscribe snapshot (its `nbatch` frame) the room sends, in bytes
+    /// (default 64 MiB); a larger one is a `queryError`. Also the most snapshot bytes
+    /// one socket may leave unread.
+    #[serde(default = "defaults::max_snapshot_bytes")]
+    pub max_snapshot_bytes: usize,
+    /// The most queries the room keeps materialized at once, idle ones included
+    /// (default 10000). At the cap, idle queries are reclaimed oldest first; when none
+    /// is idle, a subscribe that needs a new one is a `queryError`.
+    #[serde(default = "defaults::max_materializations")]
+    pub max_materializations: usize,
 }
 
 /// The control plane.
@@ -216,6 +272,34 @@ pub mod defaults {
     /// 4 MiB.
     pub fn send_budget_bytes() -> usize {
         4 * 1024 * 1024
+    }
+    /// 1 MiB.
+    pub fn max_frame_bytes() -> usize {
+        1024 * 1024
+    }
+    /// 4 MiB.
+    pub fn max_inbound_bytes() -> usize {
+        4 * 1024 * 1024
+    }
+    /// 5 s.
+    pub fn handshake_timeout_ms() -> u64 {
+        5_000
+    }
+    /// 30 s.
+    pub fn first_frame_timeout_ms() -> u64 {
+        30_000
+    }
+    /// 1000 subscriptions.
+    pub fn max_subscriptions_per_conn() -> usize {
+        1_000
+    }
+    /// 64 MiB.
+    pub fn max_snapshot_bytes() -> usize {
+        64 * 1024 * 1024
+    }
+    /// 10000 queries.
+    pub fn max_materializations() -> usize {
+        10_000
     }
     /// 5 ms.
     pub fn group_commit_ms() -> u64 {
@@ -524,6 +608,37 @@ impl Config {
                 ),
             ));
         }
+        let server = &self.server;
+        if server.max_frame_bytes < 1024 {
+            return Err(invalid(
+                "server.max_frame_bytes",
+                "`server.max_frame_bytes` must be at least 1024 (default 1048576 = 1 MiB): a \
+                 subscribe carrying a lease token alone takes hundreds of bytes",
+            ));
+        }
+        if server.max_inbound_bytes < server.max_frame_bytes {
+            return Err(invalid(
+                "server.max_inbound_bytes",
+                format!(
+                    "`server.max_inbound_bytes` ({}) must be at least `server.max_frame_bytes` \
+                     ({}): one whole frame has to fit (default 4194304 = 4 MiB)",
+                    server.max_inbound_bytes, server.max_frame_bytes
+                ),
+            ));
+        }
+        if server.max_connections == Some(0) {
+            return Err(invalid(
+                "server.max_connections",
+                "`server.max_connections` must be at least 1; leave it out for the default \
+                 derived from the open-file limit",
+            ));
+        }
+        if server.handshake_timeout_ms == 0 {
+            return Err(invalid(
+                "server.handshake_timeout_ms",
+                "`server.handshake_timeout_ms` must be at least 1 (default 5000)",
+            ));
+        }
         Ok(())
     }
 
@@ -756,6 +871,36 @@ impl DownstreamConfig {
                 "`downstream.send_budget_bytes` must be at least 1 (default 4194304 = 4 MiB); \
                  0 would close every socket",
             ));
+        }
+        let at_least_one = [
+            (
+                "first_frame_timeout_ms",
+                self.first_frame_timeout_ms == 0,
+                "30000",
+            ),
+            (
+                "max_subscriptions_per_conn",
+                self.max_subscriptions_per_conn == 0,
+                "1000",
+            ),
+            (
+                "max_snapshot_bytes",
+                self.max_snapshot_bytes == 0,
+                "67108864 = 64 MiB",
+            ),
+            (
+                "max_materializations",
+                self.max_materializations == 0,
+                "10000",
+            ),
+        ];
+        for (name, zero, default) in at_least_one {
+            if zero {
+                return Err(invalid(
+                    format!("downstream.{name}"),
+                    format!("`downstream.{name}` must be at least 1 (default {default})"),
+                ));
+            }
         }
         Ok(())
     }

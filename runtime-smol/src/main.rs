@@ -3,13 +3,17 @@
 //! ```text
 //! rindle-room --config room.toml
 //! rindle-room demo [--data file.json] [--port N] [--journal PATH] [--log-format json]
+//! rindle-room journal check PATH
+//! rindle-room journal salvage PATH OUT
 //! ```
 //!
 //! Logs go to stderr; the demo's connection details go to stdout. SIGINT/SIGTERM shut
 //! down gracefully (stop accepting, flush and drain with an authority, close every
 //! socket with 1001) and exit 0. Exit codes: 0 after a shutdown, 1 on a start-up error,
 //! 2 on a usage error, 3 when the authority fenced the room (another placement owns the
-//! document).
+//! document). `journal check` exits 0 when the room can open the journal (clean, or a
+//! torn tail it truncates) and 1 when it is damaged; `journal salvage` exits 0 once the
+//! copy is written and synced.
 
 #![forbid(unsafe_code)]
 
@@ -27,6 +31,8 @@ const USAGE: &str = "\
 usage:
   rindle-room --config room.toml
   rindle-room demo [--data FILE.json] [--port N] [--journal PATH] [--log-format text|json]
+  rindle-room journal check PATH
+  rindle-room journal salvage PATH OUT
 
   --config FILE    run the room a TOML file describes (see docs/config.md)
   demo             run a self-contained room on demo data (no rindled, no authority):
@@ -34,6 +40,8 @@ usage:
     --port N       downstream websocket port (default 0: any free port)
     --journal PATH the write journal (default: <tmp>/rindle-room-demo/journal)
     --log-format   text (default) or json
+  journal check    report a journal's intact records and damage (read-only)
+  journal salvage  write every intact record of PATH to the new file OUT (never in place)
 ";
 
 /// How long the demo's printed token stays valid.
@@ -41,6 +49,10 @@ const DEMO_TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // A write past `ulimit -f` must fail the append (the incarnation dies, nothing
+    // acknowledged is lost), not kill the process; and every socket is a descriptor.
+    rindle_room_smol::server::process::ignore_sigxfsz();
+    rindle_room_smol::server::process::raise_nofile_limit();
     // Everything runs on smol's executor thread, start-up included: the configuration,
     // the demo data and the seed are then parsed on the thread that keeps the room, in
     // the allocator arena the room reuses. Parsed on the main thread, their freed memory
@@ -67,11 +79,51 @@ async fn run(args: Vec<String>) -> i32 {
             Some(path) if args.len() == 2 => run_config(path).await,
             _ => usage("--config takes exactly one file"),
         },
+        Some("journal") => run_journal(&args[1..]),
         Some("demo") => match DemoArgs::parse(&args[1..]) {
             Ok(d) => run_demo(d).await,
             Err(e) => usage(&e),
         },
         Some(other) => usage(&format!("unknown argument {other:?}")),
+    }
+}
+
+/// `journal check PATH` / `journal salvage PATH OUT`.
+fn run_journal(args: &[String]) -> i32 {
+    use rindle_room_smol::journal::salvage;
+    match args {
+        [cmd, path] if cmd == "check" => match salvage::check(path) {
+            Ok(report) => {
+                println!("{report}");
+                if report.is_clean() || report.is_torn_tail_only() {
+                    0
+                } else {
+                    1
+                }
+            }
+            Err(e) => {
+                eprintln!("rindle-room: {e}");
+                1
+            }
+        },
+        [cmd, path, out] if cmd == "salvage" => match salvage::salvage(path, out) {
+            Ok(report) => {
+                println!("{report}");
+                println!(
+                    "salvaged: {} intact record(s) written to {out} (synced); {} damaged \
+                     range(s) and {} unreadable record(s) skipped; {path} is unchanged",
+                    report.intact(),
+                    report.damaged.len(),
+                    report.unreadable.len()
+                );
+                0
+            }
+            Err(e) => {
+                eprintln!("rindle-room: {e}");
+                1
+            }
+        },
+        _ => usage("journal takes `check PATH` or `salvage PATH OUT`"),
     }
 }
 

@@ -208,11 +208,18 @@ impl Room {
         now_ms: u64,
     ) -> Result<Subscribed, Error> {
         self.require_live()?;
+        let query = self.lmid_query(client)?;
+        self.subscribe(sub, epoch, &query, now_ms)
+    }
+
+    /// The lmid system query of `client`, as [`Room::lmid_subscribe`] composes it (for a
+    /// host that checks [`Room::is_materialized`] before subscribing).
+    pub fn lmid_query(&self, client: &str) -> Result<Query, Error> {
         let ledger = self.writes_ref()?.ledger;
         let lit = Lit::Str(client.into());
         let pred = Pred::compile(SimpleOp::Eq, lit.clone())
             .map_err(|e| Error::new(ErrorCode::Internal, e))?;
-        let query = Query {
+        Ok(Query {
             table: ledger,
             filter: Some(Cond::Simple {
                 col: 0,
@@ -224,8 +231,7 @@ impl Room {
             start: None,
             limit: None,
             related: Vec::new(),
-        };
-        self.subscribe(sub, epoch, &query, now_ms)
+        })
     }
 }
 

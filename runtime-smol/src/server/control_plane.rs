@@ -1,6 +1,6 @@
 //! The private control plane (seed 002 `startControl`, authority.md §7): HTTP on
-//! 127.0.0.1, every request gated on `Authorization: Bearer <token>` (exact match, else
-//! 401 `{"error":"unauthorized"}`).
+//! 127.0.0.1, every request gated on `Authorization: Bearer <token>` (exact match,
+//! compared in constant time, else 401 `{"error":"unauthorized"}`).
 //!
 //! | Method + path | Reply |
 //! |---|---|
@@ -28,6 +28,9 @@ use crate::http;
 const MAX_BODY: usize = 1 << 20;
 /// How long a client may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Control-plane connections served at once; past it, new ones are closed at once (the
+/// control plane is loopback-only, for one operator or probe at a time).
+const MAX_CONNECTIONS: usize = 64;
 
 /// Serves the control plane until `stop` fires.
 pub(crate) async fn serve(
@@ -37,6 +40,7 @@ pub(crate) async fn serve(
     stop: Receiver<()>,
 ) {
     let expected = format!("Bearer {token}");
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         let accepted = async { Some(listener.accept().await) }
             .or(async {
@@ -47,9 +51,19 @@ pub(crate) async fn serve(
         match accepted {
             None => return,
             Some(Ok((stream, _))) => {
+                use std::sync::atomic::Ordering;
+                if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    open.fetch_sub(1, Ordering::SeqCst);
+                    continue; // dropped: closes the socket
+                }
                 let events = events.clone();
                 let expected = expected.clone();
-                smol::spawn(handle(stream, expected, events)).detach();
+                let open = open.clone();
+                smol::spawn(async move {
+                    handle(stream, expected, events).await;
+                    open.fetch_sub(1, Ordering::SeqCst);
+                })
+                .detach();
             }
             Some(Err(_)) => {
                 smol::Timer::after(Duration::from_millis(50)).await;
@@ -97,8 +111,22 @@ fn closed() -> Reply {
     (503, JSON, error_body("the room is closed"))
 }
 
+/// Whether `given` equals `expected`, in time that depends only on `expected`'s length
+/// (a timing side channel must not reveal how much of the token a guess got right).
+fn ct_eq(given: &[u8], expected: &[u8]) -> bool {
+    let mut diff = u8::from(given.len() != expected.len());
+    for (i, e) in expected.iter().enumerate() {
+        let g = given.get(i).copied().unwrap_or(!e);
+        diff |= g ^ e;
+    }
+    std::hint::black_box(diff) == 0
+}
+
 async fn route(req: &http::Request, expected: &str, events: &Sender<Event>) -> Reply {
-    if req.header("authorization") != Some(expected) {
+    let authorized = req
+        .header("authorization")
+        .is_some_and(|given| ct_eq(given.as_bytes(), expected.as_bytes()));
+    if !authorized {
         return (401, JSON, error_body("unauthorized"));
     }
     match (req.method.as_str(), req.path.as_str()) {
@@ -144,5 +172,20 @@ async fn route(req: &http::Request, expected: &str, events: &Sender<Event>) -> R
             None => closed(),
         },
         _ => (404, JSON, error_body("unknown endpoint")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ct_eq;
+
+    #[test]
+    fn the_bearer_comparison_is_exact() {
+        assert!(ct_eq(b"Bearer abc", b"Bearer abc"));
+        assert!(!ct_eq(b"Bearer abd", b"Bearer abc"));
+        assert!(!ct_eq(b"Bearer ab", b"Bearer abc"));
+        assert!(!ct_eq(b"Bearer abcd", b"Bearer abc"));
+        assert!(!ct_eq(b"", b"Bearer abc"));
+        assert!(ct_eq(b"", b""));
     }
 }

@@ -34,6 +34,7 @@ pub mod demo;
 pub mod frames;
 pub mod log;
 pub mod metrics;
+pub mod process;
 mod room_server;
 pub(crate) mod settings;
 pub mod upstream;

@@ -2,7 +2,7 @@
 //! own mutators, journal, authority, upstream, clock) and control it.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,7 +126,7 @@ impl RoomServerBuilder {
         let journal = match (&config.writes, self.journal) {
             (None, _) => None,
             (Some(_), Some(j)) => Some(j),
-            (Some(w), None) => Some(open_journal(&w.journal)?),
+            (Some(w), None) => Some(open_journal(&w.journal, &log)?),
         };
         let authority: Option<Arc<dyn Authority>> = match (&config.writes, self.authority) {
             (None, _) => None,
@@ -211,13 +211,29 @@ impl RoomServerBuilder {
             actor.run(rx).await;
             drop(done_tx);
         });
-        let active = Arc::new(AtomicUsize::new(0));
+        let gauge = Arc::new(conn::SocketGauge::default());
+        let limits = conn::ConnLimits {
+            max_frame_bytes: config.server.max_frame_bytes,
+            max_inbound_bytes: config.server.max_inbound_bytes,
+            max_connections: config
+                .server
+                .max_connections_or_default(super::process::nofile_limit()),
+            handshake_timeout: Duration::from_millis(config.server.handshake_timeout_ms),
+        };
+        log.debug(&format!(
+            "downstream limits: max_connections {}, max_frame_bytes {}, max_inbound_bytes {}",
+            limits.max_connections, limits.max_frame_bytes, limits.max_inbound_bytes
+        ));
         env.spawn(conn::accept_loop(
             listener,
-            events.clone(),
-            env.clone(),
+            conn::ConnCtx {
+                events: events.clone(),
+                env: env.clone(),
+                limits: Arc::new(limits),
+                metrics: metrics.clone(),
+                gauge: gauge.clone(),
+            },
             stop_rx.clone(),
-            active.clone(),
         ));
         if let Some((l, token)) = control {
             env.spawn(control_plane::serve(l, token, events.clone(), stop_rx));
@@ -230,23 +246,41 @@ impl RoomServerBuilder {
             events,
             addr,
             control_addr,
-            active,
+            gauge,
             done: done_rx,
             metrics,
         })
     }
 }
 
-fn open_journal(cfg: &JournalConfig) -> Result<Arc<dyn Journal>, String> {
+fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, String> {
     Ok(match cfg {
         JournalConfig::Memory => Arc::new(MemoryJournal::new()),
-        JournalConfig::File { path } => Arc::new(FileJournal::open(path).map_err(|e| {
-            format!(
-                "cannot open the journal {}: {e} (check `writes.journal.path` and its \
-                 directory's permissions)",
-                path.display()
-            )
-        })?),
+        JournalConfig::File { path } => {
+            let journal = FileJournal::open(path).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::InvalidData {
+                    // Corruption or an unreadable record: the message says what to do.
+                    format!("cannot open the journal: {e}")
+                } else {
+                    format!(
+                        "cannot open the journal {}: {e} (check `writes.journal.path` and \
+                         its directory's permissions)",
+                        path.display()
+                    )
+                }
+            })?;
+            let r = journal.recovered();
+            if r.truncated_bytes > 0 {
+                log.warn(&format!(
+                    "journal {}: cut a torn tail of {} byte(s) after {} intact record(s) (an \
+                     append a crash interrupted; it was never acknowledged)",
+                    path.display(),
+                    r.truncated_bytes,
+                    r.records
+                ));
+            }
+            Arc::new(journal)
+        }
     })
 }
 
@@ -277,7 +311,7 @@ pub struct RoomServer {
     events: Sender<Event>,
     addr: SocketAddr,
     control_addr: Option<SocketAddr>,
-    active: Arc<AtomicUsize>,
+    gauge: Arc<conn::SocketGauge>,
     done: Receiver<()>,
     metrics: Arc<Metrics>,
 }
@@ -386,7 +420,7 @@ impl RoomServer {
         let _ = self.ask(Control::Shutdown).await;
         self.stopped().await;
         let deadline = std::time::Instant::now() + Duration::from_secs(3);
-        while self.active.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+        while self.gauge.active.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
             smol::Timer::after(Duration::from_millis(10)).await;
         }
     }

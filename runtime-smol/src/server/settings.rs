@@ -29,6 +29,14 @@ pub(crate) struct Settings {
     pub sweep_interval_ms: u64,
     pub revocation_window_ms: u64,
     pub send_budget_bytes: usize,
+    /// How long a connection may go without a first `init` / `subscribe`, ms.
+    pub first_frame_timeout_ms: u64,
+    /// Subscriptions (held ones and lmid ones included) per connection.
+    pub max_subscriptions_per_conn: usize,
+    /// The largest snapshot frame, and the most unread snapshot bytes per socket.
+    pub max_snapshot_bytes: usize,
+    /// Materialized queries per room, idle ones included.
+    pub max_materializations: usize,
     pub writes: Option<WriteSettings>,
     /// `scopeSpecsHash` of the armed scopes (v2 only): the scope-skew tripwire.
     pub armed_scopes_hash: Option<String>,
@@ -74,6 +82,10 @@ impl Settings {
             sweep_interval_ms: d.sweep_interval_ms.max(1),
             revocation_window_ms: d.revocation_window_ms,
             send_budget_bytes: d.send_budget_bytes,
+            first_frame_timeout_ms: d.first_frame_timeout_ms,
+            max_subscriptions_per_conn: d.max_subscriptions_per_conn,
+            max_snapshot_bytes: d.max_snapshot_bytes,
+            max_materializations: d.max_materializations,
             writes,
             armed_scopes_hash,
         })

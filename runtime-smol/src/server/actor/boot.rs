@@ -26,6 +26,8 @@ pub(crate) struct BootData {
     pub entries: Vec<JournalEntry>,
     /// The authority's durable lmid per journaled client (empty without an authority).
     pub lmids: BTreeMap<String, u64>,
+    /// clientID → subject bindings the journal holds (first per client wins).
+    pub bindings: Vec<(String, String)>,
 }
 
 /// Why the boot I/O stopped.
@@ -58,13 +60,15 @@ impl BootIo {
 
     async fn run(self) -> Result<BootData, BootFailure> {
         let j = self.journal.clone();
-        let entries = smol::unblock(move || j.replay())
-            .await
-            .map_err(|e| BootFailure::Violation(format!("write-plane boot failed: {e}")))?;
+        let (entries, bindings) =
+            smol::unblock(move || Ok::<_, std::io::Error>((j.replay()?, j.bindings()?)))
+                .await
+                .map_err(|e| BootFailure::Violation(format!("write-plane boot failed: {e}")))?;
         let Some(authority) = self.authority.clone() else {
             return Ok(BootData {
                 entries,
                 lmids: BTreeMap::new(),
+                bindings,
             });
         };
         self.settle_unconfirmed_flushes(&*authority).await?;
@@ -94,7 +98,11 @@ impl BootIo {
                 }
             };
         }
-        Ok(BootData { entries, lmids })
+        Ok(BootData {
+            entries,
+            lmids,
+            bindings,
+        })
     }
 
     fn retry_log(&self, line: &str) {
@@ -267,6 +275,7 @@ impl Actor {
 
     /// Seeds the durable watermarks, re-invokes every journaled mutation, acks them all.
     fn replay(&mut self, data: BootData) -> Result<(), String> {
+        self.seed_bindings(&data.bindings);
         let seeds: Vec<(String, u64)> = data.lmids.into_iter().filter(|(_, l)| *l > 0).collect();
         if !seeds.is_empty() {
             let room = self.room.as_mut().ok_or("no room")?.room_mut();
@@ -335,6 +344,10 @@ impl Actor {
             let _ = w.try_send(());
         }
         self.log.info(&format!("live (bootId {})", self.boot_id));
+        for c in self.conns.values_mut() {
+            c.held_subs = 0;
+            c.held_mutes = 0;
+        }
         for (id, msg) in std::mem::take(&mut self.pending_subs) {
             if self.conns.get(&id).is_some_and(|c| c.out.is_open()) {
                 self.handle_subscribe(id, &msg);

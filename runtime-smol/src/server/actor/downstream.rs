@@ -37,14 +37,29 @@ impl Actor {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        match c.out.send_budgeted(text, budget) {
+        let sent = c.out.send_budgeted(text, budget);
+        self.sent(conn, sent);
+    }
+
+    /// Queues a subscribe's snapshot frame against the socket's unread-snapshot cap;
+    /// cuts the socket past it.
+    pub(crate) fn send_snapshot(&mut self, conn: u64, text: String) {
+        let max = self.settings.max_snapshot_bytes;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let sent = c.out.send_snapshot(text, max);
+        self.sent(conn, sent);
+    }
+
+    fn sent(&mut self, conn: u64, sent: Sent) {
+        match sent {
             Sent::Queued(n) => self.metrics.frame_out(n),
             Sent::Dropped => {}
-            Sent::Terminated => {
+            Sent::Cut(why) => {
                 self.metrics.inc(&self.metrics.budget_terminations);
-                self.log.warn(&format!(
-                    "send budget exceeded (conn {conn}): closed with a gap"
-                ));
+                self.log
+                    .warn(&format!("conn {conn} cut (1008, a gap to repair): {why}"));
             }
         }
     }
@@ -62,6 +77,10 @@ impl Actor {
                 queries: Default::default(),
                 client_id: None,
                 sub: None,
+                opened_at: self.env.now_ms(),
+                identified: false,
+                held_subs: 0,
+                held_mutes: 0,
             },
         );
     }
@@ -70,8 +89,15 @@ impl Actor {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
+        if conn.held_subs > 0 {
+            self.pending_subs.retain(|(i, _)| *i != id);
+        }
+        if conn.held_mutes > 0 {
+            self.pending_mutes.retain(|(i, _)| *i != id);
+        }
         if let Some(client) = &conn.client_id {
             self.unindex_client(client, id);
+            self.release_binding(client);
         }
         let now = self.env.now_ms();
         for q in conn.queries.values() {
@@ -130,28 +156,23 @@ impl Actor {
 
     fn handle_downstream_msg(&mut self, id: u64, msg: &JsValue) -> Result<(), String> {
         match msg.get("t").and_then(JsValue::as_str) {
-            Some("init") => {
-                // The connection identity; no reply frame.
-                if let Some(JsValue::Str(c)) = msg.get("clientID") {
-                    if !c.is_empty() {
-                        if let Some(conn) = self.conns.get_mut(&id) {
-                            if let Some(prev) = conn.client_id.replace(c.clone()) {
-                                self.unindex_client(&prev, id);
-                            }
-                            let ids = self.client_conns.entry(c.clone()).or_default();
-                            if !ids.contains(&id) {
-                                ids.push(id);
-                            }
-                        }
-                    }
-                }
-            }
+            // The connection identity; no reply frame.
+            Some("init") => self.on_init(id, msg),
             Some("subscribe") => {
-                if !matches!(msg.get("queryId"), Some(JsValue::Num(_))) {
+                let Some(JsValue::Num(qid)) = msg.get("queryId") else {
+                    return Ok(());
+                };
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.identified = true;
+                }
+                if !self.admit_subscription(id, msg, &qid_key(*qid)) {
                     return Ok(());
                 }
                 if !self.live || self.room.is_none() {
                     // Held until the seq-0 snapshot lands.
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.held_subs += 1;
+                    }
                     self.pending_subs.push((id, msg.clone()));
                     return Ok(());
                 }
@@ -228,7 +249,10 @@ impl Actor {
         // Subject binding: the first verified lease binds the connection's subject.
         let conn = self.conns.get_mut(&id).expect("checked above");
         match &conn.sub {
-            None => conn.sub = Some(payload.sub.clone()),
+            None => {
+                conn.sub = Some(payload.sub.clone());
+                self.on_conn_subject(id);
+            }
             Some(bound) if *bound != payload.sub => {
                 let text = "lease token refused: connection is bound to another subject";
                 self.query_error(id, qid, text);
@@ -243,10 +267,7 @@ impl Actor {
             user: payload.sub.clone(),
             exp: payload.exp,
         };
-        self.attach(id, qid, meta, |room, key, epoch, now| {
-            let query = room.parse_query(&ast_json)?;
-            room.subscribe(key, epoch, &query, now)
-        });
+        self.attach(id, qid, meta, |room| room.parse_query(&ast_json));
     }
 
     fn handle_lmid_subscribe(&mut self, id: u64, qid: f64, name: &str) {
@@ -262,10 +283,19 @@ impl Actor {
             );
             return;
         }
-        let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.clone()) else {
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let Some(client) = conn.client_id.clone() else {
             self.query_error(id, qid, "subscribe lmid query before init");
             return;
         };
+        if let Some(subject) = conn.sub.clone() {
+            if !self.bind_client(&client, &subject) {
+                self.query_error(id, qid, &super::binding::bound_elsewhere(&client));
+                return;
+            }
+        }
         // Not lease-gated: lives as long as its connection.
         let meta = SubMeta {
             conn: id,
@@ -273,24 +303,21 @@ impl Actor {
             user: String::new(),
             exp: f64::INFINITY,
         };
-        self.attach(id, qid, meta, |room, key, epoch, now| {
-            room.lmid_subscribe(key, epoch, &client, now)
-        });
+        self.attach(id, qid, meta, |room| room.lmid_query(&client));
     }
 
-    /// Subscribes `(conn, qid)` at the next downstream epoch and sends `nhello` → seq-0
-    /// `nbatch` → `progress`.
+    /// Subscribes `(conn, qid)` at the next downstream epoch to the query `make_query`
+    /// builds and sends `nhello` → seq-0 `nbatch` → `progress` — within the room's cap
+    /// on materializations and the cap on a snapshot's size.
     fn attach(
         &mut self,
         id: u64,
         qid: f64,
         meta: SubMeta,
-        subscribe: impl FnOnce(
-            &mut rindle_room_core::Room,
-            &str,
-            u64,
-            u64,
-        ) -> Result<rindle_room_core::Subscribed, rindle_room_core::Error>,
+        make_query: impl FnOnce(
+            &rindle_room_core::Room,
+        )
+            -> Result<rindle_room_core::ast::Query, rindle_room_core::Error>,
     ) {
         let key = qid_key(qid);
         let sub_key = format!("{id}:{key}");
@@ -307,13 +334,49 @@ impl Actor {
         let Some(room) = self.room.as_mut() else {
             return;
         };
-        let res = match subscribe(room.room_mut(), &sub_key, epoch, now) {
+        let room = room.room_mut();
+        let res = match make_query(room) {
+            Ok(query) => {
+                let max = self.settings.max_materializations;
+                if !room.is_materialized(&query) && room.materialization_count() >= max {
+                    room.reclaim_idle(max - 1);
+                    if room.materialization_count() >= max {
+                        let message = format!(
+                            "materialize refused: this room holds {max} live queries \
+                             (downstream.max_materializations); try again later"
+                        );
+                        self.query_error(id, qid, &message);
+                        return;
+                    }
+                }
+                room.subscribe(&sub_key, epoch, &query, now)
+            }
+            Err(e) => Err(e),
+        };
+        let res = match res {
             Ok(r) => r,
             Err(e) => {
                 self.query_error(id, qid, &format!("materialize failed: {}", e.message()));
                 return;
             }
         };
+        let snapshot = frames::nbatch(qid, &res.snapshot);
+        let max = self.settings.max_snapshot_bytes;
+        if snapshot.len() > max {
+            if let Some(room) = self.room.as_mut() {
+                room.room_mut().unsubscribe(&sub_key, now);
+            }
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.queries.remove(&key);
+            }
+            let message = format!(
+                "snapshot too large: {} bytes, the limit is {max} \
+                 (downstream.max_snapshot_bytes); narrow the query (a filter, a limit)",
+                snapshot.len()
+            );
+            self.query_error(id, qid, &message);
+            return;
+        }
         if let Some(c) = self.conns.get_mut(&id) {
             c.queries.insert(
                 key,
@@ -326,7 +389,7 @@ impl Actor {
         self.subs.insert(sub_key, meta);
         let hello = frames::nhello(qid, &res.hello, &self.boot_id);
         self.send(id, hello);
-        self.send(id, frames::nbatch(qid, &res.snapshot));
+        self.send_snapshot(id, snapshot);
         self.send_progress(id);
     }
 

@@ -336,7 +336,8 @@ impl Actor {
         }
     }
 
-    /// Fenced under our epoch: another placement owns the doc. Terminal.
+    /// Fenced under our epoch: another placement owns the doc. Terminal: every socket
+    /// is closed with 4009 `room_moved`.
     pub(crate) fn room_moved(&mut self, reason: &str) {
         if self.shared.moved.load(std::sync::atomic::Ordering::SeqCst) {
             return;
@@ -345,19 +346,14 @@ impl Actor {
             .moved
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.log.error(&format!("room moved: {reason}"));
-        let conns: std::collections::BTreeSet<u64> = self.subs.values().map(|m| m.conn).collect();
-        for id in conns {
-            if let Some(c) = self.conns.get_mut(&id) {
-                c.out.close(4009, "room_moved");
-            }
-        }
-        self.close_everything(None);
+        self.close_everything(4009, "room_moved");
         self.poll_drains();
         self.stopped = true;
     }
 
-    /// Closes the server: timers, upstream, listeners, every remaining socket.
-    pub(crate) fn close_everything(&mut self, code: Option<(u16, &str)>) {
+    /// Closes the server: timers, upstream, listeners, every remaining socket (with
+    /// `code` and `reason`).
+    pub(crate) fn close_everything(&mut self, code: u16, reason: &str) {
         self.shared
             .closed
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -365,10 +361,7 @@ impl Actor {
         self.up = None;
         self.stop_listeners = None;
         for c in self.conns.values_mut() {
-            match code {
-                Some((code, reason)) => c.out.close(code, reason),
-                None => c.out.close_without_status(),
-            }
+            c.out.close(code, reason);
         }
         for w in self.flush_waiters.drain(..) {
             let _ = w.try_send(());
@@ -377,7 +370,7 @@ impl Actor {
 
     /// Shutdown, after its drain: close every socket with 1001 and stop.
     pub(crate) fn finish_shutdown(&mut self) {
-        self.close_everything(Some((1001, "room shutting down")));
+        self.close_everything(1001, "room shutting down");
         self.log.info("shut down");
         if let Some(reply) = self.shutdown_reply.take() {
             let _ = reply.try_send(());

@@ -24,6 +24,7 @@ impl Actor {
             self.drop_sub(&key, &meta, now);
             self.metrics.inc(&self.metrics.expired_leases);
         }
+        self.close_silent_conns(now);
         if self.live {
             if let Some(room) = self.room.as_mut() {
                 room.room_mut().sweep(now);

@@ -10,6 +10,7 @@
 //! (mutations, group commit, acks) with its `journal_writer`, `boot` (journal replay
 //! before live), `flush` (write-behind, drain, fencing) and `control`.
 
+mod binding;
 mod boot;
 mod control;
 mod downstream;
@@ -17,6 +18,7 @@ mod flush;
 mod ids;
 mod journal_writer;
 mod leases;
+mod limits;
 mod timers;
 mod upstream;
 mod writes;
@@ -115,6 +117,14 @@ pub(crate) struct Conn {
     pub client_id: Option<String>,
     /// The subject bound by the first verified lease.
     pub sub: Option<String>,
+    /// When the socket opened (room clock, ms): the first-frame deadline counts from it.
+    pub opened_at: u64,
+    /// Whether it sent a valid `init` or `subscribe` yet.
+    pub identified: bool,
+    /// Subscribes held until the room is live.
+    pub held_subs: usize,
+    /// `pushMutation`s held until the room is live.
+    pub held_mutes: usize,
 }
 
 /// A `(connection, queryId)` subscription.
@@ -199,6 +209,8 @@ pub(crate) struct Actor {
     /// clientID → the connections that sent `init` with it (the ack's progress targets).
     pub client_conns: HashMap<String, Vec<u64>>,
     pub subs: BTreeMap<String, SubMeta>,
+    /// clientID → the subject it is bound to (see `binding`).
+    pub client_subjects: HashMap<String, String>,
     pub revoked: HashMap<String, u64>,
     pub pending_subs: Vec<(u64, rindle_room_core::json::tree::JsValue)>,
     pub logged_scope_skew: HashSet<String>,
@@ -275,6 +287,7 @@ impl Actor {
             conns: BTreeMap::new(),
             client_conns: HashMap::new(),
             subs: BTreeMap::new(),
+            client_subjects: HashMap::new(),
             revoked: HashMap::new(),
             pending_subs: Vec::new(),
             logged_scope_skew: HashSet::new(),

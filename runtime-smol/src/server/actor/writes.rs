@@ -208,7 +208,12 @@ impl Actor {
             );
         }
         if !self.live || self.room.is_none() {
-            self.pending_mutes.push((id, e));
+            if self.admit_held_mutation(id) {
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.held_mutes += 1;
+                }
+                self.pending_mutes.push((id, e));
+            }
             return;
         }
         // Judged after the live gate, so a mutation queued behind a pending subscribe
@@ -219,6 +224,9 @@ impl Actor {
                 "pushMutation requires an authenticated subject — subscribe with a lease token first",
             );
         };
+        if !self.bind_client(&client, &sub) {
+            return fail(self, &super::binding::bound_elsewhere(&client));
+        }
         let mid = match js_uint(e.mid, "mid") {
             Ok(m) => m,
             Err(err) => return fail(self, err.message()),

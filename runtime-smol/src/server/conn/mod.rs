@@ -1,13 +1,25 @@
 //! The downstream websocket connections: the accept loop, one task per connection, and
-//! the outbound handle the room task writes to.
+//! the outbound handle the room task writes to ([`ConnOut`]).
 //!
 //! A connection task reads frames and forwards them to the room task in arrival order
 //! (so each connection is handled serially), and writes what the room task queues on its
-//! [`ConnOut`]. Queued-but-unwritten bytes are counted: that is the send budget's
-//! `bufferedAmount` (seed 002 `sendBudgeted`). Terminating a connection shuts its TCP
-//! socket down without a close frame.
+//! [`ConnOut`]. Every resource a client can make a connection hold is capped:
+//!
+//! | resource | cap | past it |
+//! |---|---|---|
+//! | sockets | `server.max_connections` (upgraded or in the handshake) | HTTP 503 |
+//! | time to upgrade | `server.handshake_timeout_ms` | the TCP socket is dropped |
+//! | one message, fragments included | `server.max_frame_bytes` | close 1009 |
+//! | frames waiting for the room | 64 frames and `server.max_inbound_bytes` | the socket is not read (TCP pushes back) |
+//! | unread outbound frames | see [`out`] | close 1008 |
+//! | a closing socket | [`CLOSE_GRACE_MS`] | the TCP socket is dropped |
+//!
+//! A websocket violation (a bad frame, invalid UTF-8, a message too big) is answered
+//! with a close frame naming it (1002, 1007, 1009) before the socket goes.
 
-use std::future::poll_fn;
+mod inbound;
+mod out;
+
 use std::net::Shutdown;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,147 +27,66 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
+use async_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use async_tungstenite::tungstenite::http;
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use async_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use async_tungstenite::tungstenite::Message;
+use async_tungstenite::tungstenite::{Error as WsError, Message};
 use futures_lite::{FutureExt, StreamExt};
 use futures_sink::Sink;
 use smol::net::{TcpListener, TcpStream};
+use std::future::poll_fn;
+
+pub(crate) use inbound::{InboundSlot, InboundWindow, INBOUND_WINDOW_FRAMES};
+pub(crate) use out::{close_reason, ConnOut, Sent};
 
 use super::actor::Event;
 use super::clock::Env;
+use super::metrics::Metrics;
+use out::{Backlog, Out};
 
-/// How long a closing socket waits for the peer's close reply before dropping it.
-const CLOSE_GRACE_MS: u64 = 2_000;
+/// How long a closing socket waits for the peer's close reply (and for the close frame
+/// to get out at all) before it is dropped.
+pub(crate) const CLOSE_GRACE_MS: u64 = 2_000;
 
-/// How many of one connection's frames may wait for the room task at once. The room
-/// task's event queue is shared by every connection and the upstream leg; without a
-/// window, a client that writes faster than the room handles its frames would grow that
-/// queue without bound. At the window, the connection stops reading its socket, so TCP
-/// pushes back on the client (nothing is dropped, order is kept).
-pub(crate) const INBOUND_WINDOW: usize = 64;
+/// How long a socket refused at `max_connections` may take to send its upgrade request
+/// and read the 503.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// One inbound frame's place in its connection's [`INBOUND_WINDOW`]: taken before the
-/// frame is queued for the room task, given back when the room task drops the event
-/// (after handling it).
-#[derive(Debug)]
-pub(crate) struct InboundSlot(Receiver<()>);
-
-impl InboundSlot {
-    /// Waits for a free place in the window of `window` (the sending half).
-    async fn take(window: &Sender<()>, held: &Receiver<()>) -> Option<InboundSlot> {
-        window.send(()).await.ok()?;
-        Some(InboundSlot(held.clone()))
-    }
-}
-
-impl Drop for InboundSlot {
-    fn drop(&mut self) {
-        let _ = self.0.try_recv();
-    }
-}
+/// How many refusals (503 answers) may be underway at once; past it, new sockets are
+/// closed without an answer. Their descriptors come out of the configuration's
+/// `RESERVED_FDS`.
+const MAX_REFUSALS: usize = 32;
 
 /// The websocket read buffer of a downstream connection. tungstenite's default is
 /// 128 KiB, zero-filled up to its capacity before every socket read: 128 KiB resident
 /// and a 128 KiB `memset` per read, per connection. Client frames are small (a
 /// `pushMutation`, a subscribe with its lease token); a larger frame grows the buffer
-/// for itself.
+/// for itself, up to `max_frame_bytes`.
 const READ_BUFFER_BYTES: usize = 4 * 1024;
 
-/// The websocket settings of a downstream connection (tungstenite's, with a small read
-/// buffer).
-fn ws_config() -> WebSocketConfig {
-    WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES)
+/// The connection limits, from `[server]`.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnLimits {
+    /// The largest message (and frame) a client may send.
+    pub max_frame_bytes: usize,
+    /// The most bytes of read frames waiting for the room task per connection.
+    pub max_inbound_bytes: usize,
+    /// The most sockets held at once (in the handshake or upgraded).
+    pub max_connections: usize,
+    /// How long the upgrade may take.
+    pub handshake_timeout: Duration,
 }
 
-/// One queued outbound item.
-#[derive(Debug)]
-enum Out {
-    Text(String),
-    /// A close frame; `None` = no status code (`ws.close()` without arguments).
-    Close(Option<(u16, String)>),
-}
-
-/// The room task's handle on one connection's outbound side.
-#[derive(Debug)]
-pub(crate) struct ConnOut {
-    tx: Sender<Out>,
-    queued: Arc<AtomicUsize>,
-    tcp: Option<TcpStream>,
-    closing: bool,
-}
-
-/// What a budgeted send did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Sent {
-    /// Queued (`bytes` long).
-    Queued(usize),
-    /// The socket is closing or gone: dropped, as `ws.send` on a non-open socket is.
-    Dropped,
-    /// The send budget was exceeded: the socket was terminated.
-    Terminated,
-}
-
-impl ConnOut {
-    /// Whether frames are still accepted (`readyState === OPEN`).
-    pub(crate) fn is_open(&self) -> bool {
-        !self.closing && !self.tx.is_closed()
-    }
-
-    /// Queues a frame without checking the budget (seed 002 `send`).
-    pub(crate) fn send(&mut self, text: String) -> Sent {
-        if !self.is_open() {
-            return Sent::Dropped;
-        }
-        let n = text.len();
-        self.queued.fetch_add(n, Ordering::Relaxed);
-        if self.tx.try_send(Out::Text(text)).is_err() {
-            self.queued.fetch_sub(n, Ordering::Relaxed);
-            return Sent::Dropped;
-        }
-        Sent::Queued(n)
-    }
-
-    /// Queues a frame unless the queued bytes would exceed `budget`, in which case the
-    /// socket is terminated (seed 002 `sendBudgeted`).
-    pub(crate) fn send_budgeted(&mut self, text: String, budget: usize) -> Sent {
-        if !self.is_open() {
-            return Sent::Dropped;
-        }
-        if self.queued.load(Ordering::Relaxed) + text.len() > budget {
-            self.terminate();
-            return Sent::Terminated;
-        }
-        self.send(text)
-    }
-
-    /// Starts the close handshake with `code` and `reason` after the queued frames.
-    pub(crate) fn close(&mut self, code: u16, reason: &str) {
-        if !self.is_open() {
-            return;
-        }
-        self.closing = true;
-        let _ = self
-            .tx
-            .try_send(Out::Close(Some((code, reason.to_string()))));
-    }
-
-    /// Starts the close handshake without a status code.
-    pub(crate) fn close_without_status(&mut self) {
-        if !self.is_open() {
-            return;
-        }
-        self.closing = true;
-        let _ = self.tx.try_send(Out::Close(None));
-    }
-
-    /// Drops the socket at once, without a close frame (`ws.terminate()`).
-    pub(crate) fn terminate(&mut self) {
-        self.closing = true;
-        self.tx.close();
-        if let Some(tcp) = &self.tcp {
-            let _ = tcp.shutdown(Shutdown::Both);
-        }
+impl ConnLimits {
+    /// The websocket settings of a downstream connection: tungstenite's, with a small
+    /// read buffer and the message and frame size capped at `max_frame_bytes`
+    /// (tungstenite checks an unfinished fragmented message against it as it grows).
+    fn ws_config(&self) -> WebSocketConfig {
+        WebSocketConfig::default()
+            .read_buffer_size(READ_BUFFER_BYTES)
+            .max_message_size(Some(self.max_frame_bytes))
+            .max_frame_size(Some(self.max_frame_bytes))
     }
 }
 
@@ -173,14 +104,36 @@ async fn flush<S: Sink<Message> + Unpin>(sink: &mut S) -> Result<(), S::Error> {
     poll_fn(|cx| Pin::new(&mut *sink).poll_flush(cx)).await
 }
 
+/// The socket counts the accept loop keeps.
+#[derive(Debug, Default)]
+pub(crate) struct SocketGauge {
+    /// Sockets being served (in the handshake or upgraded).
+    pub active: AtomicUsize,
+    /// Sockets being answered with 503.
+    refusing: AtomicUsize,
+}
+
+/// Decrements a gauge when dropped.
+struct Held<'a>(&'a AtomicUsize);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Everything a connection task needs besides its socket.
+#[derive(Clone)]
+pub(crate) struct ConnCtx {
+    pub events: Sender<Event>,
+    pub env: Env,
+    pub limits: Arc<ConnLimits>,
+    pub metrics: Arc<Metrics>,
+    pub gauge: Arc<SocketGauge>,
+}
+
 /// Accepts downstream connections until `stop` fires; each gets a task.
-pub(crate) async fn accept_loop(
-    listener: TcpListener,
-    events: Sender<Event>,
-    env: Env,
-    stop: Receiver<()>,
-    active: Arc<AtomicUsize>,
-) {
+pub(crate) async fn accept_loop(listener: TcpListener, ctx: ConnCtx, stop: Receiver<()>) {
     let mut next_id: u64 = 1;
     loop {
         let accepted = async { Some(listener.accept().await) }
@@ -200,50 +153,136 @@ pub(crate) async fn accept_loop(
                 continue;
             }
         };
+        let gauge = ctx.gauge.clone();
+        if gauge.active.load(Ordering::SeqCst) >= ctx.limits.max_connections {
+            ctx.metrics.inc(&ctx.metrics.connections_refused);
+            if gauge.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSALS {
+                gauge.refusing.fetch_sub(1, Ordering::SeqCst);
+                let _ = stream.shutdown(Shutdown::Both);
+                continue;
+            }
+            let max = ctx.limits.max_connections;
+            ctx.env.spawn(async move {
+                let _held = Held(&gauge.refusing);
+                refuse(stream, max).await;
+            });
+            continue;
+        }
         let id = next_id;
         next_id += 1;
-        active.fetch_add(1, Ordering::SeqCst);
-        let active = active.clone();
-        let events = events.clone();
-        env.spawn(async move {
-            serve_conn(id, stream, events).await;
-            active.fetch_sub(1, Ordering::SeqCst);
+        gauge.active.fetch_add(1, Ordering::SeqCst);
+        let ctx2 = ctx.clone();
+        ctx.env.spawn(async move {
+            let _held = Held(&gauge.active);
+            serve_conn(id, stream, ctx2).await;
         });
     }
 }
 
-/// Runs one connection: the ws handshake, then reader and writer until either ends.
-async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
-    let _ = stream.set_nodelay(true);
-    let ws = match async_tungstenite::accept_async_with_config(stream.clone(), Some(ws_config()))
+/// Answers an upgrade at `max_connections` with 503 (bounded by [`REFUSAL_TIMEOUT`]).
+#[allow(clippy::result_large_err)] // tungstenite's callback signature
+async fn refuse(stream: TcpStream, max: usize) {
+    let callback = move |_: &Request, _: Response| -> Result<Response, ErrorResponse> {
+        let mut res = ErrorResponse::new(Some(format!(
+            "this room server is at server.max_connections ({max}); retry shortly\n"
+        )));
+        *res.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+        res.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+        Err(res)
+    };
+    let answer = async_tungstenite::accept_hdr_async(stream.clone(), callback);
+    let _ = with_timeout(REFUSAL_TIMEOUT, answer).await;
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+/// Runs `fut` for at most `limit`.
+async fn with_timeout<T>(limit: Duration, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    async { Some(fut.await) }
+        .or(async {
+            smol::Timer::after(limit).await;
+            None
+        })
         .await
-    {
-        Ok(ws) => ws,
-        Err(_) => return, // not a websocket client: nothing was registered
+}
+
+/// The close a websocket error calls for, if the socket can still carry one: the code
+/// and the reason (which names the limit for 1009).
+fn close_for_error(e: &WsError, max_frame_bytes: usize) -> Option<(u16, String)> {
+    use async_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
+    match e {
+        WsError::Capacity(CapacityError::MessageTooLong { size, .. }) => Some((
+            1009,
+            format!("message too big: {size} bytes, the limit is {max_frame_bytes} (server.max_frame_bytes)"),
+        )),
+        WsError::Capacity(other) => Some((1009, format!("message too big: {other}"))),
+        WsError::Utf8(_) => Some((1007, String::from("invalid UTF-8 in a text message"))),
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake)
+        | WsError::ConnectionClosed
+        | WsError::AlreadyClosed
+        | WsError::Io(_) => None,
+        WsError::Protocol(p) => Some((1002, format!("protocol error: {p}"))),
+        _ => Some((1011, String::from("internal error reading the socket"))),
+    }
+}
+
+/// Runs one connection: the ws handshake (bounded), then reader and writer until either
+/// ends, a close completes, or the close grace runs out.
+async fn serve_conn(id: u64, stream: TcpStream, ctx: ConnCtx) {
+    let _ = stream.set_nodelay(true);
+    let handshake =
+        async_tungstenite::accept_async_with_config(stream.clone(), Some(ctx.limits.ws_config()));
+    let ws = match with_timeout(ctx.limits.handshake_timeout, handshake).await {
+        Some(Ok(ws)) => ws,
+        Some(Err(_)) => return, // not a websocket client: nothing was registered
+        None => {
+            ctx.metrics.inc(&ctx.metrics.handshake_timeouts);
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
     };
     let (mut sink, mut source) = ws.split();
     let (tx, out_rx) = async_channel::unbounded();
-    let queued = Arc::new(AtomicUsize::new(0));
+    let (closing, closing_rx) = async_channel::bounded::<()>(1);
+    let backlog = Arc::new(Backlog::default());
     let out = ConnOut {
-        tx,
-        queued: queued.clone(),
+        tx: tx.clone(),
+        backlog: backlog.clone(),
+        closing: closing.clone(),
         tcp: Some(stream.clone()),
-        closing: false,
+        is_closing: false,
     };
+    let events = ctx.events.clone();
     if events.send(Event::ConnOpen { id, out }).await.is_err() {
         return;
     }
-    let (window, held) = async_channel::bounded::<()>(INBOUND_WINDOW);
+    let window = InboundWindow::new(INBOUND_WINDOW_FRAMES, ctx.limits.max_inbound_bytes);
+    let max_frame = ctx.limits.max_frame_bytes;
+    let metrics = ctx.metrics.clone();
     let reader = async {
-        while let Some(msg) = source.next().await {
-            let text = match msg {
-                Ok(Message::Text(t)) => t.as_str().to_string(),
+        loop {
+            let text = match source.next().await {
+                Some(Ok(Message::Text(t))) => t.as_str().to_string(),
                 // `String(buffer)` in the seed: binary frames are read as UTF-8 text.
-                Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
-                Ok(Message::Close(_)) | Err(_) => break,
-                Ok(_) => continue,
+                Some(Ok(Message::Binary(b))) => String::from_utf8_lossy(&b).into_owned(),
+                // The peer's close (or its reply to ours): tungstenite answers it on the
+                // next read, which then ends the stream.
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => {
+                    if let Some((code, reason)) = close_for_error(&e, max_frame) {
+                        metrics.inc(&metrics.protocol_closes);
+                        let _ = tx.try_send(Out::Close((code, reason)));
+                        let _ = closing.try_send(());
+                        // Let the writer send the close; the grace below ends the wait.
+                        std::future::pending::<()>().await;
+                    }
+                    break;
+                }
+                None => break,
             };
-            let Some(slot) = InboundSlot::take(&window, &held).await else {
+            let Some(slot) = window.take(text.len()).await else {
                 break;
             };
             if events
@@ -261,9 +300,14 @@ async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
             // `progress` after it, or a whole fan-out burst, cost one syscall.
             let mut next = Some(first);
             let mut unflushed = 0;
-            while let Some(out) = next.take() {
-                match out {
-                    Out::Text(text) => {
+            while let Some(item) = next.take() {
+                match item {
+                    Out::Text { text, snapshot } => {
+                        backlog.taken(text.len(), snapshot);
+                        if backlog.discarding() {
+                            next = out_rx.try_recv().ok();
+                            continue;
+                        }
                         unflushed += text.len();
                         if feed(&mut sink, Message::text(text)).await.is_err() {
                             break 'socket;
@@ -272,25 +316,20 @@ async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
                             if flush(&mut sink).await.is_err() {
                                 break 'socket;
                             }
-                            queued.fetch_sub(unflushed, Ordering::Relaxed);
                             unflushed = 0;
                         }
                     }
-                    Out::Close(status) => {
+                    Out::Close((code, reason)) => {
                         if flush(&mut sink).await.is_err() {
                             break 'socket;
                         }
-                        queued.fetch_sub(unflushed, Ordering::Relaxed);
-                        let frame = status.map(|(code, reason)| CloseFrame {
+                        let frame = CloseFrame {
                             code: CloseCode::from(code),
-                            reason: reason.into(),
-                        });
-                        let _ = sink.close(frame).await;
-                        // Wait for the peer's close reply (the reader ends), at most this
-                        // long (network time, not room time: real timers even under a
-                        // fake clock).
-                        smol::Timer::after(Duration::from_millis(CLOSE_GRACE_MS)).await;
-                        break 'socket;
+                            reason: close_reason(&reason).into(),
+                        };
+                        let _ = sink.close(Some(frame)).await;
+                        // The reader ends when the peer answers; the grace bounds the wait.
+                        std::future::pending::<()>().await;
                     }
                 }
                 next = out_rx.try_recv().ok();
@@ -298,12 +337,21 @@ async fn serve_conn(id: u64, stream: TcpStream, events: Sender<Event>) {
             if flush(&mut sink).await.is_err() {
                 break;
             }
-            queued.fetch_sub(unflushed, Ordering::Relaxed);
         }
     };
-    reader.or(writer).await;
+    // Once a close starts (ours, or a violation's), the socket has the grace to finish
+    // it — even a peer that never reads cannot hold it longer.
+    let grace = async {
+        if closing_rx.recv().await.is_ok() {
+            smol::Timer::after(Duration::from_millis(CLOSE_GRACE_MS)).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    reader.or(writer).or(grace).await;
+    window.close();
     let _ = stream.shutdown(Shutdown::Both);
-    let _ = events.send(Event::ConnClosed { id }).await;
+    let _ = ctx.events.send(Event::ConnClosed { id }).await;
 }
 
 #[cfg(test)]
@@ -311,26 +359,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_inbound_window_holds_frames_until_the_room_task_drops_them() {
-        smol::block_on(async {
-            let (window, held) = async_channel::bounded::<()>(INBOUND_WINDOW);
-            let mut slots = Vec::new();
-            for _ in 0..INBOUND_WINDOW {
-                slots.push(
-                    InboundSlot::take(&window, &held)
-                        .await
-                        .expect("a free place"),
-                );
-            }
-            // The window is full: the reader waits (it stops reading its socket).
-            let mut next = Box::pin(InboundSlot::take(&window, &held));
-            assert!(futures_lite::future::poll_once(&mut next).await.is_none());
-            // The room task handles (drops) one frame: the reader goes on.
-            drop(slots.pop());
-            assert!(next.await.is_some());
-            // A closed connection ends the wait instead of hanging.
-            held.close();
-            assert!(InboundSlot::take(&window, &held).await.is_none());
+    fn websocket_errors_map_to_close_codes() {
+        use async_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
+        let too_long = WsError::Capacity(CapacityError::MessageTooLong {
+            size: 2_000_000,
+            max_size: 1_048_576,
         });
+        let (code, reason) = close_for_error(&too_long, 1_048_576).unwrap();
+        assert_eq!(code, 1009);
+        assert!(
+            reason.contains("2000000 bytes") && reason.contains("1048576"),
+            "{reason}"
+        );
+        assert_eq!(
+            close_for_error(&WsError::Utf8("x".into()), 1).unwrap().0,
+            1007
+        );
+        let bad = WsError::Protocol(ProtocolError::NonZeroReservedBits);
+        assert_eq!(close_for_error(&bad, 1).unwrap().0, 1002);
+        let eof = WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake);
+        assert_eq!(close_for_error(&eof, 1), None);
+        assert_eq!(close_for_error(&WsError::ConnectionClosed, 1), None);
     }
 }
