@@ -4,82 +4,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use common::bin::{wait_exit, Room};
 use common::ws::Next;
 use common::*;
 use serde_json::Value;
 
 const MIDS: u64 = 300;
-
-struct Room {
-    child: Child,
-    port: u16,
-    lines: async_channel::Receiver<String>,
-    log: Vec<String>,
-}
-
-impl Room {
-    /// Starts the binary and waits until it is live.
-    async fn start(config: &std::path::Path) -> Room {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rindle-room"))
-            .arg("--config")
-            .arg(config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = async_channel::unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if std::env::var("RINDLE_TEST_LOG").is_ok() {
-                    eprintln!("child: {line}");
-                }
-                let _ = tx.send_blocking(line);
-            }
-        });
-        let mut room = Room {
-            child,
-            port: 0,
-            lines,
-            log: Vec::new(),
-        };
-        let listening = room.wait_for("listening on ws://127.0.0.1:").await;
-        room.port = listening
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        room.wait_for("live (bootId").await;
-        room
-    }
-
-    async fn wait_for(&mut self, needle: &str) -> String {
-        loop {
-            let line = within(self.lines.recv()).await.unwrap_or_else(|_| {
-                panic!(
-                    "the room exited before {needle:?}:\n{}",
-                    self.log.join("\n")
-                )
-            });
-            self.log.push(line.clone());
-            if line.contains(needle) {
-                return line;
-            }
-        }
-    }
-
-    async fn drain_log(&mut self) {
-        while let Ok(line) = self.lines.try_recv() {
-            self.log.push(line);
-        }
-    }
-}
 
 fn lmid_of(v: &Value) -> Option<u64> {
     if v["t"] != "nbatch" || v["queryId"] != 0 {
@@ -232,16 +165,4 @@ fn kill_9_mid_traffic_loses_no_acknowledged_mutation_and_applies_each_once() {
         assert_eq!(code, Some(0));
         let _ = std::fs::remove_dir_all(&dir);
     });
-}
-
-fn wait_exit(child: &mut Child, limit: Duration) -> Option<i32> {
-    let start = std::time::Instant::now();
-    while start.elapsed() < limit {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.code();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    None
 }

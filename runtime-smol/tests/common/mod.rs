@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 pub mod authority;
+pub mod bin;
+pub mod raw;
 pub mod rindled;
 pub mod ws;
 
@@ -71,6 +73,8 @@ pub struct Opts {
     pub send_budget: Option<usize>,
     pub flush_debounce_ms: u64,
     pub extra_downstream: String,
+    /// Extra `[server]` lines (limits).
+    pub extra_server: String,
 }
 
 impl Default for Opts {
@@ -83,6 +87,7 @@ impl Default for Opts {
             send_budget: None,
             flush_debounce_ms: 20,
             extra_downstream: String::new(),
+            extra_server: String::new(),
         }
     }
 }
@@ -90,11 +95,11 @@ impl Default for Opts {
 /// The configuration for a room following `rindled`.
 pub fn config(rindled: &FakeRindled, o: &Opts) -> Config {
     let mut text = format!(
-        "[server]\nport = 0\n\
+        "[server]\nport = 0\n{}\
          [upstream]\nws_url = \"{}\"\ncontrol_url = \"{}\"\nauth_token = \"up-token\"\n\
          footprint_ast = '{{\"table\":\"note\"}}'\n\
          [downstream]\ndoc_id = \"{DOC}\"\nsweep_interval_ms = 50\n{}",
-        rindled.ws_url, rindled.control_url, o.extra_downstream
+        o.extra_server, rindled.ws_url, rindled.control_url, o.extra_downstream
     );
     if let Some(b) = o.send_budget {
         text.push_str(&format!("send_budget_bytes = {b}\n"));
