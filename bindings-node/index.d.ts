@@ -418,6 +418,12 @@ export interface DownstreamOptions {
   /** Per-socket send budget in bytes (default 4 MiB); a socket that would buffer past
    *  it is terminated. */
   sendBudgetBytes?: number;
+  /** The largest message a client may send, in bytes (default 1 MiB; `ws`'s
+   *  `maxPayload`): a larger one closes the socket with 1009. Not in seed 000. */
+  maxFrameBytes?: number;
+  /** How long a TCP connection may take to send its upgrade request (default 5000 ms);
+   *  then it is dropped. Not in seed 000. */
+  handshakeTimeoutMs?: number;
 }
 
 export interface RoomShellOptions {

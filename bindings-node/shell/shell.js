@@ -74,7 +74,16 @@ const LMID_QUERY_NAME = "_rindle/clientLmid";
 const MAX_RECORDED_OUTCOMES_PER_CLIENT = 512;
 /** How long `close()` waits for a client to answer the close handshake. */
 const CLOSE_GRACE_MS = 1_000;
+/** The largest message a client may send (`ws`'s `maxPayload`; past it `ws` closes the
+ *  socket with 1009), as the smol server's `server.max_frame_bytes`. */
+const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+/** How long a TCP connection may take to send its upgrade request, as the smol
+ *  server's `server.handshake_timeout_ms`. */
+const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000;
 
+const boundElsewhere = (clientID) =>
+  `clientID \`${clientID}\` is bound to another subject: a clientID belongs to the subject ` +
+  "of the first lease presented with it";
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const message = (e) => String(e?.message ?? e);
 
@@ -192,6 +201,9 @@ class Shell {
     /** userId → revocation time. */
     this.revoked = new Map();
     this.pendingSubs = [];
+    /** clientID → the subject it is bound to (the first lease verified on a connection
+     *  that inits it); seeded from the journal's entries at boot. */
+    this.clientSubjects = new Map();
     // write plane
     this.armedScopesHash = undefined;
     this.loggedScopeSkew = new Set();
@@ -241,20 +253,33 @@ class Shell {
       }
       this.journal = writes.journal ?? memoryJournal();
     }
-    this.wss = new WebSocketServer({
-      port: opts.port ?? 0,
-      host: "127.0.0.1",
-      perMessageDeflate: false,
+    // Our own HTTP server, so the upgrade request is bounded in time (`ws` has no
+    // handshake timeout of its own): a socket that never sends a complete request is
+    // dropped after the handshake timeout.
+    const handshakeMs = opts.downstream.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    this.httpServer = http.createServer((_req, res) => {
+      res.writeHead(426, { "content-type": "text/plain" });
+      res.end("this is a websocket endpoint\n");
     });
+    this.httpServer.headersTimeout = handshakeMs;
+    this.httpServer.requestTimeout = handshakeMs;
+    this.httpServer.setTimeout(handshakeMs, (socket) => socket.destroy());
+    this.httpServer.on("upgrade", (_req, socket) => socket.setTimeout(0));
+    this.wss = new WebSocketServer({
+      server: this.httpServer,
+      perMessageDeflate: false,
+      maxPayload: opts.downstream.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+    });
+    this.httpServer.listen(opts.port ?? 0, "127.0.0.1");
     this.wss.on("connection", (ws) => this.serveDownstream(ws));
   }
 
   async start() {
     await initRoomWasm();
     await new Promise((resolve, reject) => {
-      if (this.wss.address() !== null) return resolve();
-      this.wss.once("listening", resolve);
-      this.wss.once("error", reject);
+      if (this.httpServer.listening) return resolve();
+      this.httpServer.once("listening", resolve);
+      this.httpServer.once("error", reject);
     });
     this.wss.on("error", (e) => this.log(`downstream server error: ${String(e)}`));
     if (this.opts.downstream.control) await this.startControl(this.opts.downstream.control);
@@ -333,11 +358,15 @@ class Shell {
       t.unref?.();
     }
     for (const client of this.wss.clients) {
-      client.close();
+      client.close(1001, "room shutting down");
       const t = setTimeout(() => client.terminate(), CLOSE_GRACE_MS);
       t.unref?.();
     }
     await new Promise((resolve) => this.wss.close(() => resolve()));
+    await new Promise((resolve) => {
+      this.httpServer.close(() => resolve());
+      this.httpServer.closeAllConnections?.();
+    });
     if (this.control) {
       const control = this.control;
       await new Promise((resolve) => {
@@ -532,6 +561,11 @@ class Shell {
           room.enableWrites(JSON.stringify(writes.ownedTables));
         }
         entries = await this.journal.replay();
+        for (const e of entries) {
+          if (e.sub && !this.clientSubjects.has(e.clientID)) {
+            this.clientSubjects.set(e.clientID, e.sub);
+          }
+        }
       } catch (e) {
         if (this.room === room) this.violation(`write-plane boot failed: ${String(e)}`);
         return;
@@ -809,6 +843,10 @@ class Shell {
     }
     if (conn.sub === null) {
       fail("pushMutation requires an authenticated subject — subscribe with a lease token first");
+      return;
+    }
+    if (!this.bindClient(conn.clientID, conn.sub)) {
+      fail(boundElsewhere(conn.clientID));
       return;
     }
     const room = this.room;
@@ -1140,10 +1178,21 @@ class Shell {
 
   async handleDownstreamMsg(ws, conn, msg) {
     switch (msg.t) {
-      case "init":
-        // No reply frame, exactly rindled's wire.
-        if (typeof msg.clientID === "string" && msg.clientID.length > 0) conn.clientID = msg.clientID;
+      case "init": {
+        // No reply frame, exactly rindled's wire. One identity per connection.
+        if (typeof msg.clientID !== "string" || msg.clientID.length === 0) break;
+        if (conn.clientID === null) {
+          conn.clientID = msg.clientID;
+          if (conn.sub !== null) this.bindClient(conn.clientID, conn.sub);
+        } else if (conn.clientID !== msg.clientID) {
+          const text =
+            `this connection already has clientID \`${conn.clientID}\`: one init identity per ` +
+            "connection (open another socket for another clientID)";
+          send(ws, { t: "error", message: text });
+          ws.close(1008, text.slice(0, 120));
+        }
         break;
+      }
       case "subscribe":
         if (typeof msg.queryId !== "number") return;
         if (!this.live || !this.room) {
@@ -1189,6 +1238,33 @@ class Shell {
     }
   }
 
+  /** Binds `clientID` to `subject` unless it is bound; whether it is (now) bound to
+   *  `subject`. A clientID is an idempotency key the client picks: another subject
+   *  pushing under it would have the owner's next mutation absorbed as a duplicate. */
+  bindClient(clientID, subject) {
+    const bound = this.clientSubjects.get(clientID);
+    if (bound === undefined) {
+      this.clientSubjects.set(clientID, subject);
+      return true;
+    }
+    return bound === subject;
+  }
+
+  /** A connection just bound its subject: bind its clientID, or — when the clientID
+   *  belongs to another subject — drop its lmid subscriptions. */
+  onConnSubject(conn) {
+    if (conn.clientID === null || this.bindClient(conn.clientID, conn.sub)) return;
+    const now = Date.now();
+    for (const [qid, q] of [...conn.queries]) {
+      const meta = this.subs.get(q.subKey);
+      if (!meta || meta.user !== "") continue;
+      send(conn.ws, { t: "queryError", queryId: qid, message: boundElsewhere(conn.clientID) });
+      this.subs.delete(q.subKey);
+      conn.queries.delete(qid);
+      this.room?.unsubscribe(q.subKey, now);
+    }
+  }
+
   async handleSubscribe(ws, conn, msg) {
     if (!this.room) return; // raced an incarnation death: the socket is closing
     const queryError = (text) => send(ws, { t: "queryError", queryId: msg.queryId, message: text });
@@ -1203,6 +1279,10 @@ class Shell {
       }
       if (!conn.clientID) {
         queryError("subscribe lmid query before init");
+        return;
+      }
+      if (conn.sub !== null && !this.bindClient(conn.clientID, conn.sub)) {
+        queryError(boundElsewhere(conn.clientID));
         return;
       }
       const prev = conn.queries.get(msg.queryId);
@@ -1267,8 +1347,10 @@ class Shell {
       }
     }
     // The first verified lease binds the connection's subject.
-    if (conn.sub === null) conn.sub = payload.sub;
-    else if (conn.sub !== payload.sub) {
+    if (conn.sub === null) {
+      conn.sub = payload.sub;
+      this.onConnSubject(conn);
+    } else if (conn.sub !== payload.sub) {
       queryError("lease token refused: connection is bound to another subject");
       return;
     }

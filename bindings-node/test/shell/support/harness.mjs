@@ -121,6 +121,7 @@ export function shellOptions(rindled, o = {}, logs = new Logs()) {
       sweepIntervalMs: 50,
       control: { authToken: CONTROL },
       ...(o.sendBudgetBytes ? { sendBudgetBytes: o.sendBudgetBytes } : {}),
+      ...(o.downstream ?? {}),
       ...(writes ? { writes } : {}),
     },
     log: logs.sink,
