@@ -490,3 +490,50 @@ fn a_corrupt_journal_refuses_to_start_and_is_left_alone() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+/// Frames held until the room is live are capped per connection: subscribes by
+/// `max_subscriptions_per_conn`, `pushMutation`s by 1,024; past either, an error frame
+/// and 1008 — and a held connection that closes takes its held frames with it.
+#[test]
+fn frames_held_before_the_room_is_live_are_capped() {
+    smol::block_on(async {
+        let rindled = FakeRindled::notes().await;
+        rindled.hold();
+        let logs = Logs::default();
+        let opts = limits("", "max_subscriptions_per_conn = 2\n");
+        let server = builder(&rindled, &opts, &logs).start().await.unwrap();
+        let mut subs = WsClient::connect(server.port()).await;
+        for qid in 1..=3 {
+            subs.send(&subscribe(qid, &token(NOTES, "u1", 60_000)))
+                .await;
+        }
+        let err = subs.expect_t("error").await;
+        assert_eq!(err["queryId"], 3);
+        assert!(matches!(subs.closed().await, Next::Closed(Some((1008, _)))));
+
+        let mut pushes = WsClient::connect(server.port()).await;
+        pushes.send(r#"{"t":"init","clientID":"c1"}"#).await;
+        for mid in 1..=1_025 {
+            pushes
+                .send(&format!(
+                    r#"{{"t":"pushMutation","envelope":{{"clientID":"c1","mid":{mid},"name":"addNote","args":{{}}}}}}"#
+                ))
+                .await;
+        }
+        let err = pushes.expect_t("error").await;
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("the limit is 1024"),
+            "{err}"
+        );
+        assert!(matches!(
+            pushes.closed().await,
+            Next::Closed(Some((1008, _)))
+        ));
+        rindled.release();
+        within(server.await_live()).await;
+        server.shutdown().await;
+    });
+}
