@@ -16,7 +16,12 @@ fn by_owner(owner: u32) -> String {
 fn reclaims_the_longest_idle_queries_first_and_never_an_attached_one() {
     let note = TableSchema::new("note", &["id", "owner"], &[0]);
     let rows = (0..6)
-        .map(|i| ("note".to_string(), vec![Value::num(i as f64), Value::num((i % 3) as f64)]))
+        .map(|i| {
+            (
+                "note".to_string(),
+                vec![Value::num(i as f64), Value::num((i % 3) as f64)],
+            )
+        })
         .collect();
     let mut h = Harness::open(vec![note], rows);
     let q: Vec<_> = (0..3)
@@ -32,7 +37,10 @@ fn reclaims_the_longest_idle_queries_first_and_never_an_attached_one() {
     h.room.unsubscribe("s0", 10);
     assert_eq!(h.room.reclaim_idle(3), 0, "at the cap already");
     assert_eq!(h.room.reclaim_idle(2), 1);
-    assert!(!h.room.is_materialized(&q[2]), "the longest idle goes first");
+    assert!(
+        !h.room.is_materialized(&q[2]),
+        "the longest idle goes first"
+    );
     assert!(h.room.is_materialized(&q[0]) && h.room.is_materialized(&q[1]));
     // Down to zero: only the idle one can go.
     assert_eq!(h.room.reclaim_idle(0), 1);
