@@ -43,6 +43,7 @@ mod canonical;
 pub mod contract;
 pub mod error;
 pub mod fingerprint;
+pub mod host;
 mod ivm;
 pub mod json;
 mod keys;

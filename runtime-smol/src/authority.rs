@@ -57,65 +57,9 @@ pub const RETRY_MAX: Duration = Duration::from_secs(2);
 /// How much of an error body is quoted in an error message.
 const BODY_SNIPPET: usize = 512;
 
-/// The outcome of one apply (seed 000 `AuthorityApplyResult`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum ApplyResult {
-    /// Committed (`applied: true`) or absorbed as a replay by the `(source, offset)`
-    /// keyset (`applied: false`). `cv` is the authority's commit version, when given.
-    Ok {
-        /// `false` = an already-applied replay.
-        applied: bool,
-        /// The commit version, when the authority reports one.
-        cv: Option<f64>,
-    },
-    /// CAS rejection: nothing applied. `conflicts_json` is the body's `conflicts` array
-    /// re-serialized as compact JSON text (`[{"table","pk","current"},…]`), ready for the
-    /// core's `flushConflict`.
-    Conflict {
-        /// The `conflicts` array as compact JSON text.
-        conflicts_json: String,
-    },
-    /// The placement epoch was superseded: another room owns the doc.
-    Fenced {
-        /// The authority's current epoch, when it says.
-        current_epoch: Option<u64>,
-    },
-}
-
-/// A failed authority call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AuthorityError {
-    /// Network failure, timeout, or a non-OK status that may clear: retry the same body.
-    Retryable(String),
-    /// Retrying cannot help (batch identity mismatch, malformed refusal, contract
-    /// violation): kill the incarnation loudly.
-    Fatal(String),
-}
-
-impl AuthorityError {
-    /// Whether this is [`AuthorityError::Fatal`].
-    pub fn is_fatal(&self) -> bool {
-        matches!(self, AuthorityError::Fatal(_))
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        match self {
-            AuthorityError::Retryable(m) | AuthorityError::Fatal(m) => m,
-        }
-    }
-}
-
-impl fmt::Display for AuthorityError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AuthorityError::Retryable(m) => write!(f, "authority error (retryable): {m}"),
-            AuthorityError::Fatal(m) => write!(f, "authority error (fatal): {m}"),
-        }
-    }
-}
-
-impl std::error::Error for AuthorityError {}
+/// The result and error types are the host's (room-core): a driver hands them to the
+/// host as they are.
+pub use rindle_room_core::host::{ApplyResult, AuthorityError};
 
 /// The HTTP authority client: the API server's `apply-row-change-txn`,
 /// `claim-room-epoch` and `room-lmids` endpoints.

@@ -13,45 +13,9 @@ pub mod salvage;
 use std::collections::BTreeMap;
 use std::io;
 
-/// The recorded verdict of a journaled mutation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Applied: replay re-invokes the mutator.
-    Applied,
-    /// Rejected: replay consumes the mid without running anything.
-    Rejected,
-    /// Deopted: replay consumes the mid without running anything.
-    Deopt,
-}
-
-/// One journaled mutation: the wire envelope plus its recorded outcome.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JournalEntry {
-    /// The envelope's `clientID`.
-    pub client_id: String,
-    /// The envelope's mid.
-    pub mid: u64,
-    /// The mutator name.
-    pub name: String,
-    /// The envelope's args as JSON text (exactly as received, re-serialized compactly).
-    pub args: String,
-    /// The connection's authenticated subject at push time (`""` = none).
-    pub sub: String,
-    /// The recorded verdict.
-    pub outcome: Outcome,
-}
-
-/// One journaled flush batch: its flush-stream position, the placement epoch it was
-/// built under, and the exact `/apply-row-change-txn` body, resent verbatim.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlushRecord {
-    /// The flush sequence number (its wire `offset`).
-    pub seq: u64,
-    /// The placement epoch.
-    pub epoch: u64,
-    /// The exact body text.
-    pub body: String,
-}
+/// The journal's records are the host's types (room-core): the host outputs them and
+/// reads them back at boot.
+pub use rindle_room_core::host::{FlushRecord, JournalContents, JournalEntry, Outcome};
 
 /// A durable journal. Every method is blocking and returns only once its effect is
 /// durable (the file journal fsyncs); the runtime calls them off the executor
@@ -80,6 +44,17 @@ pub trait Journal: Send + Sync + 'static {
             .filter(|e| !e.sub.is_empty())
             .map(|e| (e.client_id, e.sub))
             .collect())
+    }
+    /// Everything the host reads at boot, in one call: entries, bindings, unconfirmed
+    /// flush records and the highest flush seq.
+    fn read_all(&self) -> io::Result<JournalContents> {
+        let (flushes, max_flush_seq) = self.replay_flushes()?;
+        Ok(JournalContents {
+            entries: self.replay()?,
+            bindings: self.bindings()?,
+            flushes,
+            max_flush_seq,
+        })
     }
     /// Drops entries the authority holds durably (`mid <= durable[client]`) and settled
     /// flush records; keeps the highest flush seq. Safe to call at any time.

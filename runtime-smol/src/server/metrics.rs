@@ -1,8 +1,9 @@
 //! Counters and the journal fsync histogram, rendered as the Prometheus text exposition
 //! format (`GET /metrics` on the control plane).
 //!
-//! Counters are atomics shared by the room task, the journal writer and the flush tasks;
-//! gauges (connections, subscriptions, …) are read from the room task when the page is
+//! Counters are atomics: the host's are copied in after every host call
+//! ([`Metrics::sync`]); the connection tasks and the journal writer update theirs
+//! directly; gauges (connections, subscriptions, …) are read from the room task when the page is
 //! rendered ([`Gauges`]).
 
 use std::fmt::Write as _;
@@ -132,6 +133,28 @@ fn add(c: &AtomicU64) {
 }
 
 impl Metrics {
+    /// Copies the host's counters (the room task calls it after every host call).
+    pub fn sync(&self, c: &rindle_room_core::host::Counters) {
+        let set = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
+        set(&self.frames_out, c.frames_out);
+        set(&self.bytes_out, c.bytes_out);
+        set(&self.mutations_applied, c.mutations_applied);
+        set(&self.mutations_rejected, c.mutations_rejected);
+        set(&self.mutations_deopt, c.mutations_deopt);
+        set(&self.mutations_dedup, c.mutations_dedup);
+        set(&self.flushes_ok, c.flushes_ok);
+        set(&self.flushes_conflict, c.flushes_conflict);
+        set(&self.flushes_fenced, c.flushes_fenced);
+        set(&self.flushes_fatal, c.flushes_fatal);
+        set(&self.authority_retries, c.authority_retries);
+        set(&self.incarnations, c.incarnations);
+        set(&self.incarnation_deaths, c.incarnation_deaths);
+        set(&self.budget_terminations, c.budget_terminations);
+        set(&self.expired_leases, c.expired_leases);
+        set(&self.revocations, c.revocations);
+        set(&self.limit_closes, c.limit_closes);
+    }
+
     /// Counts one queued downstream frame of `bytes` bytes.
     pub fn frame_out(&self, bytes: usize) {
         add(&self.frames_out);

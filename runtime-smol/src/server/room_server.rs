@@ -16,7 +16,6 @@ use super::clock::{Clock, Env};
 use super::demo::{DemoData, DemoUpstream};
 use super::log::Logger;
 use super::metrics::Metrics;
-use super::settings::Settings;
 use super::upstream::{UpstreamConnector, WsUpstream};
 use super::{conn, control_plane};
 use crate::authority::HttpAuthority;
@@ -25,6 +24,7 @@ use crate::journal::file::FileJournal;
 use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use rindle_room_core::host::Host;
 
 /// Configures and starts a [`RoomServer`].
 ///
@@ -122,7 +122,6 @@ impl RoomServerBuilder {
         let log = self
             .logger
             .unwrap_or_else(|| Logger::stderr(&doc, config.server.log_format));
-        let settings = Arc::new(Settings::from_config(&config)?);
         let journal = match (&config.writes, self.journal) {
             (None, _) => None,
             (Some(_), Some(j)) => Some(j),
@@ -165,22 +164,6 @@ impl RoomServerBuilder {
             }
             None => None,
         };
-        let (mut max_flush_seq, mut placement_epoch) = (0, 0);
-        if let (Some(a), Some(j)) = (&authority, &journal) {
-            // Seed the flush stream past everything this journal ever numbered, then claim
-            // the placement epoch, before anything else touches the authority.
-            let jj = j.clone();
-            let (_, max) = smol::unblock(move || jj.replay_flushes())
-                .await
-                .map_err(|e| format!("cannot read the journal's flush records: {e}"))?;
-            max_flush_seq = max;
-            placement_epoch = a
-                .claim_epoch(&doc)
-                .await
-                .map_err(|e| format!("claiming the placement epoch failed: {e}"))?;
-            log.info(&format!("placement epoch {placement_epoch}"));
-        }
-        let lease_token = upstream.mint_lease().await?;
         let addr = listener
             .local_addr()
             .map_err(|e| format!("the listener has no address: {e}"))?;
@@ -190,20 +173,26 @@ impl RoomServerBuilder {
         let registry_config = (config.writes.is_some()
             && (!config.mutators.is_empty() || config.writes.as_ref().is_some_and(|w| w.crud)))
         .then(|| Arc::new(config.clone()));
+        let host_cfg = super::settings::host_config(
+            &config,
+            upstream.client_id(),
+            authority.is_some(),
+            super::actor::entropy(),
+        )?;
+        let host = Host::new(host_cfg)?;
+        let (started_tx, started_rx) = async_channel::bounded(1);
         let (actor, rx) = Actor::new(Parts {
             env: env.clone(),
             log: log.clone(),
             metrics: metrics.clone(),
-            settings,
+            host,
             host_registry: self.registry,
             config: registry_config,
             journal,
             authority,
             upstream,
-            lease_token,
-            placement_epoch,
-            max_flush_seq,
             stop_listeners: stop_tx,
+            started: started_tx,
         });
         let events = actor.sender();
         let (done_tx, done_rx) = async_channel::bounded::<()>(1);
@@ -211,6 +200,13 @@ impl RoomServerBuilder {
             actor.run(rx).await;
             drop(done_tx);
         });
+        // Start-up (the journal's flush records, the epoch claim, the first lease) runs
+        // in the host; serve once it is done.
+        match started_rx.recv().await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(String::from("the room stopped during start-up")),
+        }
         let gauge = Arc::new(conn::SocketGauge::default());
         let limits = conn::ConnLimits {
             max_frame_bytes: config.server.max_frame_bytes,

@@ -1,10 +1,13 @@
-//! Requests from the control plane and the embedder's [`RoomServer`](crate::server::RoomServer)
-//! handle, answered on one-shot channels.
+//! Requests from the control plane and the embedder's [`RoomServer`] handle: the
+//! host's requests are forwarded to it and answered when it replies; the rest (the
+//! metrics page, waiting for live, the bootId) are answered here.
+//!
+//! [`RoomServer`]: crate::server::RoomServer
 
 use async_channel::Sender;
-use rindle_room_core::json::write::write_i64;
+use rindle_room_core::host::{ControlRequest, Input};
 
-use super::Actor;
+use super::{Actor, Waiter};
 use crate::server::metrics::Gauges;
 
 /// A request to the room task.
@@ -33,115 +36,61 @@ pub(crate) enum Control {
     Abort(Sender<()>),
 }
 
-/// How long a shutdown waits for its drain before closing anyway (the journal keeps
-/// whatever was not flushed; the next boot settles it).
-pub(crate) const SHUTDOWN_DRAIN_MS: u64 = 10_000;
-
 impl Actor {
     pub(super) fn on_control(&mut self, c: Control) {
-        match c {
-            Control::Stats(reply) => {
-                let _ = reply.try_send(self.stats_json());
-            }
+        let (request, waiter) = match c {
             Control::Metrics(reply) => {
-                let _ = reply.try_send(self.metrics.render(&self.gauges()));
+                let text = self.metrics.render(&self.gauges());
+                let _ = reply.try_send(text);
+                return;
             }
-            Control::Health(reply) => {
-                let _ = reply.try_send(self.live && !self.closed());
-            }
-            Control::Revoke { user, reply } => {
-                let n = self.revoke_user(&user);
-                let _ = reply.try_send(n);
-            }
-            Control::Drain(reply) => self.start_drain(Some(reply), false),
-            Control::FlushNow(reply) => self.flush_now(reply),
             Control::AwaitLive(reply) => {
-                if self.live {
+                if self.host.is_live() {
                     let _ = reply.try_send(());
                 } else {
                     self.live_waiters.push(reply);
                 }
+                return;
             }
             Control::BootId(reply) => {
-                let _ = reply.try_send(self.boot_id.clone());
+                let _ = reply.try_send(self.host.boot_id().to_string());
+                return;
             }
-            Control::Shutdown(reply) => {
-                if self.stopped {
-                    let _ = reply.try_send(());
-                    return;
-                }
-                self.log.info("shutting down: no new connections, draining");
-                self.shutdown_reply = Some(reply);
-                self.stop_listeners = None;
-                self.timers.shutdown = Some(self.env.now_ms() + SHUTDOWN_DRAIN_MS);
-                // Journal what the group commit holds, so its mutations survive.
-                self.flush_journal();
-                self.start_drain(None, true);
+            Control::Stats(r) => (ControlRequest::Stats, Waiter::Stats(r)),
+            Control::Health(r) => (ControlRequest::Health, Waiter::Health(r)),
+            Control::Revoke { user, reply } => {
+                (ControlRequest::Revoke { user }, Waiter::Revoke(reply))
             }
-            Control::Abort(reply) => {
-                self.log.warn("aborted: sockets dropped, nothing drained");
-                self.shared
-                    .closed
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-                for c in self.conns.values_mut() {
-                    c.out.terminate();
-                }
-                self.up = None;
-                self.stop_listeners = None;
-                self.stopped = true;
-                let _ = reply.try_send(());
+            Control::Drain(r) => (ControlRequest::Drain, Waiter::Drain(r)),
+            Control::FlushNow(r) => (ControlRequest::FlushNow, Waiter::Unit(r)),
+            Control::Shutdown(r) => (ControlRequest::Shutdown, Waiter::Unit(r)),
+            Control::Abort(r) => (ControlRequest::Abort, Waiter::Unit(r)),
+        };
+        if self.host.is_stopped() {
+            // Stopped: a unit waiter is answered (the caller waits for the stop), the
+            // others see the room closed (their sender is dropped).
+            if let Waiter::Unit(tx) = waiter {
+                let _ = tx.try_send(());
             }
-        }
-    }
-
-    /// The shutdown drain ran out of time: close anyway.
-    pub(super) fn shutdown_deadline_passed(&mut self) {
-        if self.shutdown_reply.is_none() {
             return;
         }
-        self.log.warn(&format!(
-            "shutdown: the drain did not finish within {SHUTDOWN_DRAIN_MS} ms; closing anyway \
-             (the journal keeps what was not flushed; the next boot settles it)"
-        ));
-        self.drains.retain(|d| !d.shutdown);
-        self.finish_shutdown();
+        let id = self.next_request;
+        self.next_request += 1;
+        self.waiters.insert(id, waiter);
+        self.input(Input::Control { id, request });
     }
 
-    fn gauges(&self) -> Gauges {
-        let room = self.room.as_ref().map(|r| r.room());
+    pub(super) fn gauges(&self) -> Gauges {
+        let g = self.host.gauges();
         Gauges {
-            live: self.live,
-            connections: self.conns.len(),
-            subscriptions: self.subs.len(),
-            materializations: room.map_or(0, |r| r.materialization_count()),
-            pending_mutations: room.map_or(0, |r| r.pending_len()),
-            dirty_keys: room.map_or(0, |r| r.dirty_len()),
-            head_cv: room.map_or(0, |r| r.head_cv()),
-            placement_epoch: self.placement_epoch,
+            live: g.live,
+            connections: g.connections,
+            subscriptions: g.subscriptions,
+            materializations: g.materializations,
+            pending_mutations: g.pending_mutations,
+            dirty_keys: g.dirty_keys,
+            head_cv: g.head_cv,
+            placement_epoch: g.placement_epoch,
         }
-    }
-
-    /// The seed's `/stats` object, in its member order.
-    fn stats_json(&self) -> String {
-        let g = self.gauges();
-        let mut s = String::from("{\"live\":");
-        s.push_str(if g.live { "true" } else { "false" });
-        let num = |s: &mut String, key: &str, v: u64| {
-            s.push_str(",\"");
-            s.push_str(key);
-            s.push_str("\":");
-            write_i64(s, v as i64);
-        };
-        num(&mut s, "connections", g.connections as u64);
-        num(&mut s, "subscriptions", g.subscriptions as u64);
-        num(&mut s, "materializations", g.materializations as u64);
-        num(&mut s, "pendingMutations", g.pending_mutations as u64);
-        num(&mut s, "dirtyKeys", g.dirty_keys as u64);
-        num(&mut s, "placementEpoch", g.placement_epoch);
-        num(&mut s, "flushesConfirmed", self.flushes_confirmed);
-        s.push_str(",\"flushInFlight\":");
-        s.push_str(if self.flush_busy { "true" } else { "false" });
-        s.push('}');
-        s
     }
 }

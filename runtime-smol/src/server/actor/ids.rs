@@ -1,4 +1,4 @@
-//! Incarnation ids.
+//! Randomness for the host: its entropy seed, and ids for the demo.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,6 +32,24 @@ pub(crate) fn new_boot_id() -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+/// 32 random bytes for the host's bootIds: the kernel's CSPRNG (`/dev/urandom`), or —
+/// where that cannot be read — bytes mixed from the OS-seeded `RandomState`.
+pub(crate) fn entropy() -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        if std::io::Read::read_exact(&mut f, &mut bytes).is_ok() {
+            return bytes;
+        }
+    }
+    for chunk in bytes.chunks_mut(16) {
+        let hex: String = new_boot_id().chars().filter(|c| *c != '-').collect();
+        for (j, b) in chunk.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[j * 2..j * 2 + 2], 16).unwrap_or(0);
+        }
+    }
+    bytes
 }
 
 #[cfg(test)]

@@ -1,36 +1,61 @@
-//! The serial journal writer: one append in flight at a time (so acks apply in append
-//! order), every call off the executor (`smol::unblock`), results back as events. Group
-//! commits that queue up behind an append in flight are written and fsynced together.
+//! The serial journal writer: the host's journal operations run one at a time, in the
+//! order it output them, off the executor (`smol::unblock`), their results back as
+//! events. Appends that queue up behind an operation in flight are written and fsynced
+//! together (one group of group commits, one `fdatasync`); each still gets its own
+//! result, in order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_channel::Sender;
+use rindle_room_core::host::IoId;
 
 use super::Event;
-use crate::journal::{Journal, JournalEntry};
+use crate::journal::{FlushRecord, Journal, JournalEntry};
 use crate::server::clock::Env;
-use crate::server::log::Logger;
 use crate::server::metrics::Metrics;
 
 /// A job for the serial journal writer.
 pub(crate) enum JournalJob {
+    Read(IoId),
     Append {
-        incarnation: u64,
-        batch: Vec<JournalEntry>,
+        io: IoId,
+        entries: Vec<JournalEntry>,
     },
-    Compact(BTreeMap<String, u64>),
+    AppendFlush {
+        io: IoId,
+        record: FlushRecord,
+    },
+    ConfirmFlush {
+        io: IoId,
+        seq: u64,
+    },
+    Compact {
+        io: IoId,
+        durable: BTreeMap<String, u64>,
+    },
 }
 
-/// Starts the journal writer: one append in flight at a time, so acks apply in append
-/// order; every call runs off the executor.
+impl JournalJob {
+    /// The operation's id.
+    pub(crate) fn io(&self) -> IoId {
+        match self {
+            JournalJob::Read(io)
+            | JournalJob::Append { io, .. }
+            | JournalJob::AppendFlush { io, .. }
+            | JournalJob::ConfirmFlush { io, .. }
+            | JournalJob::Compact { io, .. } => *io,
+        }
+    }
+}
+
+/// Starts the journal writer.
 pub(crate) fn spawn(
     env: &Env,
     journal: Arc<dyn Journal>,
     events: Sender<Event>,
     metrics: Arc<Metrics>,
-    log: Logger,
 ) -> Sender<JournalJob> {
     let (tx, rx) = async_channel::unbounded::<JournalJob>();
     env.spawn(async move {
@@ -45,20 +70,16 @@ pub(crate) fn spawn(
                 },
             };
             let j = journal.clone();
-            match job {
-                JournalJob::Append {
-                    incarnation,
-                    mut batch,
-                } => {
-                    // Group commits that queued up behind the last append (the disk is
-                    // slower than the group-commit window) share this write and its
-                    // fsync, in order; acks still apply in append order.
+            let done: Vec<Event> = match job {
+                JournalJob::Append { io, mut entries } => {
+                    // Appends that queued up behind the last operation share this write.
+                    let mut ios = vec![(io, entries.len())];
                     while let Ok(next) = rx.try_recv() {
                         match next {
-                            JournalJob::Append {
-                                incarnation: i,
-                                batch: more,
-                            } if i == incarnation => batch.extend(more),
+                            JournalJob::Append { io, entries: more } => {
+                                ios.push((io, more.len()));
+                                entries.extend(more);
+                            }
                             other => {
                                 held = Some(other);
                                 break;
@@ -66,28 +87,44 @@ pub(crate) fn spawn(
                         }
                     }
                     let start = Instant::now();
-                    let (batch, result) = smol::unblock(move || {
-                        let r = j.append(&batch);
-                        (batch, r)
-                    })
-                    .await;
+                    let result = smol::unblock(move || j.append(&entries)).await;
                     metrics.journal_append.observe(start.elapsed());
                     let result = result.map_err(|e| e.to_string());
-                    let ev = Event::Appended {
-                        incarnation,
-                        batch,
-                        result,
-                    };
-                    if events.send(ev).await.is_err() {
-                        return;
-                    }
+                    ios.into_iter()
+                        .map(|(io, _)| Event::JournalWritten {
+                            io,
+                            result: result.clone(),
+                        })
+                        .collect()
                 }
-                JournalJob::Compact(durable) => {
-                    if let Err(e) = smol::unblock(move || j.compact(&durable)).await {
-                        log.warn(&format!(
-                            "journal compaction failed (will retry later): {e}"
-                        ));
-                    }
+                JournalJob::Read(io) => {
+                    let result = smol::unblock(move || j.read_all())
+                        .await
+                        .map_err(|e| e.to_string());
+                    vec![Event::JournalRead { io, result }]
+                }
+                JournalJob::AppendFlush { io, record } => {
+                    let result = smol::unblock(move || j.append_flush(&record))
+                        .await
+                        .map_err(|e| e.to_string());
+                    vec![Event::JournalWritten { io, result }]
+                }
+                JournalJob::ConfirmFlush { io, seq } => {
+                    let result = smol::unblock(move || j.confirm_flush(seq))
+                        .await
+                        .map_err(|e| e.to_string());
+                    vec![Event::JournalWritten { io, result }]
+                }
+                JournalJob::Compact { io, durable } => {
+                    let result = smol::unblock(move || j.compact(&durable))
+                        .await
+                        .map_err(|e| e.to_string());
+                    vec![Event::JournalWritten { io, result }]
+                }
+            };
+            for ev in done {
+                if events.send(ev).await.is_err() {
+                    return;
                 }
             }
         }

@@ -1,148 +1,82 @@
-//! The room task: one task owns the [`JsonRoom`] and every piece of server state, and
-//! loops "wait for an event or a deadline → call the core → drain → send".
+//! The room task: a driver of the core's [`Host`], which makes every room decision.
+//! This task owns the host and carries out what it asks — socket writes and closes, the
+//! upstream link, journal operations (through the serial writer), authority calls,
+//! control replies, log lines — and feeds back what happened, on one channel of
+//! [`Event`]s, so a connection's frames reach the host in arrival order.
 //!
-//! Everything else (connection tasks, the upstream socket, the journal writer, flush
-//! settlements, the control plane) talks to it through [`Event`]s on one channel, so a
-//! connection's frames are handled in arrival order and the core is never shared.
-//!
-//! The handlers live in sibling files by leg: `upstream` (incarnations), `downstream`
-//! (subscriptions, progress, the send budget), `leases` (expiry, revocation), `writes`
-//! (mutations, group commit, acks) with its `journal_writer`, `boot` (journal replay
-//! before live), `flush` (write-behind, drain, fencing) and `control`.
+//! It loops "wait for an event or the host's next deadline → `handle` →
+//! carry out the outputs", and checks the deadline after every event too, so a steady
+//! stream of frames cannot hold back the group commit, the lease sweep or the flush.
 
-mod binding;
-mod boot;
 mod control;
-mod downstream;
-mod flush;
+mod driver;
 mod ids;
 mod journal_writer;
-mod leases;
-mod limits;
-mod timers;
-mod upstream;
-mod writes;
+mod outputs;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::FutureExt;
-use rindle_room_core::contract::JsonRoom;
+use rindle_room_core::host::{
+    AuthorityError, AuthorityReply, ConnId, ControlReply, Host, Input, IoId, JournalContents,
+};
 
 use super::authority::Authority;
 use super::clock::Env;
 use super::conn::{ConnOut, InboundSlot};
-use super::frames::RecordedOutcome;
 use super::log::Logger;
 use super::metrics::Metrics;
-use super::settings::Settings;
 use super::upstream::UpstreamConnector;
 use crate::config::Config;
-use crate::journal::{Journal, JournalEntry};
+use crate::journal::Journal;
 use crate::mutators::Registry;
 
-pub(crate) use boot::BootData;
 pub(crate) use control::Control;
-pub(crate) use flush::FlushSettlement;
-pub(crate) use ids::new_boot_id;
-pub(crate) use timers::Timers;
+pub(crate) use ids::{entropy, new_boot_id};
 
 /// Everything the room task reacts to.
 pub(crate) enum Event {
-    /// An upstream socket opened (`gen` numbers sockets; stale ones are ignored).
+    /// Upstream link `link` opened.
     UpOpen {
-        gen: u64,
+        link: u64,
         to_upstream: Sender<String>,
     },
-    /// A frame from upstream socket `gen`.
-    UpFrame { gen: u64, text: String },
-    /// Upstream socket `gen` closed (or never opened: `error`).
-    UpClosed { gen: u64, error: Option<String> },
-    /// A lease re-mint after an upstream `queryError` finished.
+    /// A frame from upstream link `link`.
+    UpFrame { link: u64, text: String },
+    /// Upstream link `link` closed (or never opened: `error`).
+    UpClosed { link: u64, error: Option<String> },
+    /// A lease mint finished.
     LeaseMinted { result: Result<String, String> },
     /// A downstream websocket completed its handshake.
-    ConnOpen { id: u64, out: ConnOut },
+    ConnOpen { id: ConnId, out: ConnOut },
     /// A downstream frame, holding its place in the connection's inbound window until
     /// the event is dropped.
     ConnMsg {
-        id: u64,
+        id: ConnId,
         text: String,
         slot: InboundSlot,
     },
     /// A downstream socket closed.
-    ConnClosed { id: u64 },
-    /// A group-commit append returned.
-    Appended {
-        incarnation: u64,
-        batch: Vec<JournalEntry>,
+    ConnClosed { id: ConnId },
+    /// A journal read finished.
+    JournalRead {
+        io: IoId,
+        result: Result<JournalContents, String>,
+    },
+    /// A journal write finished (durable on `Ok`).
+    JournalWritten {
+        io: IoId,
         result: Result<(), String>,
     },
-    /// The boot I/O (journal replay source, flush settlement, lmid probe) finished.
-    BootDone {
-        incarnation: u64,
-        result: Result<BootData, boot::BootFailure>,
+    /// An authority call finished.
+    Authority {
+        io: IoId,
+        result: Result<AuthorityReply, AuthorityError>,
     },
-    /// A flush settled (or failed).
-    FlushSettled(FlushSettlement),
     /// A control-plane or embedder request.
     Control(Control),
-}
-
-/// Flags the room task's helpers read without a round trip.
-#[derive(Debug, Default)]
-pub(crate) struct Shared {
-    /// The current incarnation number.
-    pub incarnation: AtomicU64,
-    /// The server is closed (shut down or moved).
-    pub closed: AtomicBool,
-    /// Fenced by the authority: terminal.
-    pub moved: AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn stopping(&self) -> bool {
-        self.closed.load(Ordering::SeqCst) || self.moved.load(Ordering::SeqCst)
-    }
-}
-
-/// One downstream connection's state.
-#[derive(Debug)]
-pub(crate) struct Conn {
-    pub out: ConnOut,
-    /// queryId (as JS text) → its subscription key and downstream epoch.
-    pub queries: HashMap<String, QueryEnt>,
-    /// The `init` clientID.
-    pub client_id: Option<String>,
-    /// The subject bound by the first verified lease.
-    pub sub: Option<String>,
-    /// When the socket opened (room clock, ms): the first-frame deadline counts from it.
-    pub opened_at: u64,
-    /// Whether it sent a valid `init` or `subscribe` yet.
-    pub identified: bool,
-    /// Subscribes held until the room is live.
-    pub held_subs: usize,
-    /// `pushMutation`s held until the room is live.
-    pub held_mutes: usize,
-}
-
-/// A `(connection, queryId)` subscription.
-#[derive(Clone, Debug)]
-pub(crate) struct QueryEnt {
-    pub sub_key: String,
-    pub epoch: u64,
-}
-
-/// Where a subscriber's frames go, and its lease.
-#[derive(Clone, Debug)]
-pub(crate) struct SubMeta {
-    pub conn: u64,
-    pub qid: f64,
-    /// The lease subject (`""` for the lmid system subscription).
-    pub user: String,
-    /// Lease expiry, ms (`INFINITY` for the lmid subscription).
-    pub exp: f64,
 }
 
 /// What the room task is built from.
@@ -150,90 +84,54 @@ pub(crate) struct Parts {
     pub env: Env,
     pub log: Logger,
     pub metrics: Arc<Metrics>,
-    pub settings: Arc<Settings>,
-    /// The host's mutators (win over the configuration's on a name clash).
+    pub host: Host,
+    /// The host's own mutators (win over the configuration's on a name clash).
     pub host_registry: Registry,
     /// The configuration, when its `[mutators.*]` / `writes.crud` build the registry.
     pub config: Option<Arc<Config>>,
     pub journal: Option<Arc<dyn Journal>>,
     pub authority: Option<Arc<dyn Authority>>,
     pub upstream: Arc<dyn UpstreamConnector>,
-    pub lease_token: String,
-    pub placement_epoch: u64,
-    pub max_flush_seq: u64,
     pub stop_listeners: Sender<()>,
+    /// Told once start-up finished (`Ok`) or failed.
+    pub started: Sender<Result<(), String>>,
 }
 
-/// The room task's state.
+/// A reply the room task owes a control request.
+pub(crate) enum Waiter {
+    Stats(Sender<String>),
+    Health(Sender<bool>),
+    Revoke(Sender<u64>),
+    Drain(Sender<Result<u64, String>>),
+    Unit(Sender<()>),
+}
+
+/// The room task's state: the host, and the handles of everything it drives.
 pub(crate) struct Actor {
     pub env: Env,
     pub log: Logger,
     pub metrics: Arc<Metrics>,
-    pub settings: Arc<Settings>,
+    pub host: Host,
     /// This incarnation's registry (rebuilt from the config and the host's at each boot).
     pub registry: Registry,
     pub host_registry: Registry,
     pub config: Option<Arc<Config>>,
-    pub journal: Option<Arc<dyn Journal>>,
+    pub journal_jobs: Option<Sender<journal_writer::JournalJob>>,
     pub authority: Option<Arc<dyn Authority>>,
     pub connector: Arc<dyn UpstreamConnector>,
     pub events: Sender<Event>,
-    pub shared: Arc<Shared>,
-    pub timers: Timers,
-    /// Dropped to stop the accept loops (listener, control plane).
-    pub stop_listeners: Option<Sender<()>>,
-    /// The room task's own exit flag.
-    pub stopped: bool,
-
-    // ---- the incarnation ----
-    pub room: Option<JsonRoom>,
-    pub live: bool,
-    pub incarnation: u64,
-    pub boot_id: String,
-    pub live_waiters: Vec<Sender<()>>,
-
-    // ---- the upstream leg ----
+    pub conns: HashMap<ConnId, ConnOut>,
+    /// The upstream link the host last asked for.
+    pub want_link: u64,
+    /// That link, once it is up.
     pub up: Option<(u64, Sender<String>)>,
-    pub up_gen: u64,
-    pub lease_token: String,
-    pub subscribe_in_flight: bool,
-    pub reconnect_delay_ms: u64,
-    pub upstream_boot: Option<String>,
-    pub upstream_cv_min: Option<f64>,
-    /// The upstream `queryError` frame to re-handle when a re-mint failed.
-    pub remint_frame: Option<String>,
-    pub minting: bool,
-
-    // ---- the downstream leg ----
-    pub conns: BTreeMap<u64, Conn>,
-    /// clientID → the connections that sent `init` with it (the ack's progress targets).
-    pub client_conns: HashMap<String, Vec<u64>>,
-    pub subs: BTreeMap<String, SubMeta>,
-    /// clientID → the subject it is bound to (see `binding`).
-    pub client_subjects: HashMap<String, String>,
-    pub revoked: HashMap<String, u64>,
-    pub pending_subs: Vec<(u64, rindle_room_core::json::tree::JsValue)>,
-    pub logged_scope_skew: HashSet<String>,
-
-    // ---- the write plane ----
-    pub pending_mutes: Vec<(u64, writes::Envelope)>,
-    pub unacked: HashMap<String, VecDeque<(u64, u64)>>,
-    pub outcomes: HashMap<String, VecDeque<(u64, RecordedOutcome)>>,
-    pub ack_queue: Vec<JournalEntry>,
-    pub journal_jobs: Option<Sender<writes::JournalJob>>,
-    pub known_clients: BTreeSet<String>,
-    pub appended_since_compact: u64,
-
-    // ---- the write-behind flush ----
-    pub placement_epoch: u64,
-    pub flush_seq: u64,
-    pub flush_busy: bool,
-    pub flushes_confirmed: u64,
-    pub last_committed_flush_seq: u64,
-    pub ok_since_compact: u64,
-    pub flush_waiters: Vec<Sender<()>>,
-    pub drains: Vec<flush::DrainWaiter>,
-    pub shutdown_reply: Option<Sender<()>>,
+    pub stop_listeners: Option<Sender<()>>,
+    pub started: Option<Sender<Result<(), String>>>,
+    pub live_waiters: Vec<Sender<()>>,
+    pub waiters: HashMap<u64, Waiter>,
+    pub next_request: u64,
+    /// The host stopped: the loop ends.
+    pub stopped: bool,
 }
 
 impl Actor {
@@ -241,72 +139,29 @@ impl Actor {
     pub(crate) fn new(parts: Parts) -> (Actor, Receiver<Event>) {
         let (events, rx) = async_channel::unbounded();
         let journal_jobs = parts.journal.as_ref().map(|j| {
-            journal_writer::spawn(
-                &parts.env,
-                j.clone(),
-                events.clone(),
-                parts.metrics.clone(),
-                parts.log.clone(),
-            )
+            journal_writer::spawn(&parts.env, j.clone(), events.clone(), parts.metrics.clone())
         });
-        let now = parts.env.now_ms();
-        let sweep = parts.settings.sweep_interval_ms;
         let actor = Actor {
             env: parts.env,
             log: parts.log,
             metrics: parts.metrics,
-            settings: parts.settings,
+            host: parts.host,
             registry: parts.host_registry.clone(),
             host_registry: parts.host_registry,
             config: parts.config,
-            journal: parts.journal,
+            journal_jobs,
             authority: parts.authority,
             connector: parts.upstream,
             events,
-            shared: Arc::new(Shared::default()),
-            timers: Timers {
-                sweep: Some(now + sweep),
-                ..Timers::default()
-            },
-            stop_listeners: Some(parts.stop_listeners),
-            stopped: false,
-            room: None,
-            live: false,
-            incarnation: 0,
-            boot_id: new_boot_id(),
-            live_waiters: Vec::new(),
+            conns: HashMap::new(),
+            want_link: 0,
             up: None,
-            up_gen: 0,
-            lease_token: parts.lease_token,
-            subscribe_in_flight: false,
-            reconnect_delay_ms: upstream::RESUBSCRIBE_DELAY_MS,
-            upstream_boot: None,
-            upstream_cv_min: None,
-            remint_frame: None,
-            minting: false,
-            conns: BTreeMap::new(),
-            client_conns: HashMap::new(),
-            subs: BTreeMap::new(),
-            client_subjects: HashMap::new(),
-            revoked: HashMap::new(),
-            pending_subs: Vec::new(),
-            logged_scope_skew: HashSet::new(),
-            pending_mutes: Vec::new(),
-            unacked: HashMap::new(),
-            outcomes: HashMap::new(),
-            ack_queue: Vec::new(),
-            journal_jobs,
-            known_clients: BTreeSet::new(),
-            appended_since_compact: 0,
-            placement_epoch: parts.placement_epoch,
-            flush_seq: parts.max_flush_seq + 1,
-            flush_busy: false,
-            flushes_confirmed: 0,
-            last_committed_flush_seq: parts.max_flush_seq,
-            ok_since_compact: 0,
-            flush_waiters: Vec::new(),
-            drains: Vec::new(),
-            shutdown_reply: None,
+            stop_listeners: Some(parts.stop_listeners),
+            started: Some(parts.started),
+            live_waiters: Vec::new(),
+            waiters: HashMap::new(),
+            next_request: 1,
+            stopped: false,
         };
         (actor, rx)
     }
@@ -316,12 +171,13 @@ impl Actor {
         self.events.clone()
     }
 
-    /// Runs until shut down or moved: wait for an event or the next deadline, handle it.
+    /// Runs until the host stops: wait for an event or the next deadline, handle it.
     pub(crate) async fn run(mut self, rx: Receiver<Event>) {
-        self.connect_upstream();
+        let now = self.env.now_ms();
+        self.host.start(now);
+        self.carry_out();
         while !self.stopped {
-            let next = self.timers.next();
-            let event = match next {
+            let event = match self.host.next_deadline() {
                 Some(deadline) => {
                     let sleep = self.env.clock.sleep_until(deadline);
                     async { Some(rx.recv().await) }
@@ -337,89 +193,117 @@ impl Actor {
                 Some(Ok(ev)) => {
                     self.handle(ev);
                     // The event branch wins while events keep coming: check the deadline
-                    // here too, or a steady stream of frames would hold back the group
-                    // commit (and the lease sweep, the flush) until the queue ran dry.
-                    if self.timers.next().is_some_and(|d| d <= self.env.now_ms()) {
-                        self.fire_due_timers();
+                    // here too, or a steady stream of frames would hold back the timers.
+                    if self
+                        .host
+                        .next_deadline()
+                        .is_some_and(|d| d <= self.env.now_ms())
+                    {
+                        self.timeout();
                     }
                 }
                 Some(Err(_)) => break, // every sender is gone
-                None => self.fire_due_timers(),
+                None => self.timeout(),
             }
         }
         self.log.debug("room task stopped");
     }
 
+    fn timeout(&mut self) {
+        let now = self.env.now_ms();
+        let mut d = driver::SmolDriver {
+            registry: &mut self.registry,
+            host_registry: &self.host_registry,
+            config: self.config.as_deref(),
+            conns: &self.conns,
+        };
+        self.host.handle_timeout(now, &mut d);
+        self.carry_out();
+    }
+
+    /// Feeds one input to the host and carries out what it asks.
+    fn input(&mut self, input: Input<'_>) {
+        let now = self.env.now_ms();
+        let mut d = driver::SmolDriver {
+            registry: &mut self.registry,
+            host_registry: &self.host_registry,
+            config: self.config.as_deref(),
+            conns: &self.conns,
+        };
+        self.host.handle(now, input, &mut d);
+        self.carry_out();
+    }
+
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::UpOpen { gen, to_upstream } => self.on_up_open(gen, to_upstream),
-            Event::UpFrame { gen, text } => {
-                if self.up.as_ref().is_some_and(|(g, _)| *g == gen) {
-                    self.on_upstream_frame(&text);
+            Event::UpOpen { link, to_upstream } => {
+                if link != self.want_link {
+                    return; // superseded: dropping the sender closes it
                 }
+                self.up = Some((link, to_upstream));
+                self.input(Input::UpstreamOpened { link });
             }
-            Event::UpClosed { gen, error } => self.on_up_closed(gen, error),
-            Event::LeaseMinted { result } => self.on_lease_minted(result),
-            Event::ConnOpen { id, out } => self.on_conn_open(id, out),
+            Event::UpFrame { link, text } => {
+                self.input(Input::UpstreamFrame { link, text: &text });
+            }
+            Event::UpClosed { link, error } => {
+                if self.up.as_ref().is_some_and(|(l, _)| *l == link) {
+                    self.up = None;
+                }
+                self.input(Input::UpstreamClosed {
+                    link,
+                    error: error.as_deref(),
+                });
+            }
+            Event::LeaseMinted { result } => self.input(Input::LeaseMinted(result)),
+            Event::ConnOpen { id, out } => {
+                self.conns.insert(id, out);
+                self.input(Input::ConnOpened { conn: id });
+            }
             Event::ConnMsg { id, text, slot } => {
-                self.on_conn_msg(id, &text);
+                self.input(Input::ConnFrame {
+                    conn: id,
+                    text: &text,
+                });
                 drop(slot);
             }
-            Event::ConnClosed { id } => self.on_conn_closed(id),
-            Event::Appended {
-                incarnation,
-                batch,
-                result,
-            } => self.on_appended(incarnation, batch, result),
-            Event::BootDone {
-                incarnation,
-                result,
-            } => self.on_boot_done(incarnation, result),
-            Event::FlushSettled(s) => self.on_flush_settled(s),
+            Event::ConnClosed { id } => {
+                self.conns.remove(&id);
+                self.input(Input::ConnClosed { conn: id });
+            }
+            Event::JournalRead { io, result } => self.input(Input::JournalRead { io, result }),
+            Event::JournalWritten { io, result } => {
+                self.input(Input::JournalWritten { io, result })
+            }
+            Event::Authority { io, result } => self.input(Input::Authority { io, result }),
             Event::Control(c) => self.on_control(c),
         }
     }
 
-    fn fire_due_timers(&mut self) {
-        let now = self.env.now_ms();
-        let due = |slot: &mut Option<u64>| {
-            if slot.is_some_and(|d| d <= now) {
-                *slot = None;
-                true
-            } else {
-                false
-            }
+    /// Answers a control request the host replied to.
+    fn reply(&mut self, id: u64, reply: ControlReply) {
+        let Some(waiter) = self.waiters.remove(&id) else {
+            return;
         };
-        if due(&mut self.timers.sweep) {
-            self.timers.sweep = Some(now + self.settings.sweep_interval_ms);
-            self.sweep();
-        }
-        if due(&mut self.timers.group_commit) {
-            self.flush_journal();
-        }
-        if due(&mut self.timers.flush) {
-            self.fire_flush();
-        }
-        if due(&mut self.timers.resubscribe) {
-            self.send_subscribe();
-        }
-        if due(&mut self.timers.reconnect) {
-            self.connect_upstream();
-        }
-        if due(&mut self.timers.shutdown) {
-            self.shutdown_deadline_passed();
-        }
-        if due(&mut self.timers.remint) {
-            if let Some(frame) = self.remint_frame.take() {
-                if !self.shared.stopping() {
-                    self.on_upstream_frame(&frame);
-                }
+        match (waiter, reply) {
+            (Waiter::Stats(tx), ControlReply::Stats(s)) => {
+                let _ = tx.try_send(s);
             }
+            (Waiter::Health(tx), ControlReply::Health(h)) => {
+                let _ = tx.try_send(h);
+            }
+            (Waiter::Revoke(tx), ControlReply::Revoked(n)) => {
+                let _ = tx.try_send(n);
+            }
+            (Waiter::Drain(tx), ControlReply::Drained(r)) => {
+                let _ = tx.try_send(r);
+            }
+            (Waiter::Unit(tx), _) => {
+                let _ = tx.try_send(());
+            }
+            // A drain the host stopped before answering: dropping the sender tells the
+            // caller the room is closed.
+            _ => {}
         }
-    }
-
-    /// Whether the server is closed or moved.
-    pub(crate) fn closed(&self) -> bool {
-        self.shared.stopping()
     }
 }

@@ -38,7 +38,8 @@ use smol::net::{TcpListener, TcpStream};
 use std::future::poll_fn;
 
 pub(crate) use inbound::{InboundSlot, InboundWindow, INBOUND_WINDOW_FRAMES};
-pub(crate) use out::{close_reason, ConnOut, Sent};
+pub(crate) use out::ConnOut;
+use rindle_room_core::host::close_reason;
 
 use super::actor::Event;
 use super::clock::Env;

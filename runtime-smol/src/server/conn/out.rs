@@ -1,26 +1,20 @@
-//! The room task's handle on one connection's outbound side, and the two backlogs it
-//! bounds.
+//! The room task's handle on one connection's outbound side.
 //!
 //! Frames go through a queue to the connection's writer, which takes everything queued
-//! so far and hands it to the websocket. A frame the writer has taken is *in flight*:
-//! the socket is writing it, so it counts against nothing — one frame of any size the
-//! room must send (a 5 MiB row's snapshot) is never what cuts a socket. What a socket
-//! that is not reading leaves behind in the queue is its *backlog*, in two parts:
-//!
-//! - **live frames** (`nbatch`es, `progress`, outcomes) against the send budget
-//!   (`downstream.send_budget_bytes`, seed 002 `sendBudgeted`);
-//! - **snapshots** (a subscribe's seq-0 `nbatch`) against `downstream.max_snapshot_bytes`.
-//!
-//! Past either, the socket is cut: its queue is dropped, a close frame (1008 and the
-//! reason) goes after what is already in flight, and the connection task drops the
-//! socket after the close grace whether or not the peer ever reads it. So a socket holds
-//! at most `send_budget_bytes + max_snapshot_bytes` plus what is in flight.
+//! so far and hands it to the websocket. A frame the writer has taken is *in flight*;
+//! what still waits in the queue is the socket's *backlog*, counted per class (live
+//! frames, snapshots) for the host, which judges every frame against the caps of
+//! docs/security.md before it is queued here ([`rindle_room_core::host`]). A socket the
+//! host cuts is closed with `discard`: the writer drops its queue and sends the close
+//! frame after what is in flight; the connection task drops the socket after the close
+//! grace whether or not the peer ever reads it.
 
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_channel::Sender;
+use rindle_room_core::host::{Backlog as HostBacklog, SendClass};
 use smol::net::TcpStream;
 
 /// One queued outbound item.
@@ -68,28 +62,19 @@ pub(crate) struct ConnOut {
     pub(super) is_closing: bool,
 }
 
-/// What a send did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Sent {
-    /// Queued (`bytes` long).
-    Queued(usize),
-    /// The socket is closing or gone: dropped, as `ws.send` on a non-open socket is.
-    Dropped,
-    /// A backlog cap was exceeded: the socket was cut with a 1008 close; why.
-    Cut(String),
-}
-
 impl ConnOut {
     /// Whether frames are still accepted (`readyState === OPEN`).
     pub(crate) fn is_open(&self) -> bool {
         !self.is_closing && !self.tx.is_closed()
     }
 
-    fn queue(&mut self, text: String, snapshot: bool) -> Sent {
+    /// Queues a frame of `class` (the host already judged it against the caps).
+    pub(crate) fn send(&mut self, text: String, class: SendClass) {
         if !self.is_open() {
-            return Sent::Dropped;
+            return;
         }
         let n = text.len();
+        let snapshot = class == SendClass::Snapshot;
         let counter = if snapshot {
             &self.backlog.snapshot
         } else {
@@ -98,70 +83,28 @@ impl ConnOut {
         counter.fetch_add(n, Ordering::Relaxed);
         if self.tx.try_send(Out::Text { text, snapshot }).is_err() {
             counter.fetch_sub(n, Ordering::Relaxed);
-            return Sent::Dropped;
         }
-        Sent::Queued(n)
     }
 
-    /// Queues a frame outside every backlog cap (seed 002 `send`): hellos, errors.
-    pub(crate) fn send(&mut self, text: String) -> Sent {
-        self.queue(text, false)
-    }
-
-    /// Queues a live frame unless the live backlog would pass `budget`, in which case
-    /// the socket is cut (seed 002 `sendBudgeted`).
-    pub(crate) fn send_budgeted(&mut self, text: String, budget: usize) -> Sent {
-        if !self.is_open() {
-            return Sent::Dropped;
+    /// The bytes queued that the writer has not taken yet.
+    pub(crate) fn backlog(&self) -> HostBacklog {
+        HostBacklog {
+            live: self.backlog.live.load(Ordering::Relaxed),
+            snapshot: self.backlog.snapshot.load(Ordering::Relaxed),
         }
-        let backlog = self.backlog.live.load(Ordering::Relaxed);
-        if backlog + text.len() > budget {
-            let why = format!(
-                "send budget exceeded: {} bytes unread (downstream.send_budget_bytes = {budget})",
-                backlog + text.len()
-            );
-            self.cut(&why);
-            return Sent::Cut(why);
-        }
-        self.queue(text, false)
     }
 
-    /// Queues a subscribe snapshot unless the snapshot backlog would pass `max`, in
-    /// which case the socket is cut.
-    pub(crate) fn send_snapshot(&mut self, text: String, max: usize) -> Sent {
-        if !self.is_open() {
-            return Sent::Dropped;
-        }
-        let backlog = self.backlog.snapshot.load(Ordering::Relaxed);
-        if backlog > 0 && backlog + text.len() > max {
-            let why = format!(
-                "snapshot backlog exceeded: {} bytes unread (downstream.max_snapshot_bytes \
-                 = {max})",
-                backlog + text.len()
-            );
-            self.cut(&why);
-            return Sent::Cut(why);
-        }
-        self.queue(text, true)
-    }
-
-    /// Cuts a socket that is not reading: drops its queue and closes with 1008.
-    fn cut(&mut self, why: &str) {
-        self.backlog.discard.store(true, Ordering::Relaxed);
-        self.close(1008, why);
-    }
-
-    /// Starts the close handshake with `code` and `reason` after the queued frames.
-    pub(crate) fn close(&mut self, code: u16, reason: &str) {
-        self.close_with((code, reason.to_string()));
-    }
-
-    fn close_with(&mut self, status: (u16, String)) {
+    /// Starts the close handshake with `code` and `reason` after the queued frames — or,
+    /// with `discard`, instead of them (a socket cut for not reading).
+    pub(crate) fn close(&mut self, code: u16, reason: &str, discard: bool) {
         if !self.is_open() {
             return;
         }
+        if discard {
+            self.backlog.discard.store(true, Ordering::Relaxed);
+        }
         self.is_closing = true;
-        let _ = self.tx.try_send(Out::Close(status));
+        let _ = self.tx.try_send(Out::Close((code, reason.to_string())));
         let _ = self.closing.try_send(());
     }
 
@@ -175,22 +118,6 @@ impl ConnOut {
             let _ = tcp.shutdown(Shutdown::Both);
         }
     }
-}
-
-/// The longest close reason a close frame carries (RFC 6455: 125 bytes of payload,
-/// 2 of them the code).
-pub(crate) const MAX_CLOSE_REASON: usize = 123;
-
-/// `reason` cut to [`MAX_CLOSE_REASON`] bytes on a character boundary.
-pub(crate) fn close_reason(reason: &str) -> String {
-    if reason.len() <= MAX_CLOSE_REASON {
-        return reason.to_string();
-    }
-    let mut end = MAX_CLOSE_REASON;
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    reason[..end].to_string()
 }
 
 #[cfg(test)]
@@ -212,42 +139,27 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_in_flight_counts_against_no_budget() {
+    fn the_backlog_counts_what_the_writer_has_not_taken() {
         let (mut o, rx, backlog) = out();
-        // A snapshot larger than its cap, alone: queued (the room refuses oversized
-        // snapshots before it sends them; the cap here bounds what piles up).
-        assert_eq!(o.send_snapshot("x".repeat(500), 100), Sent::Queued(500));
-        // The writer takes it: in flight, no longer backlog.
+        o.send("x".repeat(500), SendClass::Snapshot);
+        o.send("y".repeat(40), SendClass::Live);
+        o.send("z".repeat(2), SendClass::Plain);
+        assert_eq!(
+            o.backlog(),
+            HostBacklog {
+                live: 42,
+                snapshot: 500
+            }
+        );
+        // The writer takes the snapshot: in flight, no longer backlog.
         let Ok(Out::Text { text, snapshot }) = rx.try_recv() else {
             panic!("queued")
         };
         backlog.taken(text.len(), snapshot);
-        assert_eq!(o.send_budgeted("p".repeat(40), 50), Sent::Queued(40));
-        assert!(matches!(o.send_budgeted("q".repeat(20), 50), Sent::Cut(_)));
-        assert!(!o.is_open());
-        assert!(backlog.discarding());
-    }
-
-    #[test]
-    fn the_snapshot_backlog_has_its_own_cap() {
-        let (mut o, _rx, _) = out();
-        assert_eq!(o.send_snapshot("a".repeat(60), 100), Sent::Queued(60));
-        assert_eq!(o.send_budgeted("b".repeat(90), 100), Sent::Queued(90));
-        let Sent::Cut(why) = o.send_snapshot("c".repeat(60), 100) else {
-            panic!("cut")
-        };
-        assert!(
-            why.starts_with("snapshot backlog exceeded: 120 bytes"),
-            "{why}"
-        );
-    }
-
-    #[test]
-    fn close_reasons_fit_a_close_frame() {
-        assert_eq!(close_reason("short"), "short");
-        let long = "é".repeat(100);
-        let cut = close_reason(&long);
-        assert!(cut.len() <= MAX_CLOSE_REASON && long.starts_with(&cut));
-        assert_eq!(cut.len(), 122);
+        assert_eq!(o.backlog().snapshot, 0);
+        o.close(1008, "cut", true);
+        assert!(!o.is_open() && backlog.discarding());
+        o.send("late".into(), SendClass::Live);
+        assert_eq!(o.backlog().live, 42, "nothing queued after a close");
     }
 }

@@ -1,19 +1,18 @@
 //! The write path (seed 002 `runMutation` … `applyAck`): run the mutator against the
 //! core's keyed transaction, fan out at once, answer non-applied verdicts before the
-//! journal enqueue, group-commit into the journal off the executor, and ack only after
-//! the append returned.
+//! journal enqueue, group-commit into the journal, and ack only after the append is
+//! durable.
 
-use rindle_room_core::contract::js_uint;
-use rindle_room_core::json::tree::JsValue;
-use rindle_room_core::{Begin, Commit};
-use std::collections::BTreeSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use alloc::collections::BTreeSet;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
 
-pub(crate) use super::journal_writer::JournalJob;
-use super::Actor;
-use crate::journal::{JournalEntry, Outcome};
-use crate::mutators::{MutatorCtx, MutatorError};
-use crate::server::frames::{self, RecordedOutcome};
+use super::frames::{self, RecordedOutcome};
+use super::{ConnId, Driver, Host, IoId, JournalEntry, Level, MutatorOutcome, Outcome, Output};
+use crate::contract::js_uint;
+use crate::json::tree::JsValue;
+use crate::{Begin, Commit};
 
 /// Recorded non-applied outcomes kept per client for re-sent mids.
 pub(crate) const MAX_RECORDED_OUTCOMES_PER_CLIENT: usize = 512;
@@ -50,13 +49,13 @@ impl Envelope {
 
 /// One mutation to run: live or replayed.
 #[derive(Debug)]
-pub(crate) struct MutationInput {
-    pub client_id: String,
+pub(crate) struct MutationInput<'a> {
+    pub client_id: &'a str,
     pub mid: u64,
-    pub name: String,
+    pub name: &'a str,
     /// The args as `JSON.stringify` prints them (`None`: absent).
-    pub args_text: Option<String>,
-    pub sub: String,
+    pub args_text: Option<&'a str>,
+    pub sub: &'a str,
     /// The journaled verdict (`Applied` for a live mutation).
     pub journaled: Outcome,
 }
@@ -74,36 +73,25 @@ pub(crate) enum RunResult {
     },
 }
 
-fn args_value(text: Option<&str>) -> serde_json::Value {
-    text.and_then(|t| serde_json::from_str(t).ok())
-        .unwrap_or(serde_json::Value::Null)
-}
-
-impl Actor {
+impl Host {
     /// Applies one envelope: dedup → mutator against the staged transaction → commit, or
     /// reject/deopt consuming the mid. A journaled non-applied entry replays its recorded
     /// verdict without running anything. Errors only when the room is torn (a gap, a
     /// poisoned commit).
-    pub(crate) fn run_mutation(
+    pub(super) fn run_mutation(
         &mut self,
-        m: &MutationInput,
-    ) -> Result<RunResult, rindle_room_core::Error> {
-        let Actor {
-            room,
-            registry,
-            log,
-            ..
-        } = self;
-        let Some(room) = room.as_mut() else {
-            return Err(rindle_room_core::Error::new(
-                rindle_room_core::ErrorCode::NotLive,
+        m: &MutationInput<'_>,
+        driver: &mut dyn Driver,
+    ) -> Result<RunResult, crate::Error> {
+        let Some(room) = self.room.as_mut() else {
+            return Err(crate::Error::new(
+                crate::ErrorCode::NotLive,
                 "the room has no live incarnation",
             ));
         };
         let room = room.room_mut();
         let who = format!("{}:{}", m.client_id, m.mid);
-        let args = m.args_text.as_deref();
-        if room.begin_mutation(&m.client_id, m.mid, Some(&m.name), args)? == Begin::Dedup {
+        if room.begin_mutation(m.client_id, m.mid, Some(m.name), m.args_text)? == Begin::Dedup {
             return Ok(RunResult::Dedup);
         }
         let kind = match m.journaled {
@@ -115,84 +103,63 @@ impl Actor {
             room.reject_mutation(Some(kind), None)?;
             return Ok(RunResult::NonApplied { kind, reason: None });
         }
-        let Some(mutator) = registry.get(&m.name).cloned() else {
-            let reason = format!("unknown mutator `{}`", m.name);
-            room.reject_mutation(Some("rejected"), Some(&reason))?;
-            log.info(&format!("mutation {who} rejected: {reason}"));
-            return Ok(RunResult::NonApplied {
-                kind: "rejected",
-                reason: Some(reason),
-            });
-        };
-        let ctx = MutatorCtx {
-            user: m.sub.clone(),
-        };
-        let value = args_value(args);
-        let ran = {
+        let outcome = {
             let mut tx = room.mutation_tx()?;
-            catch_unwind(AssertUnwindSafe(|| mutator.run(&mut tx, &value, &ctx)))
+            driver.run_mutator(m.name, &mut tx, m.args_text, m.sub)
         };
-        let failure = match ran {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| String::from("a panic"));
-                Some(MutatorError::Rejected(format!(
-                    "mutator `{}` panicked: {what}",
-                    m.name
-                )))
+        let (kind, reason, line) = match outcome {
+            MutatorOutcome::Done => {
+                return match room.commit_mutation()? {
+                    Commit::Applied { head_cv } => Ok(RunResult::Applied { apply_cv: head_cv }),
+                    Commit::Deopt(d) => {
+                        let mut pk = String::new();
+                        crate::json::write::write_row(&mut pk, &d.pk);
+                        let line = format!(
+                            "mutation `{}` ({who}) deopted: {} on `{}` pk {pk}",
+                            m.name, d.reason, d.table
+                        );
+                        self.log(Level::Info, line);
+                        Ok(RunResult::NonApplied {
+                            kind: "deopt",
+                            reason: Some(String::from(d.reason)),
+                        })
+                    }
+                };
             }
-        };
-        match failure {
-            None => {}
-            Some(MutatorError::Environment(message)) => {
-                room.reject_mutation(Some("deopt"), Some("environment"))?;
-                log.info(&format!(
+            MutatorOutcome::Unknown => {
+                let reason = format!("unknown mutator `{}`", m.name);
+                let line = format!("mutation {who} rejected: {reason}");
+                ("rejected", reason, line)
+            }
+            MutatorOutcome::Rejected(message) => {
+                let line = format!("mutation `{}` ({who}) rejected: {message}", m.name);
+                ("rejected", message, line)
+            }
+            MutatorOutcome::Environment(message) => {
+                let line = format!(
                     "mutation `{}` ({who}) deopted: environment shortfall: {message}",
                     m.name
-                ));
-                return Ok(RunResult::NonApplied {
-                    kind: "deopt",
-                    reason: Some(String::from("environment")),
-                });
+                );
+                ("deopt", String::from("environment"), line)
             }
-            Some(MutatorError::Rejected(message)) => {
-                room.reject_mutation(Some("rejected"), Some(&message))?;
-                log.info(&format!(
-                    "mutation `{}` ({who}) rejected: {message}",
-                    m.name
-                ));
-                return Ok(RunResult::NonApplied {
-                    kind: "rejected",
-                    reason: Some(message),
-                });
-            }
-        }
-        match room.commit_mutation()? {
-            Commit::Applied { head_cv } => Ok(RunResult::Applied { apply_cv: head_cv }),
-            Commit::Deopt(d) => {
-                let mut pk = String::new();
-                rindle_room_core::json::write::write_row(&mut pk, &d.pk);
-                log.info(&format!(
-                    "mutation `{}` ({who}) deopted: {} on `{}` pk {pk}",
-                    m.name, d.reason, d.table
-                ));
-                Ok(RunResult::NonApplied {
-                    kind: "deopt",
-                    reason: Some(d.reason.to_string()),
-                })
-            }
-        }
+        };
+        room.reject_mutation(Some(kind), Some(&reason))?;
+        self.log(Level::Info, line);
+        Ok(RunResult::NonApplied {
+            kind,
+            reason: Some(reason),
+        })
     }
 
     /// The live `pushMutation` path: apply → fan out now → journal under the group commit.
-    pub(crate) fn handle_push_mutation(&mut self, id: u64, e: Envelope) {
-        let fail = |me: &mut Actor, message: &str| me.send(id, frames::error(None, message));
-        if self.settings.writes.is_none() || self.journal.is_none() {
+    pub(super) fn handle_push_mutation(
+        &mut self,
+        id: ConnId,
+        e: Envelope,
+        driver: &mut dyn Driver,
+    ) {
+        let fail = |me: &mut Host, message: &str| me.send(id, frames::error(None, message));
+        if self.cfg.writes.is_none() {
             return fail(self, "this room is read-only (no write plane configured)");
         }
         let Some(conn) = self.conns.get(&id) else {
@@ -233,14 +200,14 @@ impl Actor {
         };
         let args_text = e.args.as_ref().map(JsValue::to_js_string);
         let input = MutationInput {
-            client_id: client.clone(),
+            client_id: &client,
             mid,
-            name: e.name.clone(),
-            args_text: args_text.clone(),
-            sub: sub.clone(),
+            name: &e.name,
+            args_text: args_text.as_deref(),
+            sub: &sub,
             journaled: Outcome::Applied,
         };
-        let result = match self.run_mutation(&input) {
+        let result = match self.run_mutation(&input, driver) {
             Ok(r) => r,
             Err(err) => {
                 if self.room.as_ref().is_some_and(|r| r.is_poisoned()) {
@@ -254,7 +221,7 @@ impl Actor {
         };
         let outcome = match result {
             RunResult::Dedup => {
-                self.metrics.inc(&self.metrics.mutations_dedup);
+                self.counters.mutations_dedup += 1;
                 // A re-sent non-applied mid is answered with its recorded outcome.
                 let recorded = self
                     .outcomes
@@ -262,17 +229,17 @@ impl Actor {
                     .and_then(|m| m.iter().find(|(mid2, _)| *mid2 == mid))
                     .map(|(_, o)| o.clone());
                 if let Some(o) = recorded {
-                    self.send_budgeted(id, frames::mutation_outcome(mid, &o));
+                    self.send_live(id, frames::mutation_outcome(mid, &o), driver);
                 }
                 return;
             }
             RunResult::Applied { apply_cv } => {
-                self.metrics.inc(&self.metrics.mutations_applied);
+                self.counters.mutations_applied += 1;
                 self.unacked
                     .entry(client.clone())
                     .or_default()
                     .push_back((mid, apply_cv));
-                self.drain_downstream(); // fan-out is never gated on durability
+                self.drain_downstream(driver); // fan-out is never gated on durability
                 Outcome::Applied
             }
             RunResult::NonApplied { kind, reason } => {
@@ -285,12 +252,12 @@ impl Actor {
                 // Answered now, before the journal enqueue: the outcome frame always
                 // precedes the lmid ack on this ordered socket.
                 self.record_outcome(&client, mid, recorded.clone());
-                self.send_budgeted(id, frames::mutation_outcome(mid, &recorded));
+                self.send_live(id, frames::mutation_outcome(mid, &recorded), driver);
                 if kind == "deopt" {
-                    self.metrics.inc(&self.metrics.mutations_deopt);
+                    self.counters.mutations_deopt += 1;
                     Outcome::Deopt
                 } else {
-                    self.metrics.inc(&self.metrics.mutations_rejected);
+                    self.counters.mutations_rejected += 1;
                     Outcome::Rejected
                 }
             }
@@ -307,8 +274,8 @@ impl Actor {
     }
 
     /// Records a non-applied verdict for re-sent mids (oldest evicted past the cap).
-    pub(crate) fn record_outcome(&mut self, client: &str, mid: u64, o: RecordedOutcome) {
-        let log = self.outcomes.entry(client.to_string()).or_default();
+    pub(super) fn record_outcome(&mut self, client: &str, mid: u64, o: RecordedOutcome) {
+        let log = self.outcomes.entry(String::from(client)).or_default();
         log.retain(|(m, _)| *m != mid);
         log.push_back((mid, o));
         while log.len() > MAX_RECORDED_OUTCOMES_PER_CLIENT {
@@ -321,61 +288,59 @@ impl Actor {
         self.known_clients.insert(entry.client_id.clone());
         self.ack_queue.push(entry);
         if self.timers.group_commit.is_none() {
-            let window = self
-                .settings
-                .writes
-                .as_ref()
-                .map_or(5, |w| w.group_commit_ms);
-            self.timers.group_commit = Some(self.env.now_ms() + window);
+            let window = self.cfg.writes.as_ref().map_or(5, |w| w.group_commit_ms);
+            self.timers.group_commit = Some(self.now + window);
         }
     }
 
-    /// The group-commit window closed: hand the batch to the journal writer.
-    pub(crate) fn flush_journal(&mut self) {
+    /// The group-commit window closed: hand the batch to the journal.
+    pub(super) fn flush_journal(&mut self) {
         self.timers.group_commit = None;
-        let batch = std::mem::take(&mut self.ack_queue);
+        let batch = core::mem::take(&mut self.ack_queue);
         if batch.is_empty() {
             return;
         }
-        if let Some(jobs) = &self.journal_jobs {
-            let job = JournalJob::Append {
-                incarnation: self.incarnation,
-                batch,
-            };
-            let _ = jobs.try_send(job);
-        }
+        let io = self.io();
+        let keys: Vec<(String, u64)> = batch.iter().map(|e| (e.client_id.clone(), e.mid)).collect();
+        self.appends.push_back((io, self.incarnation, keys));
+        self.push(Output::JournalAppend { io, entries: batch });
     }
 
-    pub(super) fn on_appended(
+    /// A journal write finished: an append (acks follow), or a flush / boot / compaction
+    /// operation.
+    pub(super) fn on_journal_written(
         &mut self,
-        incarnation: u64,
-        batch: Vec<JournalEntry>,
+        io: IoId,
         result: Result<(), String>,
+        driver: &mut dyn Driver,
     ) {
+        let Some(pos) = self.appends.iter().position(|(i, ..)| *i == io) else {
+            return self.on_other_journal_write(io, result, driver);
+        };
+        // Appends complete in order; an answer for a later one settles the earlier.
+        let (_, incarnation, keys) = self.appends.remove(pos).expect("found above");
         if let Err(e) = result {
             // An ack that might not survive must never be sent: the incarnation dies.
             if incarnation == self.incarnation && !self.closed() {
-                self.log.error(&format!("journal append failed: {e}"));
+                self.log(Level::Error, format!("journal append failed: {e}"));
                 self.violation(&format!("journal append failed: {e}"));
             }
             return;
         }
-        self.appended_since_compact += batch.len() as u64;
+        self.appended_since_compact += keys.len() as u64;
         if incarnation != self.incarnation || self.room.is_none() {
             return; // the incarnation died mid-append: its optimism died with it
         }
-        self.apply_ack(&batch);
+        self.apply_ack(&keys, driver);
     }
 
     /// The ack: advance the ledger rows, ship the lmid frames, raise every author's
     /// release point.
-    fn apply_ack(&mut self, batch: &[JournalEntry]) {
-        let entries: Vec<(String, u64)> =
-            batch.iter().map(|e| (e.client_id.clone(), e.mid)).collect();
+    fn apply_ack(&mut self, entries: &[(String, u64)], driver: &mut dyn Driver) {
         let Some(room) = self.room.as_mut() else {
             return;
         };
-        let head = match room.room_mut().ack(&entries) {
+        let head = match room.room_mut().ack(entries) {
             Ok(h) => h,
             Err(e) => {
                 self.violation(&format!("ack failed: {e}"));
@@ -383,7 +348,7 @@ impl Actor {
             }
         };
         let mut authors: BTreeSet<String> = BTreeSet::new();
-        for (client, mid) in &entries {
+        for (client, mid) in entries {
             authors.insert(client.clone());
             if let Some(held) = self.unacked.get_mut(client) {
                 held.retain(|(m, _)| m > mid);
@@ -393,20 +358,19 @@ impl Actor {
             }
         }
         if head.is_some() {
-            self.drain_downstream(); // the lmid frames (+ progress to their receivers)
+            self.drain_downstream(driver); // the lmid frames (+ progress to their receivers)
         }
         // Raise the release point for every author even if no frame reached it: one
         // `progress` per author, to the connection of its first subscription (in `subs`
-        // order), found through the clientID index rather than a walk of every
-        // subscription.
-        let mut targets: Vec<(&str, u64)> = authors
+        // order), found through the clientID index.
+        let mut targets: Vec<(&str, ConnId)> = authors
             .iter()
             .filter_map(|a| self.first_subscribed_conn(a))
             .collect();
         targets.sort_unstable();
-        let targets: Vec<u64> = targets.into_iter().map(|(_, conn)| conn).collect();
+        let targets: Vec<ConnId> = targets.into_iter().map(|(_, conn)| conn).collect();
         for conn in targets {
-            self.send_progress(conn);
+            self.send_progress(conn, driver);
         }
     }
 }

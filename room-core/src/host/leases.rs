@@ -1,16 +1,19 @@
 //! Lease enforcement after subscribe (seed 002 `sweep`, `revokeUser`): the expiry
-//! sweep, idle-query reclamation, and synchronous revocation.
+//! sweep, idle-query reclamation, silent sockets, and synchronous revocation.
 
-use std::collections::BTreeSet;
+use alloc::collections::BTreeSet;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
 use super::downstream::qid_key;
-use super::{Actor, SubMeta};
-use crate::server::frames;
+use super::{frames, ConnId, Host, Level, SubMeta};
 
-impl Actor {
-    /// The periodic tick: expire leases, reclaim idle queries, prune old revocations.
-    pub(crate) fn sweep(&mut self) {
-        let now = self.env.now_ms();
+impl Host {
+    /// The periodic tick: expire leases, close silent sockets, reclaim idle queries,
+    /// prune old revocations.
+    pub(super) fn sweep(&mut self) {
+        let now = self.now;
         let expired: Vec<(String, SubMeta)> = self
             .subs
             .iter()
@@ -21,8 +24,8 @@ impl Actor {
             let text =
                 frames::query_error(meta.qid, "expired lease — renew through the API server");
             self.send(meta.conn, text);
-            self.drop_sub(&key, &meta, now);
-            self.metrics.inc(&self.metrics.expired_leases);
+            self.drop_sub(&key, &meta);
+            self.counters.expired_leases += 1;
         }
         self.close_silent_conns(now);
         if self.live {
@@ -30,16 +33,17 @@ impl Actor {
                 room.room_mut().sweep(now);
             }
         }
-        let window = self.settings.revocation_window_ms;
+        let window = self.cfg.revocation_window_ms;
         self.revoked
             .retain(|_, at| now.saturating_sub(*at) <= window);
     }
 
-    fn drop_sub(&mut self, key: &str, meta: &SubMeta, now: u64) {
+    fn drop_sub(&mut self, key: &str, meta: &SubMeta) {
         self.subs.remove(key);
         if let Some(c) = self.conns.get_mut(&meta.conn) {
             c.queries.remove(&qid_key(meta.qid));
         }
+        let now = self.now;
         if let Some(room) = self.room.as_mut() {
             room.room_mut().unsubscribe(key, now);
         }
@@ -47,20 +51,20 @@ impl Actor {
 
     /// Synchronous revocation: every subscription and socket of `user`, and refusal of
     /// their pre-revocation tokens. Returns how many subscriptions were dropped.
-    pub(crate) fn revoke_user(&mut self, user: &str) -> u64 {
-        let now = self.env.now_ms();
+    pub(super) fn revoke_user(&mut self, user: &str) -> u64 {
+        let now = self.now;
         self.revoked.insert(user.to_string(), now);
-        self.metrics.inc(&self.metrics.revocations);
+        self.counters.revocations += 1;
         let victims: Vec<(String, SubMeta)> = self
             .subs
             .iter()
             .filter(|(_, m)| m.user == user)
             .map(|(k, m)| (k.clone(), m.clone()))
             .collect();
-        let mut sockets: BTreeSet<u64> = BTreeSet::new();
+        let mut sockets: BTreeSet<ConnId> = BTreeSet::new();
         for (key, meta) in &victims {
             self.send(meta.conn, frames::query_error(meta.qid, "lease revoked"));
-            self.drop_sub(key, meta, now);
+            self.drop_sub(key, meta);
             sockets.insert(meta.conn);
         }
         // A connection bound to the subject can write even with no live subscription.
@@ -70,14 +74,12 @@ impl Actor {
             }
         }
         for id in sockets {
-            if let Some(c) = self.conns.get_mut(&id) {
-                c.out.close(1008, "revoked");
-            }
+            self.close_conn(id, 1008, "revoked", false);
         }
-        self.log.info(&format!(
-            "revoked {user}: {} subscription(s)",
-            victims.len()
-        ));
+        self.log(
+            Level::Info,
+            format!("revoked {user}: {} subscription(s)", victims.len()),
+        );
         victims.len() as u64
     }
 }

@@ -1,18 +1,18 @@
 //! The downstream leg (seed 002 `serveDownstream` … `sendBudgeted`): lease-token
 //! subscribes, the lmid system query, the drain fan-out with its `progress` release
-//! points and the send budget. Lease expiry and revocation live in
-//! [`leases`](super::leases).
+//! points, and the backlog caps on every socket.
 
-use rindle_room_core::json::tree::JsValue;
-use rindle_room_core::json::write::write_f64;
-use rindle_room_core::token;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
 
-use super::{Actor, Conn, QueryEnt, SubMeta};
-use crate::server::conn::{ConnOut, Sent};
-use crate::server::frames::{self, OpsCache};
-
-/// The reserved lmid system query, subscribed by name.
-pub(crate) const LMID_QUERY_NAME: &str = "_rindle/clientLmid";
+use super::frames::{self, OpsCache};
+use super::{
+    Conn, ConnId, Driver, Host, Level, Output, QueryEnt, SendClass, SubMeta, LMID_QUERY_NAME,
+};
+use crate::json::tree::JsValue;
+use crate::json::write::write_f64;
+use crate::token;
 
 /// A queryId as the text JavaScript's `String(n)` gives (subscription keys, map keys).
 pub(crate) fn qid_key(qid: f64) -> String {
@@ -21,74 +21,147 @@ pub(crate) fn qid_key(qid: f64) -> String {
     s
 }
 
-impl Actor {
-    /// Queues a frame on a connection, outside the send budget (seed `send`).
-    pub(crate) fn send(&mut self, conn: u64, text: String) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            if let Sent::Queued(n) = c.out.send(text) {
-                self.metrics.frame_out(n);
-            }
-        }
+/// The longest close reason a close frame carries (RFC 6455: 125 bytes of payload,
+/// 2 of them the code).
+pub const MAX_CLOSE_REASON: usize = 123;
+
+/// `reason` cut to [`MAX_CLOSE_REASON`] bytes on a character boundary.
+pub fn close_reason(reason: &str) -> String {
+    let mut end = reason.len().min(MAX_CLOSE_REASON);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    String::from(&reason[..end])
+}
+
+impl Host {
+    /// Whether `conn` is known and not closing (`readyState === OPEN`).
+    pub(super) fn is_open(&self, conn: ConnId) -> bool {
+        self.conns.get(&conn).is_some_and(|c| !c.closing)
     }
 
-    /// Queues a frame within the connection's send budget; terminates it past the budget.
-    pub(crate) fn send_budgeted(&mut self, conn: u64, text: String) {
-        let budget = self.settings.send_budget_bytes;
+    /// Queues a frame outside every cap (seed `send`); dropped for a closing socket.
+    pub(super) fn send(&mut self, conn: ConnId, text: String) {
+        self.queue(conn, text, SendClass::Plain);
+    }
+
+    fn queue(&mut self, conn: ConnId, text: String, class: SendClass) {
+        if !self.is_open(conn) {
+            return;
+        }
+        self.counters.frames_out += 1;
+        self.counters.bytes_out += text.len() as u64;
+        let u = self.unpolled.entry(conn).or_insert((0, 0));
+        match class {
+            SendClass::Live | SendClass::Plain => u.0 += text.len(),
+            SendClass::Snapshot => u.1 += text.len(),
+        }
+        self.push(Output::Send { conn, text, class });
+    }
+
+    /// The socket's backlog of each class: what its driver holds unread plus what the
+    /// host has output and the driver not polled yet.
+    fn backlog(&self, conn: ConnId, driver: &dyn Driver) -> (usize, usize) {
+        let b = driver.backlog(conn);
+        let (live, snapshot) = self.unpolled.get(&conn).copied().unwrap_or((0, 0));
+        (b.live + live, b.snapshot + snapshot)
+    }
+
+    /// Queues a live frame unless the socket's live backlog would pass the send budget,
+    /// in which case the socket is cut (seed 002 `sendBudgeted`).
+    pub(super) fn send_live(&mut self, conn: ConnId, text: String, driver: &dyn Driver) {
+        if !self.is_open(conn) {
+            return;
+        }
+        let budget = self.cfg.send_budget_bytes;
+        let (live, _) = self.backlog(conn, driver);
+        if live + text.len() > budget {
+            let why = format!(
+                "send budget exceeded: {} bytes unread (downstream.send_budget_bytes = {budget})",
+                live + text.len()
+            );
+            return self.cut(conn, &why);
+        }
+        self.queue(conn, text, SendClass::Live);
+    }
+
+    /// Queues a subscribe's snapshot unless the socket's unread snapshots would pass
+    /// `max_snapshot_bytes` (one snapshot alone always goes: its size was checked).
+    fn send_snapshot(&mut self, conn: ConnId, text: String, driver: &dyn Driver) {
+        if !self.is_open(conn) {
+            return;
+        }
+        let max = self.cfg.max_snapshot_bytes;
+        let (_, snapshot) = self.backlog(conn, driver);
+        if snapshot > 0 && snapshot + text.len() > max {
+            let why = format!(
+                "snapshot backlog exceeded: {} bytes unread (downstream.max_snapshot_bytes \
+                 = {max})",
+                snapshot + text.len()
+            );
+            return self.cut(conn, &why);
+        }
+        self.queue(conn, text, SendClass::Snapshot);
+    }
+
+    /// Cuts a socket that is not reading: its queue is dropped and it closes with 1008
+    /// (a gap the client repairs by re-subscribing).
+    fn cut(&mut self, conn: ConnId, why: &str) {
+        self.counters.budget_terminations += 1;
+        self.log(
+            Level::Warn,
+            format!("conn {conn} cut (1008, a gap to repair): {why}"),
+        );
+        self.close_conn(conn, 1008, why, true);
+    }
+
+    /// Closes a connection with `code` and `reason` (once); `discard` drops what is
+    /// queued for it, in the host and in the driver.
+    pub(super) fn close_conn(&mut self, conn: ConnId, code: u16, reason: &str, discard: bool) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let sent = c.out.send_budgeted(text, budget);
-        self.sent(conn, sent);
-    }
-
-    /// Queues a subscribe's snapshot frame against the socket's unread-snapshot cap;
-    /// cuts the socket past it.
-    pub(crate) fn send_snapshot(&mut self, conn: u64, text: String) {
-        let max = self.settings.max_snapshot_bytes;
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return;
-        };
-        let sent = c.out.send_snapshot(text, max);
-        self.sent(conn, sent);
-    }
-
-    fn sent(&mut self, conn: u64, sent: Sent) {
-        match sent {
-            Sent::Queued(n) => self.metrics.frame_out(n),
-            Sent::Dropped => {}
-            Sent::Cut(why) => {
-                self.metrics.inc(&self.metrics.budget_terminations);
-                self.log
-                    .warn(&format!("conn {conn} cut (1008, a gap to repair): {why}"));
-            }
-        }
-    }
-
-    pub(super) fn on_conn_open(&mut self, id: u64, out: ConnOut) {
-        if self.closed() {
-            let mut out = out;
-            out.close(1001, "room shutting down");
+        if c.closing {
             return;
         }
+        c.closing = true;
+        if discard {
+            self.out
+                .retain(|o| !matches!(o, Output::Send { conn: c2, .. } if *c2 == conn));
+            self.unpolled.remove(&conn);
+        }
+        self.push(Output::Close {
+            conn,
+            code,
+            reason: close_reason(reason),
+            discard_queued: discard,
+        });
+    }
+
+    pub(super) fn on_conn_open(&mut self, id: ConnId) {
         self.conns.insert(
             id,
             Conn {
-                out,
                 queries: Default::default(),
                 client_id: None,
                 sub: None,
-                opened_at: self.env.now_ms(),
+                opened_at: self.now,
                 identified: false,
                 held_subs: 0,
                 held_mutes: 0,
+                closing: false,
             },
         );
+        if self.closed() || self.shutting_down() {
+            self.close_conn(id, 1001, "room shutting down", false);
+        }
     }
 
-    pub(super) fn on_conn_closed(&mut self, id: u64) {
+    pub(super) fn on_conn_closed(&mut self, id: ConnId) {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
+        self.unpolled.remove(&id);
         if conn.held_subs > 0 {
             self.pending_subs.retain(|(i, _)| *i != id);
         }
@@ -99,7 +172,7 @@ impl Actor {
             self.unindex_client(client, id);
             self.release_binding(client);
         }
-        let now = self.env.now_ms();
+        let now = self.now;
         for q in conn.queries.values() {
             if self.subs.get(&q.sub_key).is_some_and(|m| m.conn == id) {
                 self.subs.remove(&q.sub_key);
@@ -111,7 +184,7 @@ impl Actor {
     }
 
     /// Drops connection `id` from the connections of `client`.
-    fn unindex_client(&mut self, client: &str, id: u64) {
+    fn unindex_client(&mut self, client: &str, id: ConnId) {
         if let Some(ids) = self.client_conns.get_mut(client) {
             ids.retain(|&i| i != id);
             if ids.is_empty() {
@@ -122,7 +195,7 @@ impl Actor {
 
     /// The connection holding `client`'s first subscription in subscription-key order
     /// (the order of `subs`), with that key.
-    pub(crate) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, u64)> {
+    pub(super) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, ConnId)> {
         self.client_conns
             .get(client)?
             .iter()
@@ -139,8 +212,8 @@ impl Actor {
             .min()
     }
 
-    pub(super) fn on_conn_msg(&mut self, id: u64, text: &str) {
-        if !self.conns.contains_key(&id) {
+    pub(super) fn on_conn_msg(&mut self, id: ConnId, text: &str, driver: &mut dyn Driver) {
+        if !self.is_open(id) {
             return;
         }
         let Ok(msg) = JsValue::parse(text) else {
@@ -149,24 +222,22 @@ impl Actor {
         if !matches!(msg, JsValue::Obj(_)) {
             return;
         }
-        if let Err(message) = self.handle_downstream_msg(id, &msg) {
-            self.send(id, frames::error(msg.get("queryId"), &message));
-        }
+        self.handle_downstream_msg(id, &msg, driver);
     }
 
-    fn handle_downstream_msg(&mut self, id: u64, msg: &JsValue) -> Result<(), String> {
-        match msg.get("t").and_then(JsValue::as_str) {
+    fn handle_downstream_msg(&mut self, id: ConnId, msg: &JsValue, driver: &mut dyn Driver) {
+        match msg.get("t") {
             // The connection identity; no reply frame.
-            Some("init") => self.on_init(id, msg),
-            Some("subscribe") => {
+            Some(JsValue::Str(t)) if t == "init" => self.on_init(id, msg),
+            Some(JsValue::Str(t)) if t == "subscribe" => {
                 let Some(JsValue::Num(qid)) = msg.get("queryId") else {
-                    return Ok(());
+                    return;
                 };
                 if let Some(c) = self.conns.get_mut(&id) {
                     c.identified = true;
                 }
                 if !self.admit_subscription(id, msg, &qid_key(*qid)) {
-                    return Ok(());
+                    return;
                 }
                 if !self.live || self.room.is_none() {
                     // Held until the seq-0 snapshot lands.
@@ -174,29 +245,31 @@ impl Actor {
                         c.held_subs += 1;
                     }
                     self.pending_subs.push((id, msg.clone()));
-                    return Ok(());
+                    return;
                 }
-                self.handle_subscribe(id, msg);
+                self.handle_subscribe(id, msg, driver);
             }
-            Some("unsubscribe") => {
+            Some(JsValue::Str(t)) if t == "unsubscribe" => {
                 let Some(JsValue::Num(q)) = msg.get("queryId") else {
-                    return Ok(());
+                    return;
                 };
                 let key = qid_key(*q);
                 let prev = self.conns.get_mut(&id).and_then(|c| c.queries.remove(&key));
                 if let Some(prev) = prev {
                     self.subs.remove(&prev.sub_key);
-                    let now = self.env.now_ms();
+                    let now = self.now;
                     if let Some(room) = self.room.as_mut() {
                         room.room_mut().unsubscribe(&prev.sub_key, now);
                     }
                 }
             }
-            Some("pushMutation") => match super::writes::Envelope::from_frame(msg) {
-                Some(envelope) => self.handle_push_mutation(id, envelope),
-                None => self.send(id, frames::error(None, "malformed pushMutation envelope")),
-            },
-            Some("mutate") => {
+            Some(JsValue::Str(t)) if t == "pushMutation" => {
+                match super::writes::Envelope::from_frame(msg) {
+                    Some(envelope) => self.handle_push_mutation(id, envelope, driver),
+                    None => self.send(id, frames::error(None, "malformed pushMutation envelope")),
+                }
+            }
+            Some(JsValue::Str(t)) if t == "mutate" => {
                 // Raw CRUD never crosses this wire: room writes are named mutators.
                 let text = frames::error(
                     msg.get("queryId"),
@@ -206,15 +279,14 @@ impl Actor {
             }
             _ => {}
         }
-        Ok(())
     }
 
-    fn query_error(&mut self, conn: u64, qid: f64, message: &str) {
+    fn query_error(&mut self, conn: ConnId, qid: f64, message: &str) {
         self.send(conn, frames::query_error(qid, message));
     }
 
     /// Serves one `subscribe` (live room only).
-    pub(crate) fn handle_subscribe(&mut self, id: u64, msg: &JsValue) {
+    pub(super) fn handle_subscribe(&mut self, id: ConnId, msg: &JsValue, driver: &mut dyn Driver) {
         if self.room.is_none() || !self.conns.contains_key(&id) {
             return; // raced an incarnation death, or the socket is gone
         }
@@ -223,19 +295,19 @@ impl Actor {
         };
         let qid = *qid;
         if let Some(JsValue::Str(name)) = msg.get("name") {
-            self.handle_lmid_subscribe(id, qid, name);
+            let name = name.clone();
+            self.handle_lmid_subscribe(id, qid, &name, driver);
             return;
         }
         let Some(JsValue::Str(token_text)) = msg.get("leaseToken") else {
             self.query_error(id, qid, "subscribe requires a lease token");
             return;
         };
-        let now = self.env.now_ms();
-        let s = &self.settings;
-        let payload = match token::verify(token_text, &s.doc_id, &s.token_keys, now as f64) {
+        let keys = &self.cfg.token_keys;
+        let payload = match token::verify(token_text, &self.cfg.doc_id, keys, self.now as f64) {
             Ok(p) => p,
             Err(e) => {
-                self.query_error(id, qid, &e.to_string());
+                self.query_error(id, qid, &alloc::string::ToString::to_string(&e));
                 return;
             }
         };
@@ -247,7 +319,9 @@ impl Actor {
         }
         self.check_scope_skew(payload.scopes_hash.as_deref());
         // Subject binding: the first verified lease binds the connection's subject.
-        let conn = self.conns.get_mut(&id).expect("checked above");
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         match &conn.sub {
             None => {
                 conn.sub = Some(payload.sub.clone());
@@ -267,15 +341,15 @@ impl Actor {
             user: payload.sub.clone(),
             exp: payload.exp,
         };
-        self.attach(id, qid, meta, |room| room.parse_query(&ast_json));
+        self.attach(id, qid, meta, driver, |room| room.parse_query(&ast_json));
     }
 
-    fn handle_lmid_subscribe(&mut self, id: u64, qid: f64, name: &str) {
+    fn handle_lmid_subscribe(&mut self, id: ConnId, qid: f64, name: &str, driver: &mut dyn Driver) {
         if name != LMID_QUERY_NAME {
             self.query_error(id, qid, "subscribe requires a lease token");
             return;
         }
-        if self.settings.writes.is_none() {
+        if self.cfg.writes.is_none() {
             self.query_error(
                 id,
                 qid,
@@ -303,7 +377,7 @@ impl Actor {
             user: String::new(),
             exp: f64::INFINITY,
         };
-        self.attach(id, qid, meta, |room| room.lmid_query(&client));
+        self.attach(id, qid, meta, driver, |room| room.lmid_query(&client));
     }
 
     /// Subscribes `(conn, qid)` at the next downstream epoch to the query `make_query`
@@ -311,13 +385,11 @@ impl Actor {
     /// on materializations and the cap on a snapshot's size.
     fn attach(
         &mut self,
-        id: u64,
+        id: ConnId,
         qid: f64,
         meta: SubMeta,
-        make_query: impl FnOnce(
-            &rindle_room_core::Room,
-        )
-            -> Result<rindle_room_core::ast::Query, rindle_room_core::Error>,
+        driver: &mut dyn Driver,
+        make_query: impl FnOnce(&crate::Room) -> Result<crate::ast::Query, crate::Error>,
     ) {
         let key = qid_key(qid);
         let sub_key = format!("{id}:{key}");
@@ -330,14 +402,14 @@ impl Actor {
         if let Some(p) = &prev {
             self.subs.remove(&p.sub_key);
         }
-        let now = self.env.now_ms();
+        let now = self.now;
+        let max = self.cfg.max_materializations;
         let Some(room) = self.room.as_mut() else {
             return;
         };
         let room = room.room_mut();
         let res = match make_query(room) {
             Ok(query) => {
-                let max = self.settings.max_materializations;
                 if !room.is_materialized(&query) && room.materialization_count() >= max {
                     room.reclaim_idle(max - 1);
                     if room.materialization_count() >= max {
@@ -361,7 +433,7 @@ impl Actor {
             }
         };
         let snapshot = frames::nbatch(qid, &res.snapshot);
-        let max = self.settings.max_snapshot_bytes;
+        let max = self.cfg.max_snapshot_bytes;
         if snapshot.len() > max {
             if let Some(room) = self.room.as_mut() {
                 room.room_mut().unsubscribe(&sub_key, now);
@@ -389,12 +461,12 @@ impl Actor {
         self.subs.insert(sub_key, meta);
         let hello = frames::nhello(qid, &res.hello, &self.boot_id);
         self.send(id, hello);
-        self.send_snapshot(id, snapshot);
-        self.send_progress(id);
+        self.send_snapshot(id, snapshot, driver);
+        self.send_progress(id, driver);
     }
 
     fn check_scope_skew(&mut self, lease: Option<&str>) {
-        let (Some(armed), Some(lease)) = (self.settings.armed_scopes_hash.as_deref(), lease) else {
+        let (Some(armed), Some(lease)) = (self.armed_scopes_hash.clone(), lease) else {
             return;
         };
         if armed == lease {
@@ -402,17 +474,20 @@ impl Actor {
         }
         let key = format!("{lease}{armed}");
         if self.logged_scope_skew.insert(key) {
-            self.log.warn(&format!(
-                "scope skew: this room's gate armed with scopes {armed} but a lease proves \
-                 against {lease} — a room profile was edited under this live room. Routed \
-                 writes will deopt (safe, but degraded) until the room re-boots."
-            ));
+            self.log(
+                Level::Warn,
+                format!(
+                    "scope skew: this room's gate armed with scopes {armed} but a lease proves \
+                     against {lease} — a room profile was edited under this live room. Routed \
+                     writes will deopt (safe, but degraded) until the room re-boots."
+                ),
+            );
         }
     }
 
     /// Drains the core once and fans the frames out, then one `progress` per touched
     /// connection, after its data.
-    pub(crate) fn drain_downstream(&mut self) {
+    pub(super) fn drain_downstream(&mut self, driver: &mut dyn Driver) {
         let Some(room) = self.room.as_mut() else {
             return;
         };
@@ -421,31 +496,36 @@ impl Actor {
             return;
         }
         let mut cache = OpsCache::default();
-        let mut out: Vec<(u64, String)> = Vec::with_capacity(drained.len());
+        let mut out: Vec<(ConnId, String)> = Vec::with_capacity(drained.len());
         for f in &drained {
             if let Some(meta) = self.subs.get(&*f.sub) {
                 let text = frames::nbatch_with_ops(meta.qid, &f.batch, cache.get(&f.batch.ops));
                 out.push((meta.conn, text));
             }
         }
-        let mut touched: Vec<u64> = Vec::new();
+        let mut touched: Vec<ConnId> = Vec::new();
         for (conn, text) in out {
-            self.send_budgeted(conn, text);
+            self.send_live(conn, text, driver);
             if !touched.contains(&conn) {
                 touched.push(conn);
             }
         }
         for conn in touched {
-            self.send_progress(conn);
+            self.send_progress(conn, driver);
         }
     }
 
     /// The connection-level release point: `headCv`, held below an author's oldest
     /// un-acked mutation, plus the upstream-absorption advert once known.
-    pub(crate) fn send_progress(&mut self, conn: u64) {
-        let Some(room) = self.room.as_ref() else {
+    pub(super) fn send_progress(&mut self, conn: ConnId, driver: &dyn Driver) {
+        let Some(text) = self.progress_text(conn) else {
             return;
         };
+        self.send_live(conn, text, driver);
+    }
+
+    fn progress_text(&self, conn: ConnId) -> Option<String> {
+        let room = self.room.as_ref()?;
         let mut cv_min = room.head_cv() as i64;
         let client = self.conns.get(&conn).and_then(|c| c.client_id.as_ref());
         if let Some(held) = client.and_then(|c| self.unacked.get(c)) {
@@ -453,7 +533,10 @@ impl Actor {
                 cv_min = cv_min.min(apply_cv as i64 - 1);
             }
         }
-        let text = frames::progress(cv_min, self.upstream_cv_min, self.upstream_boot.as_deref());
-        self.send_budgeted(conn, text);
+        Some(frames::progress(
+            cv_min,
+            self.upstream_cv_min,
+            self.upstream_boot.as_deref(),
+        ))
     }
 }

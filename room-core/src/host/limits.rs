@@ -3,32 +3,34 @@
 //! held before the room is live, and a deadline for its first `init` / `subscribe`.
 //! Past a limit the client gets an `error` frame saying which, then a 1008 close.
 
-use rindle_room_core::json::tree::JsValue;
+use alloc::format;
 
-use super::Actor;
-use crate::server::frames;
+use super::{frames, ConnId, Host, Level};
+use crate::json::tree::JsValue;
 
 /// The most `pushMutation`s one connection may have waiting for the room to go live
 /// (an offline client's backlog fits; a flood does not).
-pub(crate) const MAX_HELD_MUTATIONS_PER_CONN: usize = 1_024;
+pub const MAX_HELD_MUTATIONS_PER_CONN: usize = 1_024;
 
-impl Actor {
+impl Host {
     /// Refuses connection `id` for passing a limit: an `error` frame with `message`
     /// (echoing `query_id`), then close 1008 with the same text.
-    pub(crate) fn refuse_conn(&mut self, id: u64, query_id: Option<&JsValue>, message: &str) {
+    pub(super) fn refuse_conn(&mut self, id: ConnId, query_id: Option<&JsValue>, message: &str) {
         self.send(id, frames::error(query_id, message));
-        if let Some(c) = self.conns.get_mut(&id) {
-            c.out.close(1008, message);
-        }
-        self.metrics.inc(&self.metrics.limit_closes);
-        self.log
-            .info(&format!("conn {id} closed (1008): {message}"));
+        self.close_conn(id, 1008, message, false);
+        self.counters.limit_closes += 1;
+        self.log(Level::Info, format!("conn {id} closed (1008): {message}"));
     }
 
     /// Whether connection `id` may take one more subscription for `query_key` (a
     /// re-subscribe of a queryId it holds always may); refuses it otherwise.
-    pub(crate) fn admit_subscription(&mut self, id: u64, msg: &JsValue, query_key: &str) -> bool {
-        let max = self.settings.max_subscriptions_per_conn;
+    pub(super) fn admit_subscription(
+        &mut self,
+        id: ConnId,
+        msg: &JsValue,
+        query_key: &str,
+    ) -> bool {
+        let max = self.cfg.max_subscriptions_per_conn;
         let Some(c) = self.conns.get(&id) else {
             return false;
         };
@@ -45,7 +47,7 @@ impl Actor {
 
     /// Whether connection `id` may hold one more `pushMutation` until the room is live;
     /// refuses it otherwise.
-    pub(crate) fn admit_held_mutation(&mut self, id: u64) -> bool {
+    pub(super) fn admit_held_mutation(&mut self, id: ConnId) -> bool {
         let Some(c) = self.conns.get(&id) else {
             return false;
         };
@@ -63,7 +65,7 @@ impl Actor {
     /// `init {clientID}`: the connection's identity, set once. The same clientID again
     /// is a no-op; a different one is refused (an identity per connection keeps a
     /// connection from minting clients — and their lmid queries — without end).
-    pub(crate) fn on_init(&mut self, id: u64, msg: &JsValue) {
+    pub(super) fn on_init(&mut self, id: ConnId, msg: &JsValue) {
         let Some(JsValue::Str(client)) = msg.get("clientID") else {
             return;
         };
@@ -86,12 +88,13 @@ impl Actor {
             None => {
                 conn.client_id = Some(client.clone());
                 let subject = conn.sub.clone();
+                let client = client.clone();
                 let ids = self.client_conns.entry(client.clone()).or_default();
                 if !ids.contains(&id) {
                     ids.push(id);
                 }
                 if let Some(subject) = subject {
-                    self.bind_client(client, &subject);
+                    self.bind_client(&client, &subject);
                 }
             }
         }
@@ -99,13 +102,13 @@ impl Actor {
 
     /// Closes every connection that sent no `init` or `subscribe` within
     /// `first_frame_timeout_ms` of opening (run by the sweep).
-    pub(crate) fn close_silent_conns(&mut self, now: u64) {
-        let timeout = self.settings.first_frame_timeout_ms;
-        let silent: Vec<u64> = self
+    pub(super) fn close_silent_conns(&mut self, now: u64) {
+        let timeout = self.cfg.first_frame_timeout_ms;
+        let silent: alloc::vec::Vec<ConnId> = self
             .conns
             .iter()
             .filter(|(_, c)| {
-                !c.identified && c.out.is_open() && now.saturating_sub(c.opened_at) >= timeout
+                !c.identified && !c.closing && now.saturating_sub(c.opened_at) >= timeout
             })
             .map(|(&id, _)| id)
             .collect();

@@ -7,7 +7,7 @@
 //! on an authenticated connection — from any other subject is refused with an error
 //! frame. The binding of every client with journaled mutations survives restarts: each
 //! journal entry carries its subject, and compaction keeps one binding record per client
-//! ([`Journal::bindings`](crate::journal::Journal::bindings)). A client with nothing
+//! ([`Journal::bindings`](super::JournalContents::bindings)). A client with nothing
 //! journaled is forgotten when its last connection closes (it owns no ledger row to
 //! protect).
 //!
@@ -16,9 +16,12 @@
 //! connection then authenticates as a subject the clientID is not bound to, its lmid
 //! subscriptions are dropped with a `queryError`.
 
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
 use super::downstream::qid_key;
-use super::Actor;
-use crate::server::frames;
+use super::{frames, ConnId, Host};
 
 /// The `queryError` / `error` text of a clientID used by another subject.
 pub(crate) fn bound_elsewhere(client: &str) -> String {
@@ -28,10 +31,10 @@ pub(crate) fn bound_elsewhere(client: &str) -> String {
     )
 }
 
-impl Actor {
+impl Host {
     /// Binds `client` to `subject` unless it is bound already; returns whether it is
     /// (now) bound to `subject`.
-    pub(crate) fn bind_client(&mut self, client: &str, subject: &str) -> bool {
+    pub(super) fn bind_client(&mut self, client: &str, subject: &str) -> bool {
         match self.client_subjects.get(client) {
             Some(bound) => bound == subject,
             None => {
@@ -44,7 +47,7 @@ impl Actor {
 
     /// Seeds bindings read from the journal at boot (the first one per client wins; a
     /// binding this process already holds stays).
-    pub(crate) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
+    pub(super) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
         for (client, subject) in bindings {
             if !subject.is_empty() {
                 self.client_subjects
@@ -56,7 +59,7 @@ impl Actor {
 
     /// Connection `id` just bound its subject: bind its clientID, or — when that clientID
     /// belongs to another subject — drop the connection's lmid subscriptions.
-    pub(crate) fn on_conn_subject(&mut self, id: u64) {
+    pub(super) fn on_conn_subject(&mut self, id: ConnId) {
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
@@ -72,7 +75,7 @@ impl Actor {
             .filter(|(_, m)| m.conn == id && m.user.is_empty())
             .map(|(k, m)| (k.clone(), m.qid))
             .collect();
-        let now = self.env.now_ms();
+        let now = self.now;
         let message = bound_elsewhere(&client);
         for (key, qid) in lmid_subs {
             self.send(id, frames::query_error(qid, &message));
@@ -88,7 +91,7 @@ impl Actor {
 
     /// Connection `id` of `client` closed: forget the binding when nothing needs it (no
     /// other connection holds the clientID and nothing of it was ever journaled).
-    pub(crate) fn release_binding(&mut self, client: &str) {
+    pub(super) fn release_binding(&mut self, client: &str) {
         if !self.client_conns.contains_key(client) && !self.known_clients.contains(client) {
             self.client_subjects.remove(client);
         }

@@ -1,0 +1,433 @@
+//! Start-up (read the journal's flush records, claim the placement epoch, mint the
+//! lease) and, after each seq-0 snapshot (seed 002 `finishBoot`): enable the write
+//! plane, read the journal, settle unconfirmed flush records, probe the durable lmids,
+//! replay the journal by re-invoking the mutators, ack everything replayed — then go
+//! live.
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::authority::{Call, Purpose, Request};
+use super::frames::RecordedOutcome;
+use super::writes::{MutationInput, RunResult};
+use super::{
+    ApplyResult, AuthorityError, AuthorityReply, Driver, FlushRecord, Host, IoId, JournalContents,
+    Level, Outcome, Output, Phase,
+};
+
+/// Where a boot is.
+#[derive(Debug)]
+enum Stage {
+    /// Waiting for the journal read.
+    Reading(IoId),
+    /// Resubmitting unconfirmed flush records, one at a time.
+    Settling,
+    /// Confirming a settled flush record (`seq`).
+    Confirming(IoId),
+    /// Probing the durable lmids.
+    Probing,
+}
+
+/// The boot of one incarnation, between its seq-0 snapshot and going live.
+#[derive(Debug)]
+pub(super) struct BootIo {
+    stage: Stage,
+    /// What the journal held.
+    contents: JournalContents,
+    /// Flush records still to settle.
+    flushes: VecDeque<FlushRecord>,
+    /// The record being settled.
+    current: Option<FlushRecord>,
+    /// The probe's answer.
+    lmids: BTreeMap<String, u64>,
+}
+
+impl Host {
+    /// The journal's flush records arrived at start-up: seed the flush stream past them,
+    /// then claim the epoch.
+    fn on_start_journal(&mut self, result: Result<JournalContents, String>) {
+        match result {
+            Err(e) => self.start_failed(format!("cannot read the journal's flush records: {e}")),
+            Ok(contents) => {
+                self.flush_seq = contents.max_flush_seq + 1;
+                self.last_committed_flush_seq = contents.max_flush_seq;
+                self.call(Purpose::Claim, Request::Claim);
+            }
+        }
+    }
+
+    pub(super) fn on_claimed(&mut self, result: Result<AuthorityReply, AuthorityError>) {
+        match result {
+            Ok(AuthorityReply::Claimed(epoch)) => {
+                self.placement_epoch = epoch;
+                self.log(Level::Info, format!("placement epoch {epoch}"));
+                self.push(Output::MintLease);
+            }
+            Ok(other) => self.start_failed(format!(
+                "claiming the placement epoch failed: unexpected reply {other:?}"
+            )),
+            Err(e) => self.start_failed(format!("claiming the placement epoch failed: {e}")),
+        }
+    }
+
+    /// The first lease: start-up is done (or failed).
+    pub(super) fn on_start_lease(&mut self, result: Result<String, String>) {
+        match result {
+            Ok(token) => {
+                self.lease_token = token;
+                self.phase = Phase::Running;
+                let sweep = self.cfg.sweep_interval_ms.max(1);
+                self.timers.sweep = Some(self.now + sweep);
+                self.push(Output::Started);
+                self.connect_upstream();
+            }
+            Err(e) => self.start_failed(e),
+        }
+    }
+
+    fn start_failed(&mut self, reason: String) {
+        self.phase = super::Phase::Stopped;
+        self.push(Output::StartFailed { reason });
+    }
+
+    /// The seq-0 snapshot applied: enable writes and start the boot I/O, or go live.
+    pub(super) fn finish_boot(&mut self, driver: &mut dyn Driver) {
+        let Some(writes) = self.cfg.writes.clone() else {
+            self.become_live(driver);
+            return;
+        };
+        let Some(room) = self.room.as_mut() else {
+            return;
+        };
+        let tables: Vec<crate::TableSchema> = room.room().tables().cloned().collect();
+        let owned: Vec<&str> = writes.owned_tables.iter().map(String::as_str).collect();
+        let enabled = match &writes.scopes {
+            Some(scopes) => room.room_mut().enable_writes_v2(scopes, Some(&owned)),
+            None => room.room_mut().enable_writes(&owned),
+        };
+        if let Err(e) = enabled {
+            self.violation(&format!("write-plane boot failed: {e}"));
+            return;
+        }
+        if let Err(e) = driver.tables_known(&tables) {
+            self.violation(&format!("write-plane boot failed: {e}"));
+            return;
+        }
+        let io = self.io();
+        self.boot = Some(BootIo {
+            stage: Stage::Reading(io),
+            contents: JournalContents::default(),
+            flushes: VecDeque::new(),
+            current: None,
+            lmids: BTreeMap::new(),
+        });
+        self.push(Output::JournalRead { io });
+    }
+
+    pub(super) fn on_journal_read(
+        &mut self,
+        io: IoId,
+        result: Result<JournalContents, String>,
+        driver: &mut dyn Driver,
+    ) {
+        if self.start_io == Some(io) {
+            self.start_io = None;
+            return self.on_start_journal(result);
+        }
+        let Some(boot) = self.boot.as_mut() else {
+            return; // an incarnation death raced the read
+        };
+        if !matches!(boot.stage, Stage::Reading(i) if i == io) {
+            return;
+        }
+        match result {
+            Err(e) => {
+                self.boot = None;
+                self.violation(&format!("write-plane boot failed: {e}"));
+            }
+            Ok(contents) => {
+                boot.flushes = contents.flushes.iter().cloned().collect();
+                boot.contents = contents;
+                boot.stage = Stage::Settling;
+                if self.cfg.writes.as_ref().is_some_and(|w| w.authority) {
+                    self.settle_next(driver);
+                } else {
+                    self.boot_replay(driver);
+                }
+            }
+        }
+    }
+
+    /// Resubmits the next unconfirmed journaled flush, byte-identically, in seq order
+    /// (seed 002 `settleUnconfirmedFlushes`); then the lmid probe.
+    fn settle_next(&mut self, driver: &mut dyn Driver) {
+        let Some(boot) = self.boot.as_mut() else {
+            return;
+        };
+        match boot.flushes.pop_front() {
+            Some(record) => {
+                let body = record.body.clone();
+                boot.current = Some(record);
+                boot.stage = Stage::Settling;
+                self.call(Purpose::Settle, Request::Apply(body));
+            }
+            None => {
+                let clients: Vec<String> = boot
+                    .contents
+                    .entries
+                    .iter()
+                    .map(|e| e.client_id.clone())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if clients.is_empty() {
+                    return self.boot_replay(driver);
+                }
+                boot.stage = Stage::Probing;
+                self.call(Purpose::Probe, Request::Lmids(clients));
+            }
+        }
+    }
+
+    /// A boot call (settlement or probe) finished.
+    pub(super) fn on_boot_call(
+        &mut self,
+        call: Call,
+        result: Result<AuthorityReply, AuthorityError>,
+        driver: &mut dyn Driver,
+    ) {
+        if call.incarnation != self.incarnation || self.boot.is_none() || self.closed() {
+            return; // the boot this call belonged to is gone
+        }
+        if call.purpose == Purpose::Probe {
+            return self.on_probe(result, driver);
+        }
+        let Some(record) = self.boot.as_mut().and_then(|b| b.current.take()) else {
+            return;
+        };
+        let seq = record.seq;
+        match result {
+            Err(AuthorityError::Fatal(msg)) => {
+                // A same-id/different-body bug: loud, dropped, never a loop; the envelope
+                // replay re-derives its effects under a fresh flush id.
+                self.log(
+                    Level::Error,
+                    format!("flush {seq} DROPPED: batch identity mismatch: {msg}"),
+                );
+            }
+            Err(AuthorityError::Retryable(_)) => {
+                self.boot = None; // stopped
+                return;
+            }
+            Ok(AuthorityReply::Applied(ApplyResult::Ok { applied, .. })) => {
+                let how = if applied {
+                    "applied"
+                } else {
+                    "already applied"
+                };
+                self.log(Level::Info, format!("flush {seq} settled at boot: {how}"));
+            }
+            Ok(AuthorityReply::Applied(ApplyResult::Conflict { .. })) => {
+                self.log(
+                    Level::Info,
+                    format!("flush {seq} dropped at boot: conflict (replay supersedes)"),
+                );
+            }
+            Ok(AuthorityReply::Applied(ApplyResult::Fenced { .. })) => {
+                let io = self.confirm_boot_flush(seq);
+                if record.epoch == self.placement_epoch {
+                    self.boot = None;
+                    return self.room_moved(&format!("flush {seq} fenced under our epoch"));
+                }
+                self.log(
+                    Level::Info,
+                    format!("flush {seq} (old epoch {}) fenced: dropped", record.epoch),
+                );
+                if let Some(boot) = self.boot.as_mut() {
+                    boot.stage = Stage::Confirming(io);
+                }
+                return;
+            }
+            Ok(other) => {
+                self.log(
+                    Level::Error,
+                    format!("flush {seq}: unexpected reply {other:?}"),
+                );
+            }
+        }
+        let io = self.confirm_boot_flush(seq);
+        if let Some(boot) = self.boot.as_mut() {
+            boot.stage = Stage::Confirming(io);
+        }
+    }
+
+    fn confirm_boot_flush(&mut self, seq: u64) -> IoId {
+        let io = self.io();
+        self.push(Output::JournalConfirmFlush { io, seq });
+        io
+    }
+
+    /// A journal write that is not an append: a boot confirmation, a flush record or a
+    /// confirmation of the write-behind flush, a compaction.
+    pub(super) fn on_other_journal_write(
+        &mut self,
+        io: IoId,
+        result: Result<(), String>,
+        driver: &mut dyn Driver,
+    ) {
+        let confirming = self
+            .boot
+            .as_ref()
+            .is_some_and(|b| matches!(b.stage, Stage::Confirming(i) if i == io));
+        if confirming {
+            if let Err(e) = result {
+                self.boot = None;
+                self.violation(&format!("flush resubmission failed: {e}"));
+                return;
+            }
+            if let Some(boot) = self.boot.as_mut() {
+                boot.stage = Stage::Settling;
+            }
+            return self.settle_next(driver);
+        }
+        self.on_flush_journal_write(io, result, driver);
+    }
+
+    fn on_probe(
+        &mut self,
+        result: Result<AuthorityReply, AuthorityError>,
+        driver: &mut dyn Driver,
+    ) {
+        match result {
+            Ok(AuthorityReply::Lmids(lmids)) => {
+                if let Some(boot) = self.boot.as_mut() {
+                    boot.lmids = lmids;
+                }
+                self.boot_replay(driver);
+            }
+            Err(AuthorityError::Retryable(_)) => self.boot = None, // stopped
+            Err(e) => {
+                self.boot = None;
+                let why = format!("durable-lmid probe failed: {}", e.message());
+                self.violation(&why);
+            }
+            Ok(other) => {
+                self.boot = None;
+                let why = format!("durable-lmid probe failed: unexpected reply {other:?}");
+                self.violation(&why);
+            }
+        }
+    }
+
+    /// The boot I/O is done: replay, then go live.
+    fn boot_replay(&mut self, driver: &mut dyn Driver) {
+        let Some(boot) = self.boot.take() else {
+            return;
+        };
+        if let Err(why) = self.replay(boot.contents, boot.lmids, driver) {
+            self.violation(&why);
+            return;
+        }
+        self.become_live(driver);
+        self.schedule_flush(); // replay may have left dirty keys / unflushed lmids
+    }
+
+    /// Seeds the durable watermarks, re-invokes every journaled mutation, acks them all.
+    fn replay(
+        &mut self,
+        contents: JournalContents,
+        lmids: BTreeMap<String, u64>,
+        driver: &mut dyn Driver,
+    ) -> Result<(), String> {
+        self.seed_bindings(&contents.bindings);
+        let seeds: Vec<(String, u64)> = lmids.into_iter().filter(|(_, l)| *l > 0).collect();
+        if !seeds.is_empty() {
+            let room = self.room.as_mut().ok_or("no room")?.room_mut();
+            room.seed_durable(&seeds)
+                .map_err(|e| format!("durable seed failed: {e}"))?;
+            room.commit_all(); // drop the (subscriber-less) ledger fan-out
+            let list: Vec<String> = seeds.iter().map(|(c, l)| format!("{c}→{l}")).collect();
+            self.log(Level::Info, format!("durable seed: {}", list.join(", ")));
+        }
+        let entries = contents.entries;
+        for entry in &entries {
+            self.known_clients.insert(entry.client_id.clone());
+            let input = MutationInput {
+                client_id: &entry.client_id,
+                mid: entry.mid,
+                name: &entry.name,
+                args_text: Some(&entry.args),
+                sub: &entry.sub,
+                journaled: entry.outcome,
+            };
+            let res = self
+                .run_mutation(&input, driver)
+                .map_err(|e| format!("journal replay failed: {e}"))?;
+            if let RunResult::NonApplied { kind, reason } = res {
+                // This incarnation's answer sheet for re-sent mids (the journal record is
+                // never rewritten).
+                let deopt = kind == "deopt";
+                let recorded = RecordedOutcome {
+                    kind,
+                    reason,
+                    name: deopt.then(|| entry.name.clone()),
+                    args: deopt.then(|| entry.args.clone()),
+                };
+                self.record_outcome(&entry.client_id, entry.mid, recorded);
+                if entry.outcome == Outcome::Applied {
+                    self.log(
+                        Level::Warn,
+                        format!(
+                            "replayed APPLIED mutation {}:{} (`{}`) now {kind}s against the \
+                             moved base — mid stays burnt, no effects",
+                            entry.client_id, entry.mid, entry.name
+                        ),
+                    );
+                }
+            }
+        }
+        if !entries.is_empty() {
+            let acks: Vec<(String, u64)> = entries
+                .iter()
+                .map(|e| (e.client_id.clone(), e.mid))
+                .collect();
+            let room = self.room.as_mut().ok_or("no room")?.room_mut();
+            room.ack(&acks)
+                .map_err(|e| format!("journal replay failed: {e}"))?;
+            room.commit_all(); // drop the (subscriber-less) fan-out of the replay
+            self.log(
+                Level::Info,
+                format!(
+                    "journal replay: {} mutation(s) re-invoked and acked",
+                    entries.len()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The incarnation is live: tell the driver, serve the queued subscribes, then the
+    /// queued mutations.
+    pub(super) fn become_live(&mut self, driver: &mut dyn Driver) {
+        self.live = true;
+        let boot_id = self.boot_id.clone();
+        self.log(Level::Info, format!("live (bootId {boot_id})"));
+        self.push(Output::Live { boot_id });
+        for c in self.conns.values_mut() {
+            c.held_subs = 0;
+            c.held_mutes = 0;
+        }
+        for (id, msg) in core::mem::take(&mut self.pending_subs) {
+            if self.is_open(id) {
+                self.handle_subscribe(id, &msg, driver);
+            }
+        }
+        for (id, envelope) in core::mem::take(&mut self.pending_mutes) {
+            if self.is_open(id) {
+                self.handle_push_mutation(id, envelope, driver);
+            }
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The control plane (seed 002 `startControl`, authority.md §7): the routes, the bearer
+//! check and the answers, for any driver's HTTP server; and the host's side of each
+//! request.
+//!
+//! | Method + path | Reply |
+//! |---|---|
+//! | `GET /stats` | 200, the seed's fields |
+//! | `POST /revoke {userId}` | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
+//! | `POST /drain` | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
+//! | `GET /metrics` | 200, the driver's Prometheus text |
+//! | `GET /healthz` | 200 `{"live":true}` when live, else 503 `{"live":false}` |
+//! | anything else | 404 `{"error":"unknown endpoint"}` |
+//!
+//! Every request must carry `Authorization: Bearer <token>` (compared in constant time),
+//! else 401 `{"error":"unauthorized"}`. Routing compares the method and the raw
+//! request-target exactly, as the seed does.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::{ConnId, ControlReply, ControlRequest, Driver, Host, Level, Output, Phase};
+use crate::json::tree::JsValue;
+use crate::json::write::{write_i64, write_str};
+
+/// How long a shutdown waits for its drain before closing anyway (the journal keeps
+/// whatever was not flushed; the next boot settles it).
+pub(crate) const SHUTDOWN_DRAIN_MS: u64 = 10_000;
+
+/// What a control-plane HTTP request calls for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlRoute {
+    /// Answer at once: `(status, body)` (JSON).
+    Reply(u16, String),
+    /// Ask the host ([`super::Input::Control`]); render its answer with
+    /// [`ControlRoute::http`].
+    Host(ControlRequest),
+    /// `GET /metrics`: the driver renders its Prometheus text.
+    Metrics,
+}
+
+/// `{"error":message}`.
+pub fn error_body(message: &str) -> String {
+    let mut s = String::from("{\"error\":");
+    write_str(&mut s, message);
+    s.push('}');
+    s
+}
+
+/// Whether `given` equals `expected`, in time that depends only on `expected`'s length
+/// (a timing side channel must not reveal how much of the token a guess got right).
+pub fn bearer_matches(given: &[u8], expected: &[u8]) -> bool {
+    let mut diff = u8::from(given.len() != expected.len());
+    for (i, e) in expected.iter().enumerate() {
+        let g = given.get(i).copied().unwrap_or(!e);
+        diff |= g ^ e;
+    }
+    core::hint::black_box(diff) == 0
+}
+
+/// Routes one control-plane request: `authorization` is the header's value, `token` the
+/// configured bearer token.
+pub fn route_control(
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+    body: &str,
+    token: &str,
+) -> ControlRoute {
+    let expected = format!("Bearer {token}");
+    let authorized =
+        authorization.is_some_and(|given| bearer_matches(given.as_bytes(), expected.as_bytes()));
+    if !authorized {
+        return ControlRoute::Reply(401, error_body("unauthorized"));
+    }
+    match (method, path) {
+        ("GET", "/stats") => ControlRoute::Host(ControlRequest::Stats),
+        ("POST", "/revoke") => match JsValue::parse(body) {
+            Err(_) | Ok(JsValue::Null) => ControlRoute::Reply(400, error_body("invalid JSON")),
+            Ok(v) => match v.get("userId") {
+                Some(JsValue::Str(u)) if !u.is_empty() => {
+                    ControlRoute::Host(ControlRequest::Revoke { user: u.clone() })
+                }
+                _ => ControlRoute::Reply(400, error_body("userId required")),
+            },
+        },
+        ("POST", "/drain") => ControlRoute::Host(ControlRequest::Drain),
+        ("GET", "/metrics") => ControlRoute::Metrics,
+        ("GET", "/healthz") => ControlRoute::Host(ControlRequest::Health),
+        _ => ControlRoute::Reply(404, error_body("unknown endpoint")),
+    }
+}
+
+impl ControlRoute {
+    /// The HTTP answer `(status, body)` to a host's [`ControlReply`]; `None` when the
+    /// host stopped before answering (503 `{"error":"the room is closed"}`).
+    pub fn http(reply: Option<&ControlReply>) -> (u16, String) {
+        match reply {
+            None | Some(ControlReply::Stopped) | Some(ControlReply::Flushed) => {
+                (503, error_body("the room is closed"))
+            }
+            Some(ControlReply::Stats(s)) => (200, s.clone()),
+            Some(ControlReply::Health(true)) => (200, String::from("{\"live\":true}")),
+            Some(ControlReply::Health(false)) => (503, String::from("{\"live\":false}")),
+            Some(ControlReply::Revoked(n)) => {
+                let mut s = String::from("{\"revoked\":");
+                write_i64(&mut s, *n as i64);
+                s.push('}');
+                (200, s)
+            }
+            Some(ControlReply::Drained(Ok(seq))) => {
+                let mut s = String::from("{\"finalFlushSeq\":");
+                write_i64(&mut s, *seq as i64);
+                s.push_str(",\"drained\":true}");
+                (200, s)
+            }
+            Some(ControlReply::Drained(Err(e))) => (500, error_body(e)),
+        }
+    }
+}
+
+impl Host {
+    pub(super) fn on_control(&mut self, id: u64, request: ControlRequest, _: &mut dyn Driver) {
+        let reply = |me: &mut Host, reply| me.push(Output::ControlReply { id, reply });
+        match request {
+            ControlRequest::Stats => {
+                let s = self.stats_json();
+                reply(self, ControlReply::Stats(s));
+            }
+            ControlRequest::Health => {
+                let live = self.live && !self.closed();
+                reply(self, ControlReply::Health(live));
+            }
+            ControlRequest::Revoke { user } => {
+                let n = self.revoke_user(&user);
+                reply(self, ControlReply::Revoked(n));
+            }
+            ControlRequest::Drain => self.start_drain(Some(id), false),
+            ControlRequest::FlushNow => self.flush_now(id),
+            ControlRequest::Shutdown => {
+                if matches!(self.phase, Phase::Stopped | Phase::ShuttingDown) {
+                    return reply(self, ControlReply::Stopped);
+                }
+                self.log(
+                    Level::Info,
+                    String::from("shutting down: no new connections, draining"),
+                );
+                self.shutdown_reply = Some(id);
+                self.phase = Phase::ShuttingDown;
+                self.push(Output::StopAccepting);
+                self.timers.shutdown = Some(self.now + SHUTDOWN_DRAIN_MS);
+                // Journal what the group commit holds, so its mutations survive.
+                self.flush_journal();
+                self.start_drain(None, true);
+            }
+            ControlRequest::Abort => {
+                self.log(
+                    Level::Warn,
+                    String::from("aborted: sockets dropped, nothing drained"),
+                );
+                let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+                for conn in conns {
+                    self.push(Output::Terminate { conn });
+                }
+                self.push(Output::CloseUpstream);
+                self.push(Output::StopAccepting);
+                reply(self, ControlReply::Stopped);
+                self.stop(false);
+            }
+        }
+    }
+
+    /// The shutdown drain ran out of time: close anyway.
+    pub(super) fn shutdown_deadline_passed(&mut self) {
+        if self.shutdown_reply.is_none() {
+            return;
+        }
+        self.log(
+            Level::Warn,
+            format!(
+                "shutdown: the drain did not finish within {SHUTDOWN_DRAIN_MS} ms; closing \
+                 anyway (the journal keeps what was not flushed; the next boot settles it)"
+            ),
+        );
+        self.drains.retain(|d| !d.is_shutdown());
+        self.finish_shutdown();
+    }
+
+    /// Point-in-time gauges: `(connections, subscriptions, materializations,
+    /// pending mutations, dirty keys, head cv)`.
+    pub fn gauges(&self) -> Gauges {
+        let room = self.room.as_ref().map(|r| r.room());
+        Gauges {
+            live: self.live,
+            connections: self.conns.len(),
+            subscriptions: self.subs.len(),
+            materializations: room.map_or(0, |r| r.materialization_count()),
+            pending_mutations: room.map_or(0, |r| r.pending_len()),
+            dirty_keys: room.map_or(0, |r| r.dirty_len()),
+            head_cv: room.map_or(0, |r| r.head_cv()),
+            placement_epoch: self.placement_epoch,
+        }
+    }
+
+    /// The seed's `/stats` object, in its member order.
+    pub fn stats_json(&self) -> String {
+        let g = self.gauges();
+        let mut s = String::from("{\"live\":");
+        s.push_str(if g.live { "true" } else { "false" });
+        let num = |s: &mut String, key: &str, v: u64| {
+            s.push_str(",\"");
+            s.push_str(key);
+            s.push_str("\":");
+            write_i64(s, v as i64);
+        };
+        num(&mut s, "connections", g.connections as u64);
+        num(&mut s, "subscriptions", g.subscriptions as u64);
+        num(&mut s, "materializations", g.materializations as u64);
+        num(&mut s, "pendingMutations", g.pending_mutations as u64);
+        num(&mut s, "dirtyKeys", g.dirty_keys as u64);
+        num(&mut s, "placementEpoch", g.placement_epoch);
+        num(&mut s, "flushesConfirmed", self.flushes_confirmed);
+        s.push_str(",\"flushInFlight\":");
+        s.push_str(if self.flush.is_some() {
+            "true"
+        } else {
+            "false"
+        });
+        s.push('}');
+        s
+    }
+}
+
+/// Point-in-time values a driver renders (`/metrics`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Gauges {
+    /// Whether the current incarnation is live.
+    pub live: bool,
+    /// Open downstream connections.
+    pub connections: usize,
+    /// Tracked subscriptions (lmid system subscriptions included).
+    pub subscriptions: usize,
+    /// Materialized queries.
+    pub materializations: usize,
+    /// Processed mutations not yet durable.
+    pub pending_mutations: usize,
+    /// Dirty keys.
+    pub dirty_keys: usize,
+    /// The room's head cv.
+    pub head_cv: u64,
+    /// The placement epoch (0 without an authority).
+    pub placement_epoch: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_comparison_is_exact() {
+        assert!(bearer_matches(b"Bearer abc", b"Bearer abc"));
+        assert!(!bearer_matches(b"Bearer abd", b"Bearer abc"));
+        assert!(!bearer_matches(b"Bearer ab", b"Bearer abc"));
+        assert!(!bearer_matches(b"Bearer abcd", b"Bearer abc"));
+        assert!(!bearer_matches(b"", b"Bearer abc"));
+    }
+
+    #[test]
+    fn routes_and_refusals() {
+        let r = |m, p, a, b| route_control(m, p, a, b, "t");
+        assert_eq!(
+            r("GET", "/stats", None, ""),
+            ControlRoute::Reply(401, error_body("unauthorized"))
+        );
+        let ok = Some("Bearer t");
+        assert_eq!(
+            r("GET", "/stats", ok, ""),
+            ControlRoute::Host(ControlRequest::Stats)
+        );
+        assert_eq!(r("GET", "/metrics", ok, ""), ControlRoute::Metrics);
+        assert_eq!(
+            r("POST", "/revoke", ok, "{\"userId\":\"u\"}"),
+            ControlRoute::Host(ControlRequest::Revoke { user: "u".into() })
+        );
+        assert_eq!(
+            r("POST", "/revoke", ok, "nope"),
+            ControlRoute::Reply(400, error_body("invalid JSON"))
+        );
+        assert_eq!(
+            r("POST", "/revoke", ok, "{}"),
+            ControlRoute::Reply(400, error_body("userId required"))
+        );
+        assert_eq!(
+            r("GET", "/nope", ok, ""),
+            ControlRoute::Reply(404, error_body("unknown endpoint"))
+        );
+    }
+}

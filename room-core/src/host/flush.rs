@@ -1,0 +1,503 @@
+//! The write-behind flush (seed 002 `scheduleFlush` … `roomMoved`): build the batch in
+//! the core, journal its exact body before the first send, settle it against the
+//! authority, drain-before-downgrade, and the host's ways of stopping.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::authority::{Call, Purpose, Request};
+use super::{
+    ApplyResult, AuthorityError, AuthorityReply, ControlReply, Driver, FlushRecord, Host, IoId,
+    Level, Output, Phase,
+};
+use crate::json::write::{write_i64, write_str};
+
+/// Drain-before-downgrade's iteration cap.
+pub(crate) const DRAIN_MAX_ITERATIONS: u32 = 100;
+/// Compact the journal after this many successful flushes…
+const COMPACT_EVERY_FLUSHES: u64 = 16;
+/// …or once this many entries were appended since the last compaction.
+const COMPACT_EVERY_ENTRIES: u64 = 4096;
+
+/// Where the flush in flight is.
+#[derive(Debug)]
+enum Stage {
+    /// Journaling its record.
+    Journaling(IoId),
+    /// At the authority.
+    Applying,
+    /// Settled; confirming its record in the journal.
+    Confirming(IoId, ApplyResult),
+}
+
+/// The one flush in flight.
+#[derive(Debug)]
+pub(super) struct FlushIo {
+    seq: u64,
+    incarnation: u64,
+    body: String,
+    stage: Stage,
+}
+
+/// How one flush ended.
+#[derive(Debug)]
+enum FlushResult {
+    Settled(ApplyResult),
+    Fatal(String),
+    JournalFailed(String),
+    Stopped,
+}
+
+/// A `/drain` (or shutdown) waiting for the room to quiesce.
+#[derive(Debug)]
+pub(super) struct DrainWaiter {
+    reply: Option<u64>,
+    iterations: u32,
+    shutdown: bool,
+}
+
+impl DrainWaiter {
+    pub(super) fn is_shutdown(&self) -> bool {
+        self.shutdown
+    }
+}
+
+/// A flush seq as its wire offset: zero-padded to 20 digits so lexicographic order is
+/// numeric order.
+pub fn pad_offset(seq: u64) -> String {
+    format!("{seq:020}")
+}
+
+/// The flush body, composed once (key order exactly as seed 002 `fireFlush`):
+/// `{"source":"room:<doc>:<epoch>","offset":"<seq, 20 digits>","doc","epoch","batchHash",
+/// "cas":true,"changes":[…]}`.
+pub fn flush_body(doc: &str, epoch: u64, seq: u64, batch_hash: &str, changes: &str) -> String {
+    let mut s = String::with_capacity(160 + changes.len());
+    s.push_str("{\"source\":");
+    write_str(&mut s, &format!("room:{doc}:{epoch}"));
+    s.push_str(",\"offset\":");
+    write_str(&mut s, &pad_offset(seq));
+    s.push_str(",\"doc\":");
+    write_str(&mut s, doc);
+    s.push_str(",\"epoch\":");
+    write_i64(&mut s, epoch as i64);
+    s.push_str(",\"batchHash\":");
+    write_str(&mut s, batch_hash);
+    s.push_str(",\"cas\":true,\"changes\":");
+    s.push_str(changes);
+    s.push('}');
+    s
+}
+
+impl Host {
+    fn has_authority(&self) -> bool {
+        self.cfg.writes.as_ref().is_some_and(|w| w.authority)
+    }
+
+    /// Arms the flush debounce (or fires at once past the dirty threshold).
+    pub(super) fn schedule_flush(&mut self) {
+        let Some(writes) = &self.cfg.writes else {
+            return;
+        };
+        if !writes.authority || self.flush.is_some() || self.timers.flush.is_some() {
+            return;
+        }
+        if self.closed() || !self.live {
+            return;
+        }
+        let Some(room) = &self.room else {
+            return;
+        };
+        let dirty = room.room().dirty_len();
+        let delay = if dirty >= writes.flush_dirty_max {
+            0
+        } else {
+            writes.flush_debounce_ms
+        };
+        self.timers.flush = Some(self.now + delay);
+    }
+
+    /// Builds the next batch and journals its body. Returns whether a flush is now in
+    /// flight.
+    pub(super) fn fire_flush(&mut self) -> bool {
+        self.timers.flush = None;
+        if !self.has_authority() {
+            return false;
+        }
+        if self.flush.is_some() {
+            return true;
+        }
+        if self.closed() || !self.live {
+            return false;
+        }
+        let Some(room) = self.room.as_mut() else {
+            return false;
+        };
+        let batch = match room.room_mut().begin_flush() {
+            Ok(Some(b)) => b,
+            Ok(None) => return false, // nothing dirty, nothing unflushed
+            Err(e) => {
+                let why = format!("beginFlush failed: {e}");
+                self.violation(&why);
+                return false;
+            }
+        };
+        let seq = self.flush_seq;
+        self.flush_seq += 1;
+        let epoch = self.placement_epoch;
+        // Composed once; journaled and sent as this exact string forever.
+        let body = flush_body(
+            &self.cfg.doc_id,
+            epoch,
+            seq,
+            &batch.batch_hash,
+            &batch.changes_json(),
+        );
+        let io = self.io();
+        self.flush = Some(FlushIo {
+            seq,
+            incarnation: self.incarnation,
+            body: body.clone(),
+            stage: Stage::Journaling(io),
+        });
+        self.push(Output::JournalAppendFlush {
+            io,
+            record: FlushRecord { seq, epoch, body },
+        });
+        true
+    }
+
+    /// A journal write for the flush (its record, its confirmation) or a compaction.
+    pub(super) fn on_flush_journal_write(
+        &mut self,
+        io: IoId,
+        result: Result<(), String>,
+        driver: &mut dyn Driver,
+    ) {
+        if self.compact_io == Some(io) {
+            self.compact_io = None;
+            if let Err(e) = result {
+                self.log(
+                    Level::Warn,
+                    format!("journal compaction failed (will retry later): {e}"),
+                );
+            }
+            return;
+        }
+        let Some(flush) = self.flush.as_mut() else {
+            return;
+        };
+        match &flush.stage {
+            Stage::Journaling(i) if *i == io => match result {
+                Err(e) => self.settle_flush(FlushResult::JournalFailed(e), driver),
+                Ok(()) => {
+                    flush.stage = Stage::Applying;
+                    let body = flush.body.clone();
+                    self.call(Purpose::Flush, Request::Apply(body));
+                }
+            },
+            Stage::Confirming(i, _) if *i == io => {
+                let seq = flush.seq;
+                let Stage::Confirming(_, applied) =
+                    core::mem::replace(&mut flush.stage, Stage::Applying)
+                else {
+                    return;
+                };
+                if let Err(e) = result {
+                    self.log(
+                        Level::Warn,
+                        format!(
+                            "flush {seq} settled but its journal confirmation failed (the next \
+                             boot re-settles it): {e}"
+                        ),
+                    );
+                }
+                self.settle_flush(FlushResult::Settled(applied), driver);
+            }
+            _ => {}
+        }
+    }
+
+    /// The authority answered the flush.
+    pub(super) fn on_flush_applied(
+        &mut self,
+        _call: Call,
+        result: Result<AuthorityReply, AuthorityError>,
+        driver: &mut dyn Driver,
+    ) {
+        let Some(flush) = self.flush.as_mut() else {
+            return;
+        };
+        match result {
+            Ok(AuthorityReply::Applied(applied)) => {
+                let io = self.next_io;
+                self.next_io += 1;
+                let seq = flush.seq;
+                flush.stage = Stage::Confirming(io, applied);
+                self.push(Output::JournalConfirmFlush { io, seq });
+            }
+            Ok(other) => {
+                let why = format!("unexpected reply {other:?}");
+                self.settle_flush(FlushResult::Fatal(why), driver);
+            }
+            Err(AuthorityError::Fatal(m)) => self.settle_flush(FlushResult::Fatal(m), driver),
+            Err(AuthorityError::Retryable(_)) => self.settle_flush(FlushResult::Stopped, driver),
+        }
+    }
+
+    fn settle_flush(&mut self, result: FlushResult, driver: &mut dyn Driver) {
+        let Some(flush) = self.flush.take() else {
+            return;
+        };
+        let same = flush.incarnation == self.incarnation && self.room.is_some();
+        let seq = flush.seq;
+        match result {
+            FlushResult::Stopped => {}
+            FlushResult::JournalFailed(e) => {
+                // An unjournaled batch must never reach the wire.
+                if same && !self.closed() {
+                    self.log(Level::Error, format!("flush journal append failed: {e}"));
+                    self.violation(&format!("flush journal append failed: {e}"));
+                }
+            }
+            FlushResult::Fatal(e) => {
+                self.counters.flushes_fatal += 1;
+                if same && !self.closed() {
+                    self.log(Level::Error, format!("flush {seq} failed fatally: {e}"));
+                    self.violation(&format!("flush apply failed fatally: {e}"));
+                }
+            }
+            FlushResult::Settled(ApplyResult::Ok { cv, .. }) => {
+                self.counters.flushes_ok += 1;
+                self.flushes_confirmed += 1;
+                self.last_committed_flush_seq = self.last_committed_flush_seq.max(seq);
+                self.ok_since_compact += 1;
+                if same {
+                    let room = self.room.as_mut().expect("`same` checked the room");
+                    if let Err(e) = room.room_mut().flush_ok(cv) {
+                        self.violation(&format!("flushOk failed: {e}"));
+                        return self.after_settlement();
+                    }
+                    // flush_ok can converge keys to newer authority images: drain.
+                    self.drain_downstream(driver);
+                }
+                self.log(Level::Debug, format!("flush {seq} committed"));
+                self.maybe_compact();
+                self.schedule_flush();
+            }
+            FlushResult::Settled(ApplyResult::Conflict { conflicts_json }) => {
+                self.counters.flushes_conflict += 1;
+                if same {
+                    let room = self.room.as_mut().expect("`same` checked the room");
+                    match room.flush_conflict(&conflicts_json) {
+                        Ok(out) => {
+                            if out != "{\"headCv\":null}" {
+                                self.drain_downstream(driver); // the corrective frames
+                            }
+                        }
+                        Err(e) => {
+                            self.violation(&format!("flushConflict failed: {e}"));
+                            return self.after_settlement();
+                        }
+                    }
+                }
+                self.log(
+                    Level::Info,
+                    format!(
+                        "flush {seq} CAS-conflicted: converged to the authority, retrying the rest"
+                    ),
+                );
+                self.schedule_flush();
+            }
+            FlushResult::Settled(ApplyResult::Fenced { current_epoch }) => {
+                self.counters.flushes_fenced += 1;
+                let current = current_epoch.map_or(String::from("?"), |e| format!("{e}"));
+                self.room_moved(&format!("flush {seq} fenced (authority epoch {current})"));
+            }
+        }
+        self.after_settlement();
+    }
+
+    fn after_settlement(&mut self) {
+        for id in core::mem::take(&mut self.flush_waiters) {
+            self.push(Output::ControlReply {
+                id,
+                reply: ControlReply::Flushed,
+            });
+        }
+        self.poll_drains();
+    }
+
+    /// Compacts the journal with the durable lmids, every few successful flushes.
+    fn maybe_compact(&mut self) {
+        if self.ok_since_compact < COMPACT_EVERY_FLUSHES
+            && self.appended_since_compact < COMPACT_EVERY_ENTRIES
+        {
+            return;
+        }
+        if self.compact_io.is_some() {
+            return;
+        }
+        let Some(room) = &self.room else {
+            return;
+        };
+        let durable: BTreeMap<String, u64> = self
+            .known_clients
+            .iter()
+            .map(|c| (c.clone(), room.room().durable_lmid(c)))
+            .filter(|(_, d)| *d > 0)
+            .collect();
+        self.ok_since_compact = 0;
+        self.appended_since_compact = 0;
+        let io = self.io();
+        self.compact_io = Some(io);
+        self.push(Output::JournalCompact { io, durable });
+    }
+
+    /// `flushNow()`: fires the flush now; answered once it settled (at once when there
+    /// was nothing to flush).
+    pub(super) fn flush_now(&mut self, reply: u64) {
+        if self.fire_flush() {
+            self.flush_waiters.push(reply);
+        } else {
+            self.push(Output::ControlReply {
+                id: reply,
+                reply: ControlReply::Flushed,
+            });
+        }
+    }
+
+    /// Starts a drain-before-downgrade (or a shutdown drain).
+    pub(super) fn start_drain(&mut self, reply: Option<u64>, shutdown: bool) {
+        self.drains.push(DrainWaiter {
+            reply,
+            iterations: 0,
+            shutdown,
+        });
+        self.poll_drains();
+    }
+
+    fn drain_active(&self) -> bool {
+        self.has_authority()
+            && self.live
+            && !self.closed()
+            && self
+                .room
+                .as_ref()
+                .is_some_and(|r| r.room().dirty_len() > 0 || r.room().pending_len() > 0)
+    }
+
+    /// Advances every waiting drain: done when nothing is dirty or pending; else one more
+    /// flush (at most [`DRAIN_MAX_ITERATIONS`]).
+    pub(super) fn poll_drains(&mut self) {
+        loop {
+            if self.drains.is_empty() || self.flush.is_some() {
+                return;
+            }
+            if !self.drain_active() {
+                let done = self.last_committed_flush_seq;
+                for w in core::mem::take(&mut self.drains) {
+                    self.finish_drain(w, Ok(done));
+                }
+                return;
+            }
+            let mut keep = Vec::new();
+            for mut w in core::mem::take(&mut self.drains) {
+                w.iterations += 1;
+                if w.iterations > DRAIN_MAX_ITERATIONS {
+                    let room = self.room.as_ref().map(|r| r.room());
+                    let err = format!(
+                        "drain: room {} failed to quiesce after {DRAIN_MAX_ITERATIONS} flushes \
+                         (dirty={}, pending={})",
+                        self.cfg.doc_id,
+                        room.map_or(0, |r| r.dirty_len()),
+                        room.map_or(0, |r| r.pending_len()),
+                    );
+                    self.finish_drain(w, Err(err));
+                } else {
+                    keep.push(w);
+                }
+            }
+            self.drains = keep;
+            if self.drains.is_empty() || self.fire_flush() {
+                return;
+            }
+        }
+    }
+
+    fn finish_drain(&mut self, w: DrainWaiter, result: Result<u64, String>) {
+        if let Err(e) = &result {
+            self.log(Level::Error, e.clone());
+        }
+        if let Some(id) = w.reply {
+            self.push(Output::ControlReply {
+                id,
+                reply: ControlReply::Drained(result),
+            });
+        }
+        if w.shutdown {
+            self.finish_shutdown();
+        }
+    }
+
+    /// Fenced under our epoch: another placement owns the doc. Terminal: every socket
+    /// is closed with 4009 `room_moved`.
+    pub(super) fn room_moved(&mut self, reason: &str) {
+        if self.moved {
+            return;
+        }
+        self.moved = true;
+        self.log(Level::Error, format!("room moved: {reason}"));
+        self.close_everything(4009, "room_moved");
+        self.poll_drains();
+        self.stop(true);
+    }
+
+    /// Closes the host: timers, upstream, listeners, every remaining socket (with `code`
+    /// and `reason`).
+    pub(super) fn close_everything(&mut self, code: u16, reason: &str) {
+        self.timers = super::Timers::default();
+        self.retries.clear();
+        if self.link_open || self.link > 0 {
+            self.link_open = false;
+            self.push(Output::CloseUpstream);
+        }
+        if self.phase != Phase::ShuttingDown {
+            self.push(Output::StopAccepting);
+        }
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.close_conn(id, code, reason, false);
+        }
+        for id in core::mem::take(&mut self.flush_waiters) {
+            self.push(Output::ControlReply {
+                id,
+                reply: ControlReply::Flushed,
+            });
+        }
+    }
+
+    /// Shutdown, after its drain: close every socket with 1001 and stop.
+    pub(super) fn finish_shutdown(&mut self) {
+        if self.phase == Phase::Stopped {
+            return;
+        }
+        self.close_everything(1001, "room shutting down");
+        self.log(Level::Info, String::from("shut down"));
+        if let Some(id) = self.shutdown_reply.take() {
+            self.push(Output::ControlReply {
+                id,
+                reply: ControlReply::Stopped,
+            });
+        }
+        self.stop(false);
+    }
+
+    /// The host is done: nothing more happens.
+    pub(super) fn stop(&mut self, moved: bool) {
+        self.phase = Phase::Stopped;
+        self.push(Output::Stopped { moved });
+    }
+}

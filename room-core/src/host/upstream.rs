@@ -1,0 +1,243 @@
+//! The upstream leg (seed 002 `connectUpstream` … `incarnationDead`): the room is a
+//! client of the daemon, and every violation kills the incarnation — no patch-up path.
+
+use alloc::format;
+use alloc::string::String;
+
+use super::{frames, Driver, Host, Level, Output, Phase};
+use crate::contract::{parse_upstream_frame, JsonRoom, UpstreamFrame};
+use crate::{ApplyStatus, Hello, Room, UpstreamBatch};
+
+/// The upstream subscription's queryId.
+pub(crate) const UPSTREAM_QID: f64 = 1.0;
+/// Delay before re-subscribing after a violation (and the first reconnect delay).
+pub(crate) const RESUBSCRIBE_DELAY_MS: u64 = 250;
+/// The reconnect backoff cap (and the lease re-mint retry delay).
+pub(crate) const RECONNECT_MAX_MS: u64 = 5_000;
+
+impl Host {
+    /// Opens a new upstream link (the old one, if any, is superseded).
+    pub(super) fn connect_upstream(&mut self) {
+        if self.closed() {
+            return;
+        }
+        self.link += 1;
+        self.link_open = false;
+        let link = self.link;
+        self.push(Output::OpenUpstream { link });
+    }
+
+    pub(super) fn on_up_open(&mut self, link: u64) {
+        if link != self.link || self.closed() {
+            return; // a superseded link: the driver already dropped it
+        }
+        self.link_open = true;
+        self.reconnect_delay_ms = RESUBSCRIBE_DELAY_MS;
+        let client_id = match &self.cfg.upstream_client_id {
+            Some(c) => c.clone(),
+            None => format!("room-shell-{}", self.boot_id),
+        };
+        self.push(Output::UpstreamSend {
+            link,
+            text: frames::upstream_init(&client_id),
+        });
+        self.log(Level::Info, String::from("upstream connected"));
+        self.send_subscribe();
+    }
+
+    pub(super) fn on_up_closed(&mut self, link: u64, error: Option<&str>) {
+        if link != self.link || self.closed() {
+            return;
+        }
+        if let Some(e) = error {
+            self.log(Level::Warn, format!("upstream socket error: {e}"));
+        }
+        self.link_open = false;
+        // A subscribe may have died with the socket: the fresh one must send its own.
+        self.subscribe_in_flight = false;
+        self.incarnation_dead("upstream socket closed");
+        let delay = self.reconnect_delay_ms;
+        self.reconnect_delay_ms = (delay * 2).min(RECONNECT_MAX_MS);
+        self.log(Level::Info, format!("upstream reconnect in {delay}ms"));
+        self.timers.reconnect = Some(self.now + delay);
+    }
+
+    /// (Re-)sends the upstream subscribe on the open link (the daemon treats a re-send
+    /// as gap recovery: new epoch, new snapshot).
+    pub(super) fn send_subscribe(&mut self) {
+        if self.closed() || self.subscribe_in_flight || !self.link_open {
+            return; // without a link, the reconnect path re-enters
+        }
+        self.subscribe_in_flight = true;
+        let text = frames::upstream_subscribe(UPSTREAM_QID as u64, &self.lease_token);
+        let link = self.link;
+        self.push(Output::UpstreamSend { link, text });
+    }
+
+    /// Handles one upstream frame (also re-entered for a failed re-mint). The core
+    /// parses the whole frame once; a batch goes straight to the room.
+    pub(super) fn on_upstream_frame(&mut self, text: &str, driver: &mut dyn Driver) {
+        let room = self.room.as_ref().map(JsonRoom::room);
+        let frame = match parse_upstream_frame(text, UPSTREAM_QID, room) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return, // another queryId
+            Err(_) => {
+                // Not even a JSON object: the transport is garbage.
+                self.violation("upstream frame is not JSON");
+                return;
+            }
+        };
+        match frame {
+            UpstreamFrame::Hello { hello, boot_id } => self.on_upstream_hello(hello, boot_id),
+            UpstreamFrame::Batch(batch) => self.on_upstream_batch(batch, driver),
+            UpstreamFrame::Progress { cv_min } => self.on_upstream_progress(cv_min, driver),
+            UpstreamFrame::QueryError { message } => self.on_upstream_query_error(message, text),
+            UpstreamFrame::Other => {}
+        }
+    }
+
+    fn on_upstream_hello(&mut self, hello: Result<Hello, crate::Error>, boot: Option<String>) {
+        self.subscribe_in_flight = false;
+        // A changed daemon boot resets the absorbed-cv watermark: an advert must never
+        // pair an old cv with a new boot.
+        if boot != self.upstream_boot {
+            self.upstream_boot = boot;
+            self.upstream_cv_min = None;
+        }
+        if self.room.is_some() {
+            self.incarnation_dead("superseded by a new upstream hello");
+        }
+        match hello.and_then(|h| Room::open(h, self.cfg.idle_ttl_ms)) {
+            Ok(room) => {
+                self.log(
+                    Level::Info,
+                    format!("upstream hello: epoch {}", room.epoch()),
+                );
+                self.room = Some(JsonRoom::from_room(room));
+                self.counters.incarnations += 1;
+            }
+            Err(e) => self.violation(&format!("upstream hello rejected: {e}")),
+        }
+    }
+
+    fn on_upstream_batch(
+        &mut self,
+        batch: Result<UpstreamBatch, crate::Error>,
+        driver: &mut dyn Driver,
+    ) {
+        let Some(room) = self.room.as_mut() else {
+            return; // pre-hello or post-death stragglers
+        };
+        let applied = batch.and_then(|b| room.room_mut().apply(&b));
+        let cv = crate::contract::render_opt_f64(room.cv());
+        match applied {
+            Err(e) => self.violation(&format!("upstream apply failed: {e}")),
+            Ok(ApplyStatus::Snapshot { rows }) => {
+                self.log(
+                    Level::Info,
+                    format!("upstream snapshot: {rows} rows @ cv {cv}"),
+                );
+                self.finish_boot(driver);
+            }
+            Ok(ApplyStatus::Live { .. }) => self.drain_downstream(driver),
+            Ok(ApplyStatus::StaleEpoch { .. }) => {
+                self.log(
+                    Level::Debug,
+                    String::from("dropped stale-epoch upstream frame"),
+                );
+            }
+            Ok(ApplyStatus::Duplicate) => {}
+        }
+    }
+
+    fn on_upstream_progress(&mut self, cv_min: Option<f64>, driver: &dyn Driver) {
+        // The daemon's release point is the provable absorption statement: record it and
+        // re-advertise to every subscribed connection, even with no data flowing.
+        let Some(cv) = cv_min else {
+            return;
+        };
+        if cv > self.upstream_cv_min.unwrap_or(-1.0) {
+            self.upstream_cv_min = Some(cv);
+            let conns: alloc::collections::BTreeSet<u64> =
+                self.subs.values().map(|m| m.conn).collect();
+            for conn in conns {
+                self.send_progress(conn, driver);
+            }
+        }
+    }
+
+    fn on_upstream_query_error(&mut self, message: String, text: &str) {
+        // The lease died (expiry, dematerialize, daemon restart): re-mint, re-subscribe.
+        self.subscribe_in_flight = false;
+        self.incarnation_dead(&format!("upstream queryError: {message}"));
+        if self.minting {
+            return;
+        }
+        self.minting = true;
+        self.remint_frame = Some(String::from(text));
+        self.push(Output::MintLease);
+    }
+
+    pub(super) fn on_lease_minted(&mut self, result: Result<String, String>, _: &mut dyn Driver) {
+        if self.phase == Phase::Starting {
+            return self.on_start_lease(result);
+        }
+        self.minting = false;
+        match result {
+            Ok(token) => {
+                self.lease_token = token;
+                self.remint_frame = None;
+                self.schedule_resubscribe();
+            }
+            Err(e) => {
+                self.log(Level::Warn, format!("lease re-mint failed: {e}"));
+                // The link is still up: retry the whole path after a beat.
+                self.timers.remint = Some(self.now + RECONNECT_MAX_MS);
+            }
+        }
+    }
+
+    fn schedule_resubscribe(&mut self) {
+        let at = self.now + RESUBSCRIBE_DELAY_MS;
+        self.timers.resubscribe = Some(self.timers.resubscribe.map_or(at, |t| t.min(at)));
+    }
+
+    /// A violation: kill the incarnation and re-subscribe after a beat.
+    pub(super) fn violation(&mut self, reason: &str) {
+        self.incarnation_dead(reason);
+        self.schedule_resubscribe();
+    }
+
+    /// Kills the incarnation: frees the store, rotates the bootId, closes every
+    /// subscribed socket with 1012, drops queued work (the journal outlives it).
+    pub(super) fn incarnation_dead(&mut self, reason: &str) {
+        self.log(Level::Warn, format!("incarnation dead: {reason}"));
+        if self.room.is_some() || self.live {
+            self.counters.incarnation_deaths += 1;
+        }
+        self.room = None;
+        self.live = false;
+        self.incarnation += 1;
+        self.boot = None;
+        self.boot_id = self.fresh_boot_id();
+        let conns: alloc::collections::BTreeSet<u64> = self.subs.values().map(|m| m.conn).collect();
+        for id in conns {
+            self.close_conn(id, 1012, "room re-subscribing", false);
+        }
+        self.subs.clear();
+        self.pending_subs.clear();
+        self.pending_mutes.clear();
+        for c in self.conns.values_mut() {
+            c.held_subs = 0;
+            c.held_mutes = 0;
+        }
+        self.unacked.clear();
+        self.outcomes.clear();
+        self.ack_queue.clear();
+        self.timers.group_commit = None;
+        // An in-flight flush keeps running (its batch is journaled and epoch-bound); the
+        // incarnation number keeps its outcome off the next incarnation's state.
+        self.timers.flush = None;
+        self.poll_drains();
+    }
+}
