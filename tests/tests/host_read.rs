@@ -1,0 +1,269 @@
+//! The room host without sockets, read path and incarnations: scripted inputs on a
+//! virtual clock, asserted outputs (tests/src/pair.rs). The socket tests of
+//! runtime-smol cover the same behaviours through a driver; these pin the host itself.
+
+use rindle_room_core::host::{ControlReply, ControlRequest, Level};
+use rindle_room_tests::pair::*;
+use serde_json::json;
+
+fn ids(snapshot: &serde_json::Value) -> Vec<u64> {
+    snapshot["batch"]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|op| op["row"][0].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_subscriber_gets_hello_snapshot_progress_then_live_batches() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.subscriber("c1", "u1", false);
+    p.upstream(&[json!({"table":"note","op":"add","row":[4,"four","u1"]})]);
+    let live = p.expect_t(c, "nbatch");
+    assert_eq!(live["batch"]["seq"], 1);
+    assert_eq!(live["batch"]["ops"][0]["row"][0], 4);
+    let progress = p.expect_t(c, "progress");
+    assert_eq!(progress["frame"]["cvMin"], live["batch"]["cv"]);
+    // The daemon's progress is re-advertised as the upstream absorption point.
+    let advert = p.expect_t(c, "progress");
+    assert_eq!(advert["frame"]["upstreamCv"], 101);
+    assert_eq!(advert["frame"]["upstreamBoot"], "daemon-boot-1");
+}
+
+#[test]
+fn subscribes_before_live_are_served_once_the_snapshot_lands() {
+    let mut p = Pair::new(
+        &Options::default(),
+        Journal::default(),
+        Authority::default(),
+    );
+    p.daemon.hold = true;
+    p.start();
+    assert_eq!(p.started, Some(Ok(())));
+    assert!(!p.host.is_live());
+    let c = p.connect();
+    let tok = p.token(NOTES, "u1", 60_000);
+    p.send(c, &subscribe_frame(1, &tok));
+    assert!(p.drain(c).is_empty(), "held until live");
+    p.release_daemon();
+    let snap = p.subscribed(c);
+    assert_eq!(ids(&snap), [1, 2, 3]);
+}
+
+#[test]
+fn identical_queries_share_one_materialization() {
+    let mut p = Pair::live(&Options::default());
+    p.subscriber("a", "u1", false);
+    p.subscriber("b", "u2", false);
+    let Some(ControlReply::Stats(stats)) = p.control(ControlRequest::Stats) else {
+        panic!("stats")
+    };
+    assert!(
+        stats.contains("\"subscriptions\":2,\"materializations\":1"),
+        "{stats}"
+    );
+}
+
+#[test]
+fn an_upstream_drop_kills_the_incarnation_and_reconnects_with_backoff() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.subscriber("c1", "u1", false);
+    let boot = p.host.boot_id().to_string();
+    p.daemon.hold = true; // the reconnect's subscribe waits
+    p.drop_upstream();
+    assert_eq!(
+        p.clients[&c].closed,
+        Some((1012, "room re-subscribing".into()))
+    );
+    assert!(!p.host.is_live());
+    assert_ne!(p.host.boot_id(), boot, "a new incarnation, a new bootId");
+    // The reconnect waits 250 ms; while connecting keeps failing, the wait doubles up to
+    // 5 s.
+    p.daemon.refuse = true;
+    let opens = p.daemon.opens;
+    let mut waits = Vec::new();
+    for _ in 0..6 {
+        let before = p.daemon.opens;
+        let mut waited = 0;
+        while p.daemon.opens == before {
+            p.advance(1);
+            waited += 1;
+            assert!(waited <= 5_000, "no reconnect within 5 s");
+        }
+        waits.push(waited);
+    }
+    assert_eq!(waits, [250, 500, 1000, 2000, 4000, 5000]);
+    assert_eq!(p.daemon.opens, opens + 6);
+    p.daemon.refuse = false;
+    p.advance(5_000);
+    p.release_daemon();
+    assert!(p.host.is_live());
+    let d = p.subscriber("c1", "u1", false);
+    assert_eq!(p.drain(d), Vec::<serde_json::Value>::new());
+}
+
+#[test]
+fn garbage_from_upstream_is_a_violation_and_resubscribes_after_a_beat() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.subscriber("c1", "u1", false);
+    let subscribes = p.daemon.subscribes;
+    p.upstream_raw("not json at all");
+    assert_eq!(p.clients[&c].closed.as_ref().map(|c| c.0), Some(1012));
+    assert_eq!(
+        p.log_count("incarnation dead: upstream frame is not JSON"),
+        1
+    );
+    p.advance(250);
+    assert_eq!(
+        p.daemon.subscribes,
+        subscribes + 1,
+        "the same link re-subscribes"
+    );
+    assert!(p.host.is_live());
+}
+
+#[test]
+fn an_upstream_query_error_remints_the_lease_and_retries_a_failed_mint() {
+    let mut p = Pair::live(&Options::default());
+    let mints = p.daemon.mints;
+    p.daemon.fail_mint = true;
+    p.upstream_raw(r#"{"t":"queryError","queryId":1,"message":"lease expired"}"#);
+    assert_eq!(p.daemon.mints, mints);
+    assert_eq!(p.log_count("lease re-mint failed"), 1);
+    p.daemon.fail_mint = false;
+    p.advance(5_000); // the re-mint retry
+    assert_eq!(p.daemon.mints, mints + 1);
+    p.advance(250); // then the re-subscribe
+    assert!(p.host.is_live());
+}
+
+#[test]
+fn an_expired_lease_is_dropped_by_the_sweep() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.connect();
+    let tok = p.token(NOTES, "u1", 1_000);
+    p.send(c, &subscribe_frame(1, &tok));
+    p.subscribed(c);
+    p.advance(950);
+    assert!(p.drain(c).is_empty());
+    p.advance(100);
+    let err = p.expect_t(c, "queryError");
+    assert_eq!(
+        err["message"],
+        "expired lease — renew through the API server"
+    );
+    assert_eq!(p.host.counters().expired_leases, 1);
+}
+
+#[test]
+fn revocation_drops_subscriptions_closes_sockets_and_refuses_old_tokens() {
+    let mut p = Pair::live(&Options::default());
+    let old = p.token(NOTES, "u1", 600_000);
+    let c = p.subscriber("c1", "u1", false);
+    let other = p.subscriber("c2", "u2", false);
+    p.advance(10);
+    assert_eq!(
+        p.control(ControlRequest::Revoke { user: "u1".into() }),
+        Some(ControlReply::Revoked(1))
+    );
+    assert_eq!(p.expect_t(c, "queryError")["message"], "lease revoked");
+    assert_eq!(p.clients[&c].closed, Some((1008, "revoked".into())));
+    assert!(p.clients[&other].closed.is_none());
+    let d = p.connect();
+    p.send(d, &subscribe_frame(1, &old));
+    assert_eq!(
+        p.expect_t(d, "queryError")["message"],
+        "lease token refused: revoked"
+    );
+    // A token issued after the revocation is fine.
+    p.advance(10);
+    let fresh = p.token(NOTES, "u1", 600_000);
+    p.send(d, &subscribe_frame(2, &fresh));
+    p.subscribed(d);
+}
+
+#[test]
+fn a_silent_socket_is_closed_after_the_first_frame_timeout() {
+    let mut p = Pair::live(&Options {
+        first_frame_timeout_ms: 1_000,
+        ..Options::default()
+    });
+    let silent = p.connect();
+    let talker = p.connect();
+    p.send(talker, r#"{"t":"init","clientID":"c1"}"#);
+    p.advance(999);
+    assert!(p.clients[&silent].closed.is_none());
+    p.advance(60); // the next sweep
+    let (code, reason) = p.clients[&silent].closed.clone().expect("closed");
+    assert_eq!(code, 1008);
+    assert!(
+        reason.starts_with("no init or subscribe within 1000 ms"),
+        "{reason}"
+    );
+    assert!(p.clients[&talker].closed.is_none());
+    assert!(p
+        .logs
+        .iter()
+        .any(|(l, t)| *l == Level::Info && t.contains("closed (1008)")));
+}
+
+#[test]
+fn a_stalled_socket_is_cut_past_the_send_budget_and_its_queue_dropped() {
+    let mut p = Pair::live(&Options {
+        send_budget: 2_000,
+        writes: false,
+        ..Options::default()
+    });
+    let healthy = p.subscriber("h", "u1", false);
+    let stalled = p.subscriber("s", "u2", false);
+    p.stall(stalled, true);
+    let body = "x".repeat(300);
+    let mut id = 100;
+    while p.clients[&stalled].closed.is_none() {
+        id += 1;
+        p.upstream(&[json!({"table":"note","op":"add","row":[id, body, "u1"]})]);
+        assert!(id < 200, "the stalled socket was never cut");
+    }
+    let (code, reason) = p.clients[&stalled].closed.clone().unwrap();
+    assert_eq!(code, 1008);
+    assert!(reason.starts_with("send budget exceeded: "), "{reason}");
+    assert!(
+        p.clients[&stalled].unread.is_empty(),
+        "its queue was dropped"
+    );
+    assert_eq!(p.clients[&stalled].after_close, 0);
+    // The healthy subscriber got every batch.
+    let seqs: Vec<u64> = p
+        .drain(healthy)
+        .iter()
+        .filter(|v| v["t"] == "nbatch")
+        .map(|v| v["batch"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=(id - 100)).collect::<Vec<_>>());
+    assert_eq!(p.host.counters().budget_terminations, 1);
+}
+
+#[test]
+fn a_snapshot_larger_than_the_send_budget_is_served() {
+    let mut p = Pair::new(
+        &Options {
+            send_budget: 1_000,
+            writes: false,
+            ..Options::default()
+        },
+        Journal::default(),
+        Authority::default(),
+    );
+    let big = json!([9, "y".repeat(5_000), "u1"]);
+    p.daemon.rows.insert(("note".into(), "[9]".into()), big);
+    p.start();
+    let c = p.connect();
+    p.stall(c, true); // not even reading: one snapshot is never what cuts a socket
+    let tok = p.token(NOTES, "u1", 60_000);
+    p.send(c, &subscribe_frame(1, &tok));
+    assert!(p.clients[&c].closed.is_none());
+    p.stall(c, false);
+    let snap = p.subscribed(c);
+    assert_eq!(ids(&snap), [1, 2, 3, 9]);
+}

@@ -1,0 +1,381 @@
+//! The room host without sockets, write path: mutations, group commit, acks only after
+//! a durable append, outcomes, replay after a reboot, the write-behind flush against an
+//! authority (outage, fencing, drain, boot settlement), shutdown, and the clientID
+//! binding. Virtual clock, scripted inputs (tests/src/pair.rs).
+
+use rindle_room_core::host::{ControlReply, ControlRequest};
+use rindle_room_tests::pair::*;
+use serde_json::{json, Value};
+
+fn with_authority() -> Options {
+    Options {
+        authority: true,
+        ..Options::default()
+    }
+}
+
+fn lmids(frames: &[Value]) -> Vec<u64> {
+    frames.iter().filter_map(lmid_of).map(|(_, l)| l).collect()
+}
+
+fn note_ids(p: &mut Pair) -> Vec<u64> {
+    let c = p.subscriber("reader", "r", false);
+    let tok = p.token(NOTES, "r", 60_000);
+    p.send(c, &subscribe_frame(9, &tok));
+    let snap = p.subscribed(c);
+    p.disconnect(c);
+    snap["batch"]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|op| op["row"][0].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_mutation_fans_out_at_once_and_is_acked_only_after_the_append_is_durable() {
+    let mut p = Pair::live(&Options::default());
+    let author = p.subscriber("c1", "u1", true);
+    let other = p.subscriber("c2", "u2", false);
+    p.journal.hold = true;
+    p.send(
+        author,
+        &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#),
+    );
+    // Fan-out is not gated on durability.
+    let data = p.expect_t(author, "nbatch");
+    let cv = data["batch"]["cv"].as_i64().unwrap();
+    // The author's release point holds below its un-acked mutation; others release.
+    assert_eq!(p.expect_t(author, "progress")["frame"]["cvMin"], cv - 1);
+    p.expect_t(other, "nbatch");
+    assert_eq!(p.expect_t(other, "progress")["frame"]["cvMin"], cv);
+    p.advance(100);
+    assert!(
+        lmids(&p.drain(author)).is_empty(),
+        "no ack before the append"
+    );
+    assert!(p.durable.is_empty());
+    p.release_journal();
+    assert_eq!(p.durable, [("c1".to_string(), 1)]);
+    let frames = p.drain(author);
+    assert_eq!(lmids(&frames), [1]);
+    let last = frames.iter().rev().find(|v| v["t"] == "progress").unwrap();
+    assert!(
+        last["frame"]["cvMin"].as_i64().unwrap() > cv,
+        "released: {last}"
+    );
+}
+
+#[test]
+fn mutations_in_one_window_share_one_append() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.subscriber("c1", "u1", true);
+    for mid in 1..=5 {
+        p.send(
+            c,
+            &push(
+                "c1",
+                mid,
+                "addNote",
+                &format!(r#"{{"id":{},"body":"b"}}"#, 10 + mid),
+            ),
+        );
+    }
+    assert!(p.durable.is_empty(), "the group-commit window is open");
+    p.advance(5);
+    assert_eq!(p.durable.len(), 5);
+    assert_eq!(p.journal.entries.len(), 5);
+    assert_eq!(lmids(&p.drain(c)).last(), Some(&5));
+}
+
+#[test]
+fn a_failed_append_kills_the_incarnation_and_acks_nothing() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.subscriber("c1", "u1", true);
+    p.journal.failing = true;
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.advance(5);
+    assert!(lmids(&p.drain(c)).is_empty());
+    assert_eq!(p.clients[&c].closed.as_ref().map(|c| c.0), Some(1012));
+    assert_eq!(
+        p.log_count("journal append failed: No space left on device"),
+        2
+    );
+    // The next incarnation never saw the mutation: it was not journaled.
+    p.journal.failing = false;
+    p.advance(250);
+    assert!(p.host.is_live());
+    assert_eq!(note_ids(&mut p), [1, 2, 3]);
+}
+
+#[test]
+fn non_applied_outcomes_come_before_the_ack_and_a_resent_mid_gets_its_outcome() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 1, "nope", "{}"));
+    p.send(c, &push("c1", 2, "refuse", "{}"));
+    p.send(c, &push("c1", 3, "needsQuery", r#"{"b":1.5,"a":[1,2]}"#));
+    p.advance(5);
+    let frames = p.drain(c);
+    let outcomes: Vec<&Value> = frames
+        .iter()
+        .filter(|v| v["t"] == "mutationOutcome")
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            &json!({"t":"mutationOutcome","mid":1,"kind":"rejected","reason":"unknown mutator `nope`"}),
+            &json!({"t":"mutationOutcome","mid":2,"kind":"rejected","reason":"not allowed"}),
+            &json!({"t":"mutationOutcome","mid":3,"kind":"deopt","reason":"environment",
+                    "name":"needsQuery","args":{"b":1.5,"a":[1,2]}}),
+        ]
+    );
+    let first_ack = frames.iter().position(|v| lmid_of(v).is_some()).unwrap();
+    let last_outcome = frames
+        .iter()
+        .rposition(|v| v["t"] == "mutationOutcome")
+        .unwrap();
+    assert!(
+        last_outcome < first_ack,
+        "outcomes precede the lmid that covers them"
+    );
+    p.send(c, &push("c1", 2, "refuse", "{}"));
+    assert_eq!(
+        p.expect_t(c, "mutationOutcome"),
+        json!({"t":"mutationOutcome","mid":2,"kind":"rejected","reason":"not allowed"})
+    );
+    assert_eq!(p.host.counters().mutations_dedup, 1);
+}
+
+#[test]
+fn a_reboot_replays_every_acked_mutation_exactly_once() {
+    let mut p = Pair::live(&Options::default());
+    let c = p.subscriber("c1", "u1", true);
+    for mid in 1..=20 {
+        let args = format!(r#"{{"id":{mid},"mid":{mid}}}"#);
+        p.send(c, &push("c1", mid, "tally", &args));
+        if mid % 7 == 0 {
+            p.advance(5);
+        }
+    }
+    p.advance(5);
+    assert_eq!(lmids(&p.drain(c)).last(), Some(&20));
+    // The process dies; the journal survives.
+    let mut p = p.reboot(&Options::default());
+    p.start();
+    assert!(p.host.is_live());
+    assert_eq!(
+        p.log_count("journal replay: 20 mutation(s) re-invoked and acked"),
+        1
+    );
+    let c = p.subscriber("c1", "u1", true);
+    let tok = p.token(r#"{"table":"tally"}"#, "u1", 60_000);
+    p.send(c, &subscribe_frame(5, &tok));
+    let snap = p.subscribed(c);
+    assert_eq!(
+        snap["batch"]["ops"].as_array().unwrap().len(),
+        20,
+        "each exactly once"
+    );
+    // A re-sent mid is a dedup, not a second application.
+    p.send(c, &push("c1", 20, "tally", r#"{"id":99,"mid":20}"#));
+    assert_eq!(p.host.counters().mutations_dedup, 1);
+}
+
+#[test]
+fn the_write_behind_flush_reaches_the_authority_after_the_debounce() {
+    let mut p = Pair::live(&with_authority());
+    assert_eq!(p.host.placement_epoch(), 1);
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.advance(5);
+    assert!(p.authority.bodies.is_empty(), "debounced");
+    p.advance(20);
+    assert_eq!(p.authority.bodies.len(), 1);
+    let body: Value = serde_json::from_str(&p.authority.bodies[0]).unwrap();
+    assert_eq!(body["source"], "room:doc/1:1");
+    assert_eq!(body["offset"], "00000000000000000001");
+    assert!(p
+        .authority
+        .rows
+        .contains_key(&("note".into(), "[10]".into())));
+    assert!(p.journal.flushes.is_empty(), "confirmed");
+    assert_eq!(p.host.counters().flushes_ok, 1);
+}
+
+#[test]
+fn an_authority_outage_retries_the_same_body_with_backoff_and_loses_nothing() {
+    let mut p = Pair::live(&with_authority());
+    let c = p.subscriber("c1", "u1", true);
+    p.authority.down = true;
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.advance(25);
+    assert_eq!(p.authority.bodies.len(), 1);
+    let mut gaps = Vec::new();
+    let mut last = p.now;
+    while p.authority.bodies.len() < 7 {
+        let n = p.authority.bodies.len();
+        p.advance(1);
+        if p.authority.bodies.len() > n {
+            gaps.push(p.now - last);
+            last = p.now;
+        }
+    }
+    // 100, 200, 400, 800, 1600, then the 2 s cap (the first gap counts from t + 25,
+    // 5 ms after the first send).
+    assert_eq!(gaps, [95, 200, 400, 800, 1600, 2000]);
+    assert!(
+        p.authority.bodies.windows(2).all(|w| w[0] == w[1]),
+        "the same bytes"
+    );
+    assert_eq!(
+        p.journal.flushes.len(),
+        1,
+        "journaled before the first send"
+    );
+    p.authority.down = false;
+    p.advance(2_000);
+    assert!(p.journal.flushes.is_empty());
+    assert!(p
+        .authority
+        .rows
+        .contains_key(&("note".into(), "[10]".into())));
+    // Seven failures, each retried; the eighth send settled.
+    assert_eq!(p.host.counters().authority_retries, 7);
+    assert_eq!(p.authority.bodies.len(), 8);
+}
+
+#[test]
+fn a_fence_under_our_epoch_closes_every_socket_with_4009_and_stops() {
+    let mut p = Pair::live(&with_authority());
+    let c = p.subscriber("c1", "u1", true);
+    let idle = p.connect();
+    p.authority.epoch += 1; // another placement claimed the doc
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.advance(30);
+    assert_eq!(p.stopped, Some(true));
+    assert!(p.host.is_moved());
+    for conn in [c, idle] {
+        assert_eq!(p.clients[&conn].closed, Some((4009, "room_moved".into())));
+    }
+    assert_eq!(p.host.next_deadline(), None, "inert");
+}
+
+#[test]
+fn drain_answers_once_nothing_is_dirty() {
+    let mut p = Pair::live(&with_authority());
+    let c = p.subscriber("c1", "u1", true);
+    for mid in 1..=3 {
+        p.send(
+            c,
+            &push(
+                "c1",
+                mid,
+                "addNote",
+                &format!(r#"{{"id":{},"body":"b"}}"#, 10 + mid),
+            ),
+        );
+    }
+    p.authority.down = true;
+    assert_eq!(p.control(ControlRequest::Drain), None, "not quiescent yet");
+    p.authority.down = false;
+    p.advance(3_000);
+    let drained = p.replies.values().find_map(|r| match r {
+        ControlReply::Drained(d) => Some(d.clone()),
+        _ => None,
+    });
+    assert_eq!(drained, Some(Ok(1)));
+    assert_eq!(p.authority.rows.len(), 4, "three notes and the ledger row");
+}
+
+#[test]
+fn shutdown_journals_the_group_commit_drains_and_closes_with_1001() {
+    let mut p = Pair::live(&with_authority());
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    assert!(p.durable.is_empty());
+    let reply = p.control(ControlRequest::Shutdown);
+    assert_eq!(reply, Some(ControlReply::Stopped));
+    assert_eq!(
+        p.durable,
+        [("c1".to_string(), 1)],
+        "the group commit was journaled"
+    );
+    assert!(
+        p.authority
+            .rows
+            .contains_key(&("note".into(), "[10]".into())),
+        "drained"
+    );
+    assert_eq!(
+        p.clients[&c].closed,
+        Some((1001, "room shutting down".into()))
+    );
+    assert_eq!(p.stopped, Some(false));
+}
+
+#[test]
+fn shutdown_gives_up_on_a_dead_authority_after_ten_seconds() {
+    let mut p = Pair::live(&with_authority());
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.authority.down = true;
+    assert_eq!(p.control(ControlRequest::Shutdown), None);
+    p.advance(9_999);
+    assert_eq!(p.stopped, None);
+    p.advance(1);
+    assert_eq!(p.stopped, Some(false));
+    assert_eq!(p.journal.flushes.len(), 1, "the next boot settles it");
+}
+
+#[test]
+fn boot_settles_unconfirmed_flushes_before_replay() {
+    let mut p = Pair::live(&with_authority());
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.authority.down = true;
+    p.advance(25);
+    assert_eq!(p.journal.flushes.len(), 1);
+    // Crash with the flush unconfirmed; the authority comes back.
+    let mut p = p.reboot(&with_authority());
+    p.authority.down = false;
+    p.start();
+    assert!(p.host.is_live());
+    assert_eq!(p.log_count("flush 1 (old epoch 1) fenced: dropped"), 1);
+    assert!(p.journal.flushes.is_empty());
+    // The replay re-derives the effects under the new epoch.
+    p.advance(30);
+    assert!(p
+        .authority
+        .rows
+        .contains_key(&("note".into(), "[10]".into())));
+    assert_eq!(note_ids(&mut p), [1, 2, 3, 10]);
+}
+
+#[test]
+fn another_subject_cannot_push_under_a_bound_client_id() {
+    let mut p = Pair::live(&Options::default());
+    let alice = p.subscriber("A", "alice", true);
+    p.send(alice, &push("A", 1, "addNote", r#"{"id":10,"body":"a"}"#));
+    p.advance(5);
+    let bob = p.subscriber("A", "bob", false);
+    p.send(bob, &push("A", 2, "addNote", r#"{"id":66,"body":"b"}"#));
+    let err = p.expect_t(bob, "error");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("clientID `A` is bound to another subject"),
+        "{err}"
+    );
+    p.send(alice, &push("A", 2, "addNote", r#"{"id":20,"body":"a2"}"#));
+    p.advance(5);
+    assert_eq!(lmids(&p.drain(alice)).last(), Some(&2));
+    assert_eq!(note_ids(&mut p), [1, 2, 3, 10, 20]);
+    // The binding survives a reboot through the journal.
+    let mut p = p.reboot(&Options::default());
+    p.start();
+    let bob = p.subscriber("A", "bob", false);
+    p.send(bob, &push("A", 3, "addNote", r#"{"id":77,"body":"b"}"#));
+    assert_eq!(p.expect_t(bob, "error")["t"], "error");
+}
