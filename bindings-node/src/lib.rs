@@ -41,7 +41,10 @@ mod boundary;
 mod class;
 #[cfg(debug_assertions)]
 mod debug_hooks;
+mod host;
+mod journal;
 mod room;
+mod tx;
 mod write;
 
 use napi::bindgen_prelude::Object;

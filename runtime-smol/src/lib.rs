@@ -13,6 +13,9 @@
 pub mod authority;
 pub mod config;
 pub mod http;
-pub mod journal;
+/// The durable journal ([`rindle_room_journal`]), re-exported under its old path.
+pub mod journal {
+    pub use rindle_room_journal::*;
+}
 pub mod mutators;
 pub mod server;

@@ -724,3 +724,27 @@ fn a_failed_append_is_an_error_naming_the_path_and_poisons_the_journal() {
     assert!(err.to_string().contains("earlier failure"), "{err}");
     assert!(j.compact(&BTreeMap::new()).is_err());
 }
+
+#[test]
+fn a_foreign_file_is_refused_and_left_alone() {
+    let dir = TempDir::new("foreign");
+    for (name, bytes) in [
+        ("text", b"hello\nworld\n".to_vec()),
+        ("zeros", vec![0u8; 4096]),
+    ] {
+        let path = dir.path(name);
+        fs::write(&path, &bytes).unwrap();
+        let err = FileJournal::open(&path).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{name}");
+        assert!(
+            err.to_string().contains("not a rindle-room journal"),
+            "{name}: {err}"
+        );
+        assert_eq!(fs::read(&path).unwrap(), bytes, "{name} is untouched");
+    }
+    // A first append cut short by a crash (the magic is there) is a torn tail.
+    let path = dir.path("torn-first");
+    fs::write(&path, [MAGIC, VERSION, 1]).unwrap();
+    let j = FileJournal::open(&path).unwrap();
+    assert_eq!(j.recovered().truncated_bytes, 3);
+}

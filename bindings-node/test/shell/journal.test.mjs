@@ -1,6 +1,7 @@
-// The journals (memoryJournal, the durable fileJournal: fsync, checksums, torn-tail
-// recovery, corruption refusal), journalEntryOutcome, httpAuthority's result mapping,
-// and the keyed MutationTx over the native room.
+// The journals (memoryJournal, the durable fileJournal — the server's own format and
+// implementation: fsync, checksums, torn-tail recovery, corruption and foreign-file
+// refusal), journalEntryOutcome, httpAuthority's result mapping, and the keyed
+// MutationTx (the core's keyed layer) as a JS mutator sees it.
 import test from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -8,7 +9,6 @@ import os from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
 import {
-  WasmRoom,
   fatalAuthorityError,
   fileJournal,
   httpAuthority,
@@ -17,8 +17,9 @@ import {
 } from "@rindle/room-native";
 
 const require = createRequire(import.meta.url);
-const { mutationTx, shapesOf, assertSyncMutatorReturn } = require("../../shell/mutation-tx.js");
-const { normalizedFp } = await import("./support/fakes.mjs");
+const { assertSyncMutatorReturn } = require("../../shell/shell.js");
+const { FakeRindled } = await import("./support/fakes.mjs");
+const { startLive, subscriber, push, lmidOf } = await import("./support/harness.mjs");
 
 const entry = (mid, extra = {}) => ({ clientID: "c1", mid, name: "addNote", args: { id: mid }, sub: "u1", ...extra });
 
@@ -64,13 +65,13 @@ test("fileJournal survives a reopen with the same entries and flushes", async ()
   const all = await again.replay();
   assert.deepEqual(all.map((e) => [e.mid, journalEntryOutcome(e)]), [[1, "applied"], [2, "deopt"], [3, "applied"]]);
   assert.deepEqual(all[0], { clientID: "c1", mid: 1, name: "addNote", args: { id: 1 }, sub: "u1", outcome: "applied" });
-  assert.equal("args" in all[2] ? all[2].args : undefined, undefined);
+  assert.equal(all[2].args, null, "absent args are journaled as null");
   assert.deepEqual(await again.replayFlushes(), { records: [{ seq: 2, epoch: 3, body: '{"a":2}' }], maxSeq: 2 });
-  // Every line is `<crc32> <json>`.
-  const lines = fs.readFileSync(file, "utf8").trimEnd().split("\n");
-  assert.equal(lines.length, 1 + 2 + 2 + 1 + 1);
-  for (const l of lines) assert.match(l, /^[0-9a-f]{8} \{/);
-  assert.equal(again.size(), fs.statSync(file).size);
+  // The server's record format: magic 0xB7, version 1, then kind and length.
+  const bytes = fs.readFileSync(file);
+  assert.equal(bytes[0], 0xb7);
+  assert.equal(bytes[1], 1);
+  assert.deepEqual(again.recovered(), { records: 6, truncatedBytes: 0 });
   await again.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -82,13 +83,14 @@ test("fileJournal truncates a torn tail and keeps appending after it", async () 
   await j.close();
   const good = fs.statSync(file).size;
   for (const tail of [
-    '0badc0de {"k":"m","e":{"clientID":"c1","mi', // cut mid-record, no newline
-    '12345678 {"k":"m","e":{}}\n', // a whole line whose checksum is wrong
-    "\0\0\0\0\0\0\0\0\0\0\0\0\n\0\0\0\0", // a zero-filled hole (a lost page)
+    Buffer.from([0xb7, 1, 1, 0, 40, 0, 0, 0, 1, 2]), // a record header cut short
+    Buffer.alloc(4096), // a zero-filled hole (a lost page)
+    Buffer.from("garbage after a crash"),
   ]) {
     fs.appendFileSync(file, tail);
     const r = fileJournal(file);
-    assert.equal(fs.statSync(file).size, good, `truncated after ${JSON.stringify(tail)}`);
+    assert.equal(fs.statSync(file).size, good, `truncated after ${tail.length} bytes`);
+    assert.equal(r.recovered().truncatedBytes, tail.length);
     assert.deepEqual((await r.replay()).map((e) => e.mid), [1, 2, 3]);
     await r.close();
   }
@@ -99,28 +101,20 @@ test("fileJournal truncates a torn tail and keeps appending after it", async () 
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test("fileJournal refuses damage followed by valid records, and foreign files", async () => {
+test("fileJournal refuses damage followed by valid records, and foreign files, untouched", async () => {
   const { dir, file } = tmpFile();
   const j = fileJournal(file);
   await exercise(j);
   await j.close();
-  const text = fs.readFileSync(file, "utf8").split("\n");
-  // Flip one character inside the second record: valid records follow it.
-  text[1] = text[1].replace('"c1"', '"c9"');
-  fs.writeFileSync(file, text.join("\n"));
-  assert.throws(() => fileJournal(file), /is corrupt: the record at byte \d+ is damaged but valid records follow it/);
+  const bytes = fs.readFileSync(file);
+  bytes[30] ^= 0x04; // inside the first record: valid records follow it
+  fs.writeFileSync(file, bytes);
+  assert.throws(() => fileJournal(file), /is corrupt: damaged record at byte 0 .* followed by 5 intact record\(s\)/);
+  assert.deepEqual(fs.readFileSync(file), bytes, "the damaged journal is left as it is");
   const foreign = path.join(dir, "foreign");
   fs.writeFileSync(foreign, "hello\nworld\n");
-  assert.throws(() => fileJournal(foreign), /is not a rindle-room-node-journal file/);
+  assert.throws(() => fileJournal(foreign), /not a rindle-room journal/);
   assert.equal(fs.readFileSync(foreign, "utf8"), "hello\nworld\n", "someone else's file is left alone");
-  // A header cut short by a crash (no newline yet) is a torn tail: the journal restarts.
-  const torn = path.join(dir, "torn");
-  fs.writeFileSync(torn, '1234abcd {"k":"h","form');
-  const fresh = fileJournal(torn);
-  assert.deepEqual(await fresh.replay(), []);
-  await fresh.append([entry(1)]);
-  await fresh.close();
-  assert.deepEqual((await fileJournal(torn).replay()).map((e) => e.mid), [1]);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -182,99 +176,120 @@ test("httpAuthority maps the authority's answers to results, retries and fatal e
   assert.throws(() => httpAuthority({ applyUrl: "x" }), TypeError);
 });
 
-const HELLO = {
-  epoch: 1,
-  comparatorVersion: 2,
-  tables: [
-    { name: "note", columns: ["id", "body", "owner"], primaryKey: [0] },
-    { name: "pair", columns: ["a", "b", "v"], primaryKey: [1, 0] },
-  ],
-};
-HELLO.normalizedFp = normalizedFp(HELLO.tables);
+const TX_TABLES = [
+  { name: "note", columns: ["id", "body", "owner"], primaryKey: [0] },
+  { name: "pair", columns: ["a", "b", "v"], primaryKey: [1, 0] },
+];
 
-function writableRoom() {
-  const room = WasmRoom.open(JSON.stringify(HELLO), 30_000);
-  room.apply(
-    JSON.stringify({
-      epoch: 1,
-      seq: 0,
-      normalizedFp: HELLO.normalizedFp,
-      cv: 1,
-      ops: [
-        { table: "note", op: "add", row: [1, "one", "u1"] },
-        { table: "pair", op: "add", row: ["x", 2, 0] },
-      ],
-    }),
-  );
-  room.enableWrites(JSON.stringify(["note", "pair"]));
-  return room;
+/** A live shell whose mutators are `mutators`, over `note` and `pair` (composite pk in
+ *  primaryKey order b, a), with client c1 (subject u1) subscribed; `run(name)` pushes
+ *  the next mid of `name` and resolves its ack or its outcome. */
+async function txShell(mutators) {
+  const rindled = await FakeRindled.start(TX_TABLES, [
+    ["note", [1, "one", "u1"]],
+    ["pair", ["x", 2, 0]],
+  ]);
+  const shell = await startLive(rindled, { mutators, ownedTables: ["note", "pair"] });
+  const c = await subscriber(shell, "c1", "u1", true);
+  let mid = 0;
+  const run = (name) => {
+    const m = ++mid;
+    c.send(push("c1", m, name, {}));
+    return c.until(`mid ${m}`, (v) => lmidOf(v) === m || (v.t === "mutationOutcome" && v.mid === m));
+  };
+  const done = async () => {
+    c.close();
+    await shell.close();
+    await rindled.close();
+  };
+  return { run, done };
 }
 
-/** Runs `fn(tx)` in a transaction for mid `mid`; returns the committed rows of note. */
-function inTx(room, mid, fn) {
-  room.beginMutation("c1", mid, "t", "{}");
-  let open = true;
-  try {
-    fn(mutationTx(room, shapesOf(HELLO), () => open));
-  } catch (e) {
-    open = false;
-    room.rejectMutation("rejected", String(e.message));
-    throw e;
-  }
-  open = false;
-  return JSON.parse(room.commitMutation());
-}
-
-test("the keyed MutationTx: reads, full-row writes, partial updates, no-op misses", () => {
-  const room = writableRoom();
-  inTx(room, 1, (tx) => {
-    assert.deepEqual(tx.row("note", { id: 1 }), { id: 1, body: "one", owner: "u1" });
-    assert.equal(tx.row("note", { id: 9 }), undefined);
-    tx.insert("note", { id: 2, body: { rich: true }, owner: null });
-    assert.deepEqual(tx.get("note", [2]), [2, '{"rich":true}', null]); // objects → JSON text
-    tx.update("note", { id: 1, body: "uno" });
-    tx.update("note", { id: 9, body: "nobody" }); // a missing row: no-op
-    tx.delete("note", { id: 8 }); // a missing row: no-op
-    tx.upsert("note", { id: 3, body: "three", owner: "u3" });
-    tx.upsert("note", { id: 3, body: "tres", owner: "u3" });
-    tx.edit("note", [3, "tres", "u3"], [undefined, undefined, "u4"]);
-    // Composite primary key in primaryKey order (b, a).
-    assert.deepEqual(tx.row("pair", { a: "x", b: 2 }), { a: "x", b: 2, v: 0 });
-    tx.update("pair", { a: "x", b: 2, v: 5 });
-    assert.deepEqual(tx.get("pair", [2, "x"]), ["x", 2, 5]);
-    tx.add("pair", ["y", 3, 1]);
-    tx.remove("pair", ["y", 3, 1]); // a full row: its pk is taken
-    tx.delete("note", { id: 2 });
+test("the keyed MutationTx: reads, full-row writes, partial updates, no-op misses", async () => {
+  const seen = [];
+  const { run, done } = await txShell({
+    write(tx) {
+      seen.push(tx.row("note", { id: 1 }), tx.row("note", { id: 9 }));
+      tx.insert("note", { id: 2, body: { rich: true }, owner: null });
+      seen.push(tx.get("note", [2])); // objects → JSON text
+      tx.update("note", { id: 1, body: "uno" });
+      tx.update("note", { id: 9, body: "nobody" }); // a missing row: no-op
+      tx.delete("note", { id: 8 }); // a missing row: no-op
+      tx.upsert("note", { id: 3, body: "three", owner: "u3" });
+      tx.upsert("note", { id: 3, body: "tres", owner: "u3" });
+      tx.edit("note", [3, "tres", "u3"], [undefined, undefined, "u4"]);
+      seen.push(tx.row("pair", { a: "x", b: 2 }));
+      tx.update("pair", { a: "x", b: 2, v: 5 });
+      seen.push(tx.get("pair", [2, "x"]));
+      tx.add("pair", ["y", 3, 1]);
+      tx.remove("pair", ["y", 3, 1]); // a full row: its pk is taken
+      tx.delete("note", { id: 2 });
+    },
+    read(tx) {
+      seen.push(tx.get("note", [1]), tx.get("note", [3]), tx.get("note", [2]), tx.get("pair", [3, "y"]));
+    },
   });
-  inTx(room, 2, (tx) => {
-    assert.deepEqual(tx.get("note", [1]), [1, "uno", "u1"]);
-    assert.deepEqual(tx.get("note", [3]), [3, "tres", "u4"]);
-    assert.equal(tx.get("note", [2]), undefined);
-    assert.equal(tx.get("pair", [3, "y"]), undefined);
-  });
-  room.free();
+  assert.equal(lmidOf(await run("write")), 1, "write applied");
+  assert.equal(lmidOf(await run("read")), 2, "read applied");
+  assert.deepEqual(seen, [
+    { id: 1, body: "one", owner: "u1" },
+    undefined,
+    [2, '{"rich":true}', null],
+    { a: "x", b: 2, v: 0 },
+    ["x", 2, 5],
+    [1, "uno", "u1"],
+    [3, "tres", "u4"],
+    undefined,
+    undefined,
+  ]);
+  await done();
 });
 
-test("the keyed MutationTx refuses with the Rust keyed layer's messages", () => {
-  const room = writableRoom();
-  let mid = 0;
-  const refuses = (fn, message) => assert.throws(() => inTx(room, ++mid, fn), { message });
-  refuses((tx) => tx.insert("note", { id: 5, body: "b" }), 'insert: a full "note" row must name column "owner"');
-  refuses((tx) => tx.insert("note", { id: 5, body: "b", owner: "o", color: 1 }), 'insert: "note" has no column "color"');
-  refuses((tx) => tx.update("note", { body: "b" }), 'update: "note" needs primary-key column "id"');
-  refuses((tx) => tx.delete("note", { nope: 1 }), 'delete: "note" has no column "nope"');
-  refuses((tx) => tx.row("ghost", { id: 1 }), 'row: table "ghost" is not readable by mutators');
-  refuses((tx) => tx.edit("note", [1, "a"], [1, "b"]), 'edit: "note" rows have 3 columns');
-  refuses((tx) => tx.edit("note", [9, "a", "b"], [9, "b", "c"]), 'edit: no "note" row with that primary key');
-  refuses((tx) => tx.edit("note", [1, "one", "u1"], [2, "one", "u1"]), 'edit: the primary key of a "note" row cannot change');
-  assert.throws(() => inTx(room, ++mid, (tx) => tx.query({ ast: () => ({}) })), { code: "ENVIRONMENT" });
-  // A handle used after its mutator returned is dead.
+test("the keyed MutationTx refuses with the Rust keyed layer's messages", async () => {
+  const refusals = [];
+  const attempt = (fn) => (tx) => {
+    try {
+      fn(tx);
+    } catch (e) {
+      refusals.push([e.code, e.message]);
+      throw e;
+    }
+  };
   let leaked;
-  inTx(room, ++mid, (tx) => {
-    leaked = tx;
+  const { run, done } = await txShell({
+    a: attempt((tx) => tx.insert("note", { id: 5, body: "b" })),
+    b: attempt((tx) => tx.insert("note", { id: 5, body: "b", owner: "o", color: 1 })),
+    c: attempt((tx) => tx.update("note", { body: "b" })),
+    d: attempt((tx) => tx.delete("note", { nope: 1 })),
+    e: attempt((tx) => tx.row("ghost", { id: 1 })),
+    f: attempt((tx) => tx.edit("note", [1, "a"], [1, "b"])),
+    g: attempt((tx) => tx.edit("note", [9, "a", "b"], [9, "b", "c"])),
+    h: attempt((tx) => tx.edit("note", [1, "one", "u1"], [2, "one", "u1"])),
+    q: (tx) => tx.query({ ast: () => ({}) }),
+    leak: (tx) => {
+      leaked = tx;
+    },
   });
+  for (const name of ["a", "b", "c", "d", "e", "f", "g", "h"]) {
+    const outcome = await run(name);
+    assert.equal(outcome.kind, "rejected", name);
+  }
+  assert.deepEqual(refusals, [
+    ["WRITE_REFUSED", 'insert: a full "note" row must name column "owner"'],
+    ["WRITE_REFUSED", 'insert: "note" has no column "color"'],
+    ["WRITE_REFUSED", 'update: "note" needs primary-key column "id"'],
+    ["WRITE_REFUSED", 'delete: "note" has no column "nope"'],
+    ["WRITE_REFUSED", 'read: table "ghost" is not readable by mutators'],
+    ["WRITE_REFUSED", 'edit: "note" rows have 3 columns'],
+    ["WRITE_REFUSED", 'edit: no "note" row with that primary key'],
+    ["WRITE_REFUSED", 'edit: the primary key of a "note" row cannot change'],
+  ]);
+  const q = await run("q");
+  assert.deepEqual([q.kind, q.reason], ["deopt", "environment"]);
+  // A handle used after its mutator returned is dead.
+  await run("leak");
   assert.throws(() => leaked.get("note", [1]), /this transaction is over/);
-  room.free();
+  await done();
 });
 
 test("assertSyncMutatorReturn refuses promises and generators, accepts plain values", () => {

@@ -153,6 +153,15 @@ impl Host {
                 self.flush_journal();
                 self.start_drain(None, true);
             }
+            ControlRequest::Close => {
+                if self.phase == Phase::Stopped {
+                    return reply(self, ControlReply::Stopped);
+                }
+                self.log(Level::Info, String::from("closed: no drain"));
+                self.close_everything(1001, "room shutting down");
+                reply(self, ControlReply::Stopped);
+                self.stop(false);
+            }
             ControlRequest::Abort => {
                 self.log(
                     Level::Warn,

@@ -164,6 +164,10 @@ pub enum ControlRequest {
     Shutdown,
     /// Stop at once, like a crash: nothing journaled or drained, sockets terminated.
     Abort,
+    /// Stop now without draining (seed 002 `close()`): every socket closes with 1001,
+    /// the upstream link is dropped; what is journaled stays journaled, the group
+    /// commit's window is not appended (its mutations were never acknowledged).
+    Close,
 }
 
 /// The answer to a [`ControlRequest`].

@@ -83,7 +83,12 @@ impl Host {
             Ok(None) => return, // another queryId
             Err(_) => {
                 // Not even a JSON object: the transport is garbage.
-                self.violation("upstream frame is not JSON");
+                let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+                self.violation(if json {
+                    "upstream frame is not a JSON object"
+                } else {
+                    "upstream frame is not JSON"
+                });
                 return;
             }
         };

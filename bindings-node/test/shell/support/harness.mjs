@@ -101,7 +101,7 @@ export function shellOptions(rindled, o = {}, logs = new Logs()) {
       ? undefined
       : {
           mutators: o.mutators ?? mutators,
-          ownedTables: ["note"],
+          ownedTables: o.ownedTables ?? ["note"],
           groupCommitMs: 5,
           flushDebounceMs: o.flushDebounceMs ?? 20,
           journal: o.journal ?? memoryJournal(),

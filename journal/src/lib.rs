@@ -1,8 +1,15 @@
+//! # rindle-room-journal
+//!
 //! The write path's durable sidecar (seed 000 `RoomJournal`): journaled mutation
 //! envelopes with their recorded outcomes, and journaled flush batches.
 //!
-//! Interface pinned by the lead; implementations: [`memory::MemoryJournal`] (tests) and
-//! [`file::FileJournal`] (append-only, checksummed, fsync before returning).
+//! Implementations: [`memory::MemoryJournal`] (tests, demos) and [`file::FileJournal`]
+//! (append-only, checksummed, fsync before returning). One implementation for every
+//! face: the server (`rindle-room-smol`) and the Node addon use this crate, so a journal
+//! written by one boots the other.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod file;
 pub mod memory;

@@ -215,6 +215,29 @@ impl FileJournal {
                 };
                 return Err(io::Error::new(io::ErrorKind::InvalidData, corrupt));
             }
+            // Nothing intact at all, and not even the start of a record: someone else's
+            // file, refused and never "repaired" (a crash during the first append still
+            // leaves the magic byte).
+            if end.valid_len == 0 {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut first = [0u8; 1];
+                let mut handle = &file;
+                handle
+                    .seek(SeekFrom::Start(0))
+                    .and_then(|_| handle.read_exact(&mut first))
+                    .map_err(|e| with_path(&path, "read", e))?;
+                if first[0] != MAGIC {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "journal {}: not a rindle-room journal (no intact record, and it \
+                             does not start like one); the file was not modified — check the \
+                             path",
+                            path.display()
+                        ),
+                    ));
+                }
+            }
             file.set_len(end.valid_len)
                 .map_err(|e| with_path(&path, "truncate torn tail", e))?;
             file.sync_all()

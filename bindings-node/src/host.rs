@@ -1,0 +1,874 @@
+//! `RoomHost`: the core's room host for the Node shell. `shell/shell.js` is a driver:
+//! it owns sockets (`ws`), the HTTP servers, the journal's and authority's promises and
+//! one timer, feeds each event in through a method here, and carries out what
+//! [`RoomHost::poll`] hands back. Every room rule is the host's.
+//!
+//! Mutators run synchronously inside the input methods: the host calls the shell's
+//! `runMutator(name, argsText, user)` with the transaction current (`tx.rs`); it answers
+//! `""` (done), `"U"` (unknown), `"R:<reason>"` (rejected) or `"E:<message>"`
+//! (environment shortfall). The send budget reads each socket's backlog through the
+//! shell's `backlog(conn)`: `[live, snapshot]` bytes not yet written.
+//!
+//! Outputs come back flat (cheap to build, cheap to walk): a kind code, then its fields —
+//! see [`Kind`]. Structured fields (journal entries, records, control replies) are JSON
+//! text; frames are the texts to send, as they are.
+
+use std::collections::BTreeMap;
+
+use napi::bindgen_prelude::{FnArgs, FunctionRef, ToNapiValue};
+use napi::{sys, Env};
+use napi_derive::napi;
+use rindle_room_core::host::{
+    ApplyResult, AuthorityError, AuthorityReply, Backlog, ControlReply, ControlRequest, Driver,
+    FlushRecord, Host, HostConfig, Input, JournalContents, JournalEntry, Level, MutatorOutcome,
+    Outcome, Output, SendClass, WriteSettings,
+};
+use rindle_room_core::json::write::write_str;
+use rindle_room_core::{MutationTx, TableSchema};
+use serde_json::Value as Json;
+
+use crate::boundary::{guard, Cx, Failure};
+
+/// The output kinds, as the shell reads them (`shell/shell.js`, `KIND`).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Kind {
+    Started = 0,
+    StartFailed = 1,
+    StopAccepting = 2,
+    Stopped = 3,
+    Live = 4,
+    Send = 5,
+    Close = 6,
+    Terminate = 7,
+    MintLease = 8,
+    OpenUpstream = 9,
+    CloseUpstream = 10,
+    UpstreamSend = 11,
+    JournalRead = 12,
+    JournalAppend = 13,
+    JournalAppendFlush = 14,
+    JournalConfirmFlush = 15,
+    JournalCompact = 16,
+    AuthorityClaim = 17,
+    AuthorityLmids = 18,
+    AuthorityApply = 19,
+    ControlReply = 20,
+    Log = 21,
+}
+
+/// One value of the flat output array.
+#[derive(Debug)]
+pub enum Item {
+    /// A number.
+    N(f64),
+    /// A string.
+    S(String),
+    /// A boolean.
+    B(bool),
+}
+
+impl ToNapiValue for Item {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        // SAFETY: forwarded from the caller (a live env of the current call).
+        unsafe {
+            match val {
+                Item::N(n) => f64::to_napi_value(env, n),
+                Item::S(s) => String::to_napi_value(env, s),
+                Item::B(b) => bool::to_napi_value(env, b),
+            }
+        }
+    }
+}
+
+type MutatorFn = FunctionRef<FnArgs<(String, Option<String>, String)>, String>;
+type BacklogFn = FunctionRef<f64, Vec<f64>>;
+
+/// The driver the host calls while it handles one input from the shell.
+struct JsDriver<'a> {
+    env: &'a Env,
+    run_mutator: &'a MutatorFn,
+    backlog: &'a BacklogFn,
+    tables_known: &'a Option<FunctionRef<String, String>>,
+}
+
+impl Driver for JsDriver<'_> {
+    fn run_mutator(
+        &mut self,
+        name: &str,
+        tx: &mut MutationTx<'_>,
+        args: Option<&str>,
+        user: &str,
+    ) -> MutatorOutcome {
+        let called = crate::tx::with_current(tx, || {
+            self.run_mutator.borrow_back(self.env).and_then(|f| {
+                f.call(FnArgs::from((
+                    name.to_string(),
+                    args.map(str::to_string),
+                    user.to_string(),
+                )))
+            })
+        });
+        match called {
+            Ok(s) if s.is_empty() => MutatorOutcome::Done,
+            Ok(s) if s == "U" => MutatorOutcome::Unknown,
+            Ok(s) => match s.split_at_checked(2) {
+                Some(("E:", m)) => MutatorOutcome::Environment(m.to_string()),
+                Some(("R:", m)) => MutatorOutcome::Rejected(m.to_string()),
+                _ => MutatorOutcome::Rejected(s),
+            },
+            Err(e) => MutatorOutcome::Rejected(format!("mutator `{name}` failed: {}", e.reason)),
+        }
+    }
+
+    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), String> {
+        let Some(f) = self.tables_known else {
+            return Ok(());
+        };
+        let mut json = String::from("[");
+        for (i, t) in tables.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            t.write_json(&mut json);
+        }
+        json.push(']');
+        match f.borrow_back(self.env).and_then(|f| f.call(json)) {
+            Ok(e) if e.is_empty() => Ok(()),
+            Ok(e) => Err(e),
+            Err(e) => Err(e.reason),
+        }
+    }
+
+    fn backlog(&self, conn: u64) -> Backlog {
+        let got = self
+            .backlog
+            .borrow_back(self.env)
+            .and_then(|f| f.call(conn as f64));
+        match got {
+            Ok(v) => Backlog {
+                live: v.first().copied().unwrap_or(0.0) as usize,
+                snapshot: v.get(1).copied().unwrap_or(0.0) as usize,
+            },
+            Err(_) => Backlog::default(),
+        }
+    }
+}
+
+fn bad(message: String) -> Failure {
+    Failure::ArgType(message)
+}
+
+fn num(v: &Json, key: &str, default: u64) -> Result<u64, Failure> {
+    match v.get(key) {
+        None | Some(Json::Null) => Ok(default),
+        Some(n) => n
+            .as_u64()
+            .ok_or_else(|| bad(format!("`{key}` must be a non-negative integer, got {n}"))),
+    }
+}
+
+/// The host configuration from the shell's JSON (see `shell/shell.js`, `hostConfig`).
+fn config(json: &str) -> Result<HostConfig, Failure> {
+    let v: Json = serde_json::from_str(json).map_err(|e| bad(format!("config: {e}")))?;
+    let doc = v["docId"]
+        .as_str()
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| bad(String::from("`docId` must be a non-empty string")))?;
+    let keys: Vec<(String, String)> = v["tokenKeys"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut cfg = HostConfig::new(doc, keys);
+    cfg.idle_ttl_ms = num(&v, "idleTtlMs", cfg.idle_ttl_ms)?;
+    cfg.sweep_interval_ms = num(&v, "sweepIntervalMs", cfg.sweep_interval_ms)?.max(1);
+    cfg.revocation_window_ms = num(&v, "revocationWindowMs", cfg.revocation_window_ms)?;
+    cfg.send_budget_bytes = num(&v, "sendBudgetBytes", cfg.send_budget_bytes as u64)? as usize;
+    cfg.first_frame_timeout_ms = num(&v, "firstFrameTimeoutMs", cfg.first_frame_timeout_ms)?;
+    cfg.max_subscriptions_per_conn = num(
+        &v,
+        "maxSubscriptionsPerConn",
+        cfg.max_subscriptions_per_conn as u64,
+    )? as usize;
+    cfg.max_snapshot_bytes = num(&v, "maxSnapshotBytes", cfg.max_snapshot_bytes as u64)? as usize;
+    cfg.max_materializations =
+        num(&v, "maxMaterializations", cfg.max_materializations as u64)? as usize;
+    cfg.upstream_client_id = v["upstreamClientId"].as_str().map(str::to_string);
+    if let Some(hex) = v["entropy"].as_str() {
+        for (i, b) in cfg.entropy.iter_mut().enumerate() {
+            *b = hex
+                .get(i * 2..i * 2 + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| bad(String::from("`entropy` must be 64 hex characters")))?;
+        }
+    }
+    if let Some(w) = v.get("writes").filter(|w| !w.is_null()) {
+        cfg.writes = Some(WriteSettings {
+            owned_tables: w["ownedTables"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|t| t.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            scopes: w.get("scopes").filter(|s| !s.is_null()).cloned(),
+            group_commit_ms: num(w, "groupCommitMs", 5)?,
+            flush_debounce_ms: num(w, "flushDebounceMs", 250)?,
+            flush_dirty_max: num(w, "flushDirtyMax", 512)? as usize,
+            authority: w["authority"].as_bool().unwrap_or(false),
+        });
+    }
+    Ok(cfg)
+}
+
+fn contents(json: &str) -> Result<JournalContents, String> {
+    let v: Json = serde_json::from_str(json).map_err(|e| format!("journal contents: {e}"))?;
+    let entries = v["entries"]
+        .as_array()
+        .map(|a| a.iter().map(entry).collect::<Result<Vec<_>, _>>())
+        .transpose()?
+        .unwrap_or_default();
+    let bindings = v["bindings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let flushes = v["flushes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| {
+                    Some(FlushRecord {
+                        seq: r["seq"].as_u64()?,
+                        epoch: r["epoch"].as_u64()?,
+                        body: r["body"].as_str()?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(JournalContents {
+        entries,
+        bindings,
+        flushes,
+        max_flush_seq: v["maxFlushSeq"].as_u64().unwrap_or(0),
+    })
+}
+
+/// A seed-shaped entry (`args` as a JSON value; `outcome`, else the legacy `rejected`).
+pub(crate) fn entry(v: &Json) -> Result<JournalEntry, String> {
+    let outcome = match v["outcome"].as_str() {
+        Some("applied") => Outcome::Applied,
+        Some("rejected") => Outcome::Rejected,
+        Some("deopt") => Outcome::Deopt,
+        Some(other) => return Err(format!("journal entry: unknown outcome {other:?}")),
+        None if v["rejected"] == Json::Bool(true) => Outcome::Rejected,
+        None => Outcome::Applied,
+    };
+    Ok(JournalEntry {
+        client_id: v["clientID"]
+            .as_str()
+            .ok_or("journal entry: `clientID` must be a string")?
+            .to_string(),
+        mid: v["mid"]
+            .as_u64()
+            .ok_or("journal entry: `mid` must be a non-negative integer")?,
+        name: v["name"].as_str().unwrap_or("").to_string(),
+        args: match v.get("args") {
+            None | Some(Json::Null) => String::from("null"),
+            Some(a) => a.to_string(),
+        },
+        sub: v["sub"].as_str().unwrap_or("").to_string(),
+        outcome,
+    })
+}
+
+/// Entries as seed-shaped JSON (`args` embedded as the JSON value the host keeps).
+pub(crate) fn entries_json(entries: &[JournalEntry]) -> String {
+    let mut s = String::from("[");
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str("{\"clientID\":");
+        write_str(&mut s, &e.client_id);
+        s.push_str(",\"mid\":");
+        s.push_str(&e.mid.to_string());
+        s.push_str(",\"name\":");
+        write_str(&mut s, &e.name);
+        s.push_str(",\"args\":");
+        s.push_str(if e.args.is_empty() { "null" } else { &e.args });
+        s.push_str(",\"sub\":");
+        write_str(&mut s, &e.sub);
+        s.push_str(match e.outcome {
+            Outcome::Applied => ",\"outcome\":\"applied\"}",
+            Outcome::Rejected => ",\"outcome\":\"rejected\",\"rejected\":true}",
+            Outcome::Deopt => ",\"outcome\":\"deopt\",\"rejected\":true}",
+        });
+    }
+    s.push(']');
+    s
+}
+
+fn authority_result(json: &str) -> Result<AuthorityReply, AuthorityError> {
+    let v: Json = serde_json::from_str(json)
+        .map_err(|e| AuthorityError::Fatal(format!("authority result: {e}")))?;
+    if let Some(m) = v.get("retryable") {
+        return Err(AuthorityError::Retryable(
+            m.as_str().unwrap_or("").to_string(),
+        ));
+    }
+    if let Some(m) = v.get("fatal") {
+        return Err(AuthorityError::Fatal(m.as_str().unwrap_or("").to_string()));
+    }
+    if let Some(e) = v.get("claimed") {
+        return e
+            .as_u64()
+            .map(AuthorityReply::Claimed)
+            .ok_or_else(|| AuthorityError::Fatal(format!("claimEpoch returned {e}")));
+    }
+    if let Some(l) = v.get("lmids") {
+        let mut out = BTreeMap::new();
+        if let Some(map) = l.as_object() {
+            for (c, n) in map {
+                out.insert(c.clone(), n.as_u64().unwrap_or(0));
+            }
+        }
+        return Ok(AuthorityReply::Lmids(out));
+    }
+    let a = &v["applied"];
+    match a["kind"].as_str() {
+        Some("ok") => Ok(AuthorityReply::Applied(ApplyResult::Ok {
+            applied: a["applied"].as_bool().unwrap_or(true),
+            cv: a["cv"].as_f64(),
+        })),
+        Some("conflict") => Ok(AuthorityReply::Applied(ApplyResult::Conflict {
+            conflicts_json: a["conflicts"].to_string(),
+        })),
+        Some("fenced") => Ok(AuthorityReply::Applied(ApplyResult::Fenced {
+            current_epoch: a["currentEpoch"].as_u64(),
+        })),
+        _ => Err(AuthorityError::Fatal(format!(
+            "applyRowChangeTxn returned an unknown result {a}"
+        ))),
+    }
+}
+
+fn control_request(json: &str) -> Result<ControlRequest, Failure> {
+    let v: Json = serde_json::from_str(json).map_err(|e| bad(format!("control: {e}")))?;
+    Ok(match v["kind"].as_str() {
+        Some("stats") => ControlRequest::Stats,
+        Some("health") => ControlRequest::Health,
+        Some("revoke") => ControlRequest::Revoke {
+            user: v["user"].as_str().unwrap_or("").to_string(),
+        },
+        Some("drain") => ControlRequest::Drain,
+        Some("flushNow") => ControlRequest::FlushNow,
+        Some("shutdown") => ControlRequest::Shutdown,
+        Some("abort") => ControlRequest::Abort,
+        Some("close") => ControlRequest::Close,
+        other => return Err(bad(format!("control: unknown request {other:?}"))),
+    })
+}
+
+/// The core's room host, driven by the Node shell.
+#[napi]
+#[allow(missing_debug_implementations)] // holds JavaScript function references
+pub struct RoomHost {
+    host: Host,
+    run_mutator: MutatorFn,
+    backlog: BacklogFn,
+    tables_known: Option<FunctionRef<String, String>>,
+}
+
+impl RoomHost {
+    fn feed(
+        &mut self,
+        env: &Env,
+        what: &'static str,
+        now: f64,
+        input: Input<'_>,
+    ) -> napi::Result<()> {
+        let cx = Cx::new(env, what);
+        let Self {
+            host,
+            run_mutator,
+            backlog,
+            tables_known,
+        } = self;
+        let mut d = JsDriver {
+            env,
+            run_mutator,
+            backlog,
+            tables_known,
+        };
+        cx.settle(guard(|| {
+            host.handle(now as u64, input, &mut d);
+            Ok(())
+        }))
+    }
+}
+
+#[napi]
+impl RoomHost {
+    /// `new RoomHost(configJson, runMutator, backlog, tablesKnown?)`.
+    #[napi(constructor)]
+    pub fn new(
+        env: Env,
+        config_json: String,
+        run_mutator: MutatorFn,
+        backlog: BacklogFn,
+        tables_known: Option<FunctionRef<String, String>>,
+    ) -> napi::Result<RoomHost> {
+        let cx = Cx::new(&env, "RoomHost");
+        let host = cx.settle(guard(|| {
+            let cfg = config(&config_json)?;
+            Host::new(cfg).map_err(|e| {
+                Failure::Room(rindle_room_core::Error::new(
+                    rindle_room_core::ErrorCode::InvalidArgument,
+                    e,
+                ))
+            })
+        }))?;
+        Ok(RoomHost {
+            host,
+            run_mutator,
+            backlog,
+            tables_known,
+        })
+    }
+
+    /// Starts the host (start-up I/O follows in the outputs).
+    #[napi]
+    pub fn start(&mut self, now: f64) {
+        self.host.start(now as u64);
+    }
+
+    /// A lease mint finished: `error` null on success.
+    #[napi(js_name = "leaseMinted")]
+    pub fn lease_minted(
+        &mut self,
+        env: Env,
+        now: f64,
+        token: Option<String>,
+        error: Option<String>,
+    ) -> napi::Result<()> {
+        let result = match (token, error) {
+            (Some(t), None) => Ok(t),
+            (_, e) => Err(e.unwrap_or_default()),
+        };
+        self.feed(
+            &env,
+            "RoomHost.leaseMinted",
+            now,
+            Input::LeaseMinted(result),
+        )
+    }
+
+    /// Upstream link `link` opened.
+    #[napi(js_name = "upstreamOpened")]
+    pub fn upstream_opened(&mut self, env: Env, now: f64, link: f64) -> napi::Result<()> {
+        let link = link as u64;
+        self.feed(
+            &env,
+            "RoomHost.upstreamOpened",
+            now,
+            Input::UpstreamOpened { link },
+        )
+    }
+
+    /// A frame from upstream link `link`.
+    #[napi(js_name = "upstreamFrame")]
+    pub fn upstream_frame(
+        &mut self,
+        env: Env,
+        now: f64,
+        link: f64,
+        text: String,
+    ) -> napi::Result<()> {
+        let input = Input::UpstreamFrame {
+            link: link as u64,
+            text: &text,
+        };
+        self.feed(&env, "RoomHost.upstreamFrame", now, input)
+    }
+
+    /// Upstream link `link` closed (`error` when it failed).
+    #[napi(js_name = "upstreamClosed")]
+    pub fn upstream_closed(
+        &mut self,
+        env: Env,
+        now: f64,
+        link: f64,
+        error: Option<String>,
+    ) -> napi::Result<()> {
+        let input = Input::UpstreamClosed {
+            link: link as u64,
+            error: error.as_deref(),
+        };
+        self.feed(&env, "RoomHost.upstreamClosed", now, input)
+    }
+
+    /// A downstream socket completed its upgrade.
+    #[napi(js_name = "connOpened")]
+    pub fn conn_opened(&mut self, env: Env, now: f64, conn: f64) -> napi::Result<()> {
+        let conn = conn as u64;
+        self.feed(&env, "RoomHost.connOpened", now, Input::ConnOpened { conn })
+    }
+
+    /// A downstream frame.
+    #[napi(js_name = "connFrame")]
+    pub fn conn_frame(&mut self, env: Env, now: f64, conn: f64, text: String) -> napi::Result<()> {
+        let input = Input::ConnFrame {
+            conn: conn as u64,
+            text: &text,
+        };
+        self.feed(&env, "RoomHost.connFrame", now, input)
+    }
+
+    /// A downstream socket closed.
+    #[napi(js_name = "connClosed")]
+    pub fn conn_closed(&mut self, env: Env, now: f64, conn: f64) -> napi::Result<()> {
+        let conn = conn as u64;
+        self.feed(&env, "RoomHost.connClosed", now, Input::ConnClosed { conn })
+    }
+
+    /// A journal read finished: the contents as JSON, or `error`.
+    #[napi(js_name = "journalRead")]
+    pub fn journal_read(
+        &mut self,
+        env: Env,
+        now: f64,
+        io: f64,
+        contents_json: Option<String>,
+        error: Option<String>,
+    ) -> napi::Result<()> {
+        let result = match (contents_json, error) {
+            (Some(c), None) => contents(&c),
+            (_, e) => Err(e.unwrap_or_default()),
+        };
+        let input = Input::JournalRead {
+            io: io as u64,
+            result,
+        };
+        self.feed(&env, "RoomHost.journalRead", now, input)
+    }
+
+    /// A journal write finished: `error` null once durable.
+    #[napi(js_name = "journalWritten")]
+    pub fn journal_written(
+        &mut self,
+        env: Env,
+        now: f64,
+        io: f64,
+        error: Option<String>,
+    ) -> napi::Result<()> {
+        let input = Input::JournalWritten {
+            io: io as u64,
+            result: error.map_or(Ok(()), Err),
+        };
+        self.feed(&env, "RoomHost.journalWritten", now, input)
+    }
+
+    /// An authority call finished: `{claimed}`, `{lmids}`, `{applied}`, `{retryable}`
+    /// or `{fatal}` as JSON.
+    #[napi]
+    pub fn authority(
+        &mut self,
+        env: Env,
+        now: f64,
+        io: f64,
+        result_json: String,
+    ) -> napi::Result<()> {
+        let input = Input::Authority {
+            io: io as u64,
+            result: authority_result(&result_json),
+        };
+        self.feed(&env, "RoomHost.authority", now, input)
+    }
+
+    /// A control request `{kind, user?}`; answered by a `ControlReply` output with `id`.
+    #[napi]
+    pub fn control(
+        &mut self,
+        env: Env,
+        now: f64,
+        id: f64,
+        request_json: String,
+    ) -> napi::Result<()> {
+        let cx = Cx::new(&env, "RoomHost.control");
+        let request = cx.settle(control_request(&request_json))?;
+        let input = Input::Control {
+            id: id as u64,
+            request,
+        };
+        self.feed(&env, "RoomHost.control", now, input)
+    }
+
+    /// Fires every timer due at `now`.
+    #[napi]
+    pub fn timeout(&mut self, env: Env, now: f64) -> napi::Result<()> {
+        let cx = Cx::new(&env, "RoomHost.timeout");
+        let Self {
+            host,
+            run_mutator,
+            backlog,
+            tables_known,
+        } = self;
+        let mut d = JsDriver {
+            env: &env,
+            run_mutator,
+            backlog,
+            tables_known,
+        };
+        cx.settle(guard(|| {
+            host.handle_timeout(now as u64, &mut d);
+            Ok(())
+        }))
+    }
+
+    /// The next time `timeout` is due, or `null`.
+    #[napi(js_name = "nextDeadline")]
+    pub fn next_deadline(&self) -> Option<f64> {
+        self.host.next_deadline().map(|d| d as f64)
+    }
+
+    /// Whether the current incarnation is live.
+    #[napi(js_name = "isLive")]
+    pub fn is_live(&self) -> bool {
+        self.host.is_live()
+    }
+
+    /// The current incarnation's bootId.
+    #[napi(js_name = "bootId")]
+    pub fn boot_id(&self) -> String {
+        self.host.boot_id().to_string()
+    }
+
+    /// The room's cv, if live.
+    #[napi]
+    pub fn cv(&self) -> Option<f64> {
+        self.host.room().and_then(|r| r.cv())
+    }
+
+    /// The upstream epoch of the current incarnation, if any.
+    #[napi]
+    pub fn epoch(&self) -> Option<f64> {
+        self.host.room().map(|r| r.epoch() as f64)
+    }
+
+    /// Everything the host asks, flattened (see the module docs).
+    #[napi]
+    pub fn poll(&mut self) -> Vec<Item> {
+        let mut out = Vec::new();
+        while let Some(o) = self.host.poll_output() {
+            flatten(&mut out, o);
+        }
+        out
+    }
+}
+
+fn flatten(out: &mut Vec<Item>, o: Output) {
+    let k = |out: &mut Vec<Item>, kind: Kind| out.push(Item::N(f64::from(kind as u8)));
+    match o {
+        Output::Started => k(out, Kind::Started),
+        Output::StartFailed { reason } => {
+            k(out, Kind::StartFailed);
+            out.push(Item::S(reason));
+        }
+        Output::StopAccepting => k(out, Kind::StopAccepting),
+        Output::Stopped { moved } => {
+            k(out, Kind::Stopped);
+            out.push(Item::B(moved));
+        }
+        Output::Live { boot_id } => {
+            k(out, Kind::Live);
+            out.push(Item::S(boot_id));
+        }
+        Output::Send { conn, text, class } => {
+            k(out, Kind::Send);
+            out.push(Item::N(conn as f64));
+            out.push(Item::S(text));
+            out.push(Item::N(match class {
+                SendClass::Plain => 0.0,
+                SendClass::Live => 1.0,
+                SendClass::Snapshot => 2.0,
+            }));
+        }
+        Output::Close {
+            conn,
+            code,
+            reason,
+            discard_queued,
+        } => {
+            k(out, Kind::Close);
+            out.push(Item::N(conn as f64));
+            out.push(Item::N(f64::from(code)));
+            out.push(Item::S(reason));
+            out.push(Item::B(discard_queued));
+        }
+        Output::Terminate { conn } => {
+            k(out, Kind::Terminate);
+            out.push(Item::N(conn as f64));
+        }
+        Output::MintLease => k(out, Kind::MintLease),
+        Output::OpenUpstream { link } => {
+            k(out, Kind::OpenUpstream);
+            out.push(Item::N(link as f64));
+        }
+        Output::CloseUpstream => k(out, Kind::CloseUpstream),
+        Output::UpstreamSend { link, text } => {
+            k(out, Kind::UpstreamSend);
+            out.push(Item::N(link as f64));
+            out.push(Item::S(text));
+        }
+        Output::JournalRead { io } => {
+            k(out, Kind::JournalRead);
+            out.push(Item::N(io as f64));
+        }
+        Output::JournalAppend { io, entries } => {
+            k(out, Kind::JournalAppend);
+            out.push(Item::N(io as f64));
+            out.push(Item::S(entries_json(&entries)));
+        }
+        Output::JournalAppendFlush { io, record } => {
+            k(out, Kind::JournalAppendFlush);
+            out.push(Item::N(io as f64));
+            let mut s = format!(
+                "{{\"seq\":{},\"epoch\":{},\"body\":",
+                record.seq, record.epoch
+            );
+            write_str(&mut s, &record.body);
+            s.push('}');
+            out.push(Item::S(s));
+        }
+        Output::JournalConfirmFlush { io, seq } => {
+            k(out, Kind::JournalConfirmFlush);
+            out.push(Item::N(io as f64));
+            out.push(Item::N(seq as f64));
+        }
+        Output::JournalCompact { io, durable } => {
+            k(out, Kind::JournalCompact);
+            out.push(Item::N(io as f64));
+            let mut s = String::from("{");
+            for (i, (c, l)) in durable.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                write_str(&mut s, c);
+                s.push(':');
+                s.push_str(&l.to_string());
+            }
+            s.push('}');
+            out.push(Item::S(s));
+        }
+        Output::AuthorityClaim { io, doc } => {
+            k(out, Kind::AuthorityClaim);
+            out.push(Item::N(io as f64));
+            out.push(Item::S(doc));
+        }
+        Output::AuthorityLmids { io, doc, clients } => {
+            k(out, Kind::AuthorityLmids);
+            out.push(Item::N(io as f64));
+            out.push(Item::S(doc));
+            out.push(Item::S(
+                serde_json::to_string(&clients).unwrap_or_else(|_| String::from("[]")),
+            ));
+        }
+        Output::AuthorityApply { io, body } => {
+            k(out, Kind::AuthorityApply);
+            out.push(Item::N(io as f64));
+            out.push(Item::S(body));
+        }
+        Output::ControlReply { id, reply } => {
+            k(out, Kind::ControlReply);
+            out.push(Item::N(id as f64));
+            let (kind, payload) = match reply {
+                ControlReply::Stats(s) => ("stats", s),
+                ControlReply::Health(h) => ("health", h.to_string()),
+                ControlReply::Revoked(n) => ("revoked", n.to_string()),
+                ControlReply::Drained(Ok(seq)) => ("drained", seq.to_string()),
+                ControlReply::Drained(Err(e)) => ("drainFailed", e),
+                ControlReply::Flushed => ("flushed", String::new()),
+                ControlReply::Stopped => ("stopped", String::new()),
+            };
+            out.push(Item::S(kind.to_string()));
+            out.push(Item::S(payload));
+        }
+        Output::Log { level, text } => {
+            k(out, Kind::Log);
+            out.push(Item::S(
+                match level {
+                    Level::Debug => "debug",
+                    Level::Info => "info",
+                    Level::Warn => "warn",
+                    Level::Error => "error",
+                }
+                .to_string(),
+            ));
+            out.push(Item::S(text));
+        }
+    }
+}
+
+/// Routes one control-plane request (the host's router): `[status, body]`, or
+/// `[0, requestJson]` for the host, or `[1, ""]` for the metrics page.
+#[napi(js_name = "routeControl")]
+pub fn route_control(
+    method: String,
+    path: String,
+    authorization: Option<String>,
+    body: String,
+    token: String,
+) -> Vec<Item> {
+    use rindle_room_core::host::ControlRoute;
+    match rindle_room_core::host::route_control(
+        &method,
+        &path,
+        authorization.as_deref(),
+        &body,
+        &token,
+    ) {
+        ControlRoute::Reply(status, body) => vec![Item::N(f64::from(status)), Item::S(body)],
+        ControlRoute::Metrics => vec![Item::N(1.0), Item::S(String::new())],
+        ControlRoute::Host(request) => {
+            let json = match request {
+                ControlRequest::Stats => String::from("{\"kind\":\"stats\"}"),
+                ControlRequest::Health => String::from("{\"kind\":\"health\"}"),
+                ControlRequest::Drain => String::from("{\"kind\":\"drain\"}"),
+                ControlRequest::Revoke { user } => {
+                    let mut s = String::from("{\"kind\":\"revoke\",\"user\":");
+                    write_str(&mut s, &user);
+                    s.push('}');
+                    s
+                }
+                other => format!("{{\"kind\":\"{other:?}\"}}"),
+            };
+            vec![Item::N(0.0), Item::S(json)]
+        }
+    }
+}
+
+/// The HTTP answer to a control reply: `[status, body]` (the host's mapping).
+#[napi(js_name = "controlHttp")]
+pub fn control_http(kind: Option<String>, payload: String) -> Vec<Item> {
+    use rindle_room_core::host::ControlRoute;
+    let reply = match kind.as_deref() {
+        Some("stats") => Some(ControlReply::Stats(payload)),
+        Some("health") => Some(ControlReply::Health(payload == "true")),
+        Some("revoked") => Some(ControlReply::Revoked(payload.parse().unwrap_or(0))),
+        Some("drained") => Some(ControlReply::Drained(Ok(payload.parse().unwrap_or(0)))),
+        Some("drainFailed") => Some(ControlReply::Drained(Err(payload))),
+        _ => None,
+    };
+    let (status, body) = ControlRoute::http(reply.as_ref());
+    vec![Item::N(f64::from(status)), Item::S(body)]
+}

@@ -1,0 +1,204 @@
+//! `NativeFileJournal`: the server's durable file journal (`rindle-room-journal`), so a
+//! journal written by the smol server boots the Node shell and back — one format, one
+//! implementation. Every write runs on libuv's thread pool (its `fsync` never blocks the
+//! event loop) and resolves only once durable. `shell/shell.js` wraps it as
+//! `fileJournal(path)` with seed 000's `RoomJournal` methods.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+use rindle_room_core::host::{FlushRecord, JournalContents};
+use rindle_room_core::json::write::write_str;
+use rindle_room_journal::file::FileJournal;
+use rindle_room_journal::Journal;
+
+use crate::host::{entries_json, entry};
+
+/// One journal operation, run off the event loop.
+#[derive(Debug)]
+pub enum JournalOp {
+    /// Read everything: the host's boot contents as JSON.
+    ReadAll,
+    /// Append seed-shaped entries (JSON).
+    Append(String),
+    /// Journal a flush record (JSON `{seq, epoch, body}`).
+    AppendFlush(String),
+    /// Drop a settled flush record.
+    Confirm(u64),
+    /// Compact with the durable lmids (JSON `{clientID: lmid}`).
+    Compact(String),
+}
+
+/// A task of [`NativeFileJournal`].
+#[derive(Debug)]
+pub struct JournalTask {
+    journal: Option<Arc<FileJournal>>,
+    op: Option<JournalOp>,
+}
+
+fn io_err(e: impl std::fmt::Display) -> napi::Error {
+    napi::Error::new(napi::Status::GenericFailure, e.to_string())
+}
+
+impl Task for JournalTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        let Some(j) = &self.journal else {
+            return Err(io_err("the journal is closed"));
+        };
+        match self.op.take() {
+            None => Ok(String::new()),
+            Some(JournalOp::ReadAll) => j.read_all().map(|c| contents_json(&c)).map_err(io_err),
+            Some(JournalOp::Append(json)) => {
+                let v: serde_json::Value = serde_json::from_str(&json).map_err(io_err)?;
+                let entries = v
+                    .as_array()
+                    .map(|a| a.iter().map(entry).collect::<Result<Vec<_>, _>>())
+                    .transpose()
+                    .map_err(io_err)?
+                    .unwrap_or_default();
+                j.append(&entries).map(|()| String::new()).map_err(io_err)
+            }
+            Some(JournalOp::AppendFlush(json)) => {
+                let v: serde_json::Value = serde_json::from_str(&json).map_err(io_err)?;
+                let record = FlushRecord {
+                    seq: v["seq"]
+                        .as_u64()
+                        .ok_or_else(|| io_err("flush record: `seq`"))?,
+                    epoch: v["epoch"]
+                        .as_u64()
+                        .ok_or_else(|| io_err("flush record: `epoch`"))?,
+                    body: v["body"]
+                        .as_str()
+                        .ok_or_else(|| io_err("flush record: `body`"))?
+                        .to_string(),
+                };
+                j.append_flush(&record)
+                    .map(|()| String::new())
+                    .map_err(io_err)
+            }
+            Some(JournalOp::Confirm(seq)) => {
+                j.confirm_flush(seq).map(|()| String::new()).map_err(io_err)
+            }
+            Some(JournalOp::Compact(json)) => {
+                let durable: BTreeMap<String, u64> = serde_json::from_str(&json).map_err(io_err)?;
+                j.compact(&durable).map(|()| String::new()).map_err(io_err)
+            }
+        }
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+/// What the host reads at boot, as JSON (`RoomHost.journalRead`'s format).
+pub(crate) fn contents_json(c: &JournalContents) -> String {
+    let mut s = String::from("{\"entries\":");
+    s.push_str(&entries_json(&c.entries));
+    s.push_str(",\"bindings\":[");
+    for (i, (client, sub)) in c.bindings.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push('[');
+        write_str(&mut s, client);
+        s.push(',');
+        write_str(&mut s, sub);
+        s.push(']');
+    }
+    s.push_str("],\"flushes\":[");
+    for (i, r) in c.flushes.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "{{\"seq\":{},\"epoch\":{},\"body\":",
+            r.seq, r.epoch
+        ));
+        write_str(&mut s, &r.body);
+        s.push('}');
+    }
+    s.push_str(&format!("],\"maxFlushSeq\":{}}}", c.max_flush_seq));
+    s
+}
+
+/// The durable file journal, shared with the server.
+#[napi]
+#[derive(Debug)]
+pub struct NativeFileJournal {
+    /// `None` once closed (operations in flight keep their clone until they finish).
+    journal: Option<Arc<FileJournal>>,
+}
+
+#[napi]
+impl NativeFileJournal {
+    /// Opens (creating) the journal at `path`: a torn tail is cut; damage followed by
+    /// intact records throws (the file is left as it is).
+    #[napi(constructor)]
+    pub fn new(path: String) -> napi::Result<NativeFileJournal> {
+        let journal = FileJournal::open(&path).map_err(io_err)?;
+        Ok(NativeFileJournal {
+            journal: Some(Arc::new(journal)),
+        })
+    }
+
+    /// `[records kept, bytes cut from a torn tail]` at open.
+    #[napi]
+    pub fn recovered(&self) -> Vec<f64> {
+        let r = self
+            .journal
+            .as_ref()
+            .map(|j| j.recovered())
+            .unwrap_or_default();
+        vec![r.records as f64, r.truncated_bytes as f64]
+    }
+
+    /// Closes the file once the operations in flight are done; later calls fail.
+    #[napi]
+    pub fn close(&mut self) {
+        self.journal = None;
+    }
+
+    fn task(&self, op: JournalOp) -> AsyncTask<JournalTask> {
+        AsyncTask::new(JournalTask {
+            journal: self.journal.clone(),
+            op: Some(op),
+        })
+    }
+
+    /// Everything the host reads at boot, as JSON.
+    #[napi(js_name = "readAll")]
+    pub fn read_all(&self) -> AsyncTask<JournalTask> {
+        self.task(JournalOp::ReadAll)
+    }
+
+    /// Appends seed-shaped entries (JSON), durably.
+    #[napi]
+    pub fn append(&self, entries_json: String) -> AsyncTask<JournalTask> {
+        self.task(JournalOp::Append(entries_json))
+    }
+
+    /// Journals a flush record (JSON), durably.
+    #[napi(js_name = "appendFlush")]
+    pub fn append_flush(&self, record_json: String) -> AsyncTask<JournalTask> {
+        self.task(JournalOp::AppendFlush(record_json))
+    }
+
+    /// Drops the settled flush record `seq`.
+    #[napi(js_name = "confirmFlush")]
+    pub fn confirm_flush(&self, seq: f64) -> AsyncTask<JournalTask> {
+        self.task(JournalOp::Confirm(seq as u64))
+    }
+
+    /// Compacts with the durable lmids (JSON `{clientID: lmid}`).
+    #[napi]
+    pub fn compact(&self, durable_json: String) -> AsyncTask<JournalTask> {
+        self.task(JournalOp::Compact(durable_json))
+    }
+}
