@@ -21,7 +21,7 @@ export function smolBinary(profile = "debug") {
 const toml = (v) => JSON.stringify(v); // TOML basic strings accept JSON string syntax
 
 /** The config of a smol room following `rindled` with the shell tests' settings. */
-export function smolConfig({ rindled, authority, docId, kid, key, control, footprint, writes }) {
+export function smolConfig({ rindled, authority, docId, kid, key, control, footprint, writes, journalPath }) {
   let text =
     `[server]\nport = 0\n` +
     `[upstream]\nws_url = ${toml(rindled.wsUrl)}\ncontrol_url = ${toml(rindled.controlUrl)}\n` +
@@ -33,7 +33,9 @@ export function smolConfig({ rindled, authority, docId, kid, key, control, footp
     text +=
       `[writes]\nowned_tables = ${JSON.stringify(writes.ownedTables)}\ncrud = true\n` +
       `group_commit_ms = ${writes.groupCommitMs ?? 5}\nflush_debounce_ms = ${writes.flushDebounceMs ?? 20}\n` +
-      `[writes.journal]\nkind = "memory"\n`;
+      (journalPath
+        ? `[writes.journal]\nkind = "file"\npath = ${toml(journalPath)}\n`
+        : `[writes.journal]\nkind = "memory"\n`);
   }
   if (authority) {
     text +=
