@@ -13,19 +13,18 @@
 //! see [`Kind`]. Structured fields (journal entries, records, control replies) are JSON
 //! text; frames are the texts to send, as they are.
 
-use std::collections::BTreeMap;
+// napi-rs registers the `#[napi]` functions below only outside `cfg(test)`.
+#![cfg_attr(test, allow(dead_code))]
 
 use napi::bindgen_prelude::{FnArgs, FunctionRef, ToNapiValue};
 use napi::{sys, Env};
 use napi_derive::napi;
 use rindle_room_core::host::{
-    ApplyResult, AuthorityError, AuthorityReply, Backlog, ControlReply, ControlRequest, Driver,
-    FlushRecord, Host, HostConfig, Input, JournalContents, JournalEntry, Level, MutatorOutcome,
-    Outcome, Output, SendClass, WriteSettings,
+    json, Backlog, ControlReply, ControlRequest, Driver, Host, Input, Level, MutatorOutcome,
+    Output, SendClass,
 };
 use rindle_room_core::json::write::write_str;
 use rindle_room_core::{MutationTx, TableSchema};
-use serde_json::Value as Json;
 
 use crate::boundary::{guard, Cx, Failure};
 
@@ -159,226 +158,6 @@ fn bad(message: String) -> Failure {
     Failure::ArgType(message)
 }
 
-fn num(v: &Json, key: &str, default: u64) -> Result<u64, Failure> {
-    match v.get(key) {
-        None | Some(Json::Null) => Ok(default),
-        Some(n) => n
-            .as_u64()
-            .ok_or_else(|| bad(format!("`{key}` must be a non-negative integer, got {n}"))),
-    }
-}
-
-/// The host configuration from the shell's JSON (see `shell/shell.js`, `hostConfig`).
-fn config(json: &str) -> Result<HostConfig, Failure> {
-    let v: Json = serde_json::from_str(json).map_err(|e| bad(format!("config: {e}")))?;
-    let doc = v["docId"]
-        .as_str()
-        .filter(|d| !d.is_empty())
-        .ok_or_else(|| bad(String::from("`docId` must be a non-empty string")))?;
-    let keys: Vec<(String, String)> = v["tokenKeys"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut cfg = HostConfig::new(doc, keys);
-    cfg.idle_ttl_ms = num(&v, "idleTtlMs", cfg.idle_ttl_ms)?;
-    cfg.sweep_interval_ms = num(&v, "sweepIntervalMs", cfg.sweep_interval_ms)?.max(1);
-    cfg.revocation_window_ms = num(&v, "revocationWindowMs", cfg.revocation_window_ms)?;
-    cfg.send_budget_bytes = num(&v, "sendBudgetBytes", cfg.send_budget_bytes as u64)? as usize;
-    cfg.first_frame_timeout_ms = num(&v, "firstFrameTimeoutMs", cfg.first_frame_timeout_ms)?;
-    cfg.max_subscriptions_per_conn = num(
-        &v,
-        "maxSubscriptionsPerConn",
-        cfg.max_subscriptions_per_conn as u64,
-    )? as usize;
-    cfg.max_snapshot_bytes = num(&v, "maxSnapshotBytes", cfg.max_snapshot_bytes as u64)? as usize;
-    cfg.max_materializations =
-        num(&v, "maxMaterializations", cfg.max_materializations as u64)? as usize;
-    cfg.upstream_client_id = v["upstreamClientId"].as_str().map(str::to_string);
-    if let Some(hex) = v["entropy"].as_str() {
-        for (i, b) in cfg.entropy.iter_mut().enumerate() {
-            *b = hex
-                .get(i * 2..i * 2 + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| bad(String::from("`entropy` must be 64 hex characters")))?;
-        }
-    }
-    if let Some(w) = v.get("writes").filter(|w| !w.is_null()) {
-        cfg.writes = Some(WriteSettings {
-            owned_tables: w["ownedTables"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|t| t.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            scopes: w.get("scopes").filter(|s| !s.is_null()).cloned(),
-            group_commit_ms: num(w, "groupCommitMs", 5)?,
-            flush_debounce_ms: num(w, "flushDebounceMs", 250)?,
-            flush_dirty_max: num(w, "flushDirtyMax", 512)? as usize,
-            authority: w["authority"].as_bool().unwrap_or(false),
-        });
-    }
-    Ok(cfg)
-}
-
-fn contents(json: &str) -> Result<JournalContents, String> {
-    let v: Json = serde_json::from_str(json).map_err(|e| format!("journal contents: {e}"))?;
-    let entries = v["entries"]
-        .as_array()
-        .map(|a| a.iter().map(entry).collect::<Result<Vec<_>, _>>())
-        .transpose()?
-        .unwrap_or_default();
-    let bindings = v["bindings"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    let flushes = v["flushes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| {
-                    Some(FlushRecord {
-                        seq: r["seq"].as_u64()?,
-                        epoch: r["epoch"].as_u64()?,
-                        body: r["body"].as_str()?.to_string(),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(JournalContents {
-        entries,
-        bindings,
-        flushes,
-        max_flush_seq: v["maxFlushSeq"].as_u64().unwrap_or(0),
-    })
-}
-
-/// A seed-shaped entry (`args` as a JSON value; `outcome`, else the legacy `rejected`).
-pub(crate) fn entry(v: &Json) -> Result<JournalEntry, String> {
-    let outcome = match v["outcome"].as_str() {
-        Some("applied") => Outcome::Applied,
-        Some("rejected") => Outcome::Rejected,
-        Some("deopt") => Outcome::Deopt,
-        Some(other) => return Err(format!("journal entry: unknown outcome {other:?}")),
-        None if v["rejected"] == Json::Bool(true) => Outcome::Rejected,
-        None => Outcome::Applied,
-    };
-    Ok(JournalEntry {
-        client_id: v["clientID"]
-            .as_str()
-            .ok_or("journal entry: `clientID` must be a string")?
-            .to_string(),
-        mid: v["mid"]
-            .as_u64()
-            .ok_or("journal entry: `mid` must be a non-negative integer")?,
-        name: v["name"].as_str().unwrap_or("").to_string(),
-        args: match v.get("args") {
-            None | Some(Json::Null) => String::from("null"),
-            Some(a) => a.to_string(),
-        },
-        sub: v["sub"].as_str().unwrap_or("").to_string(),
-        outcome,
-    })
-}
-
-/// Entries as seed-shaped JSON (`args` embedded as the JSON value the host keeps).
-pub(crate) fn entries_json(entries: &[JournalEntry]) -> String {
-    let mut s = String::from("[");
-    for (i, e) in entries.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str("{\"clientID\":");
-        write_str(&mut s, &e.client_id);
-        s.push_str(",\"mid\":");
-        s.push_str(&e.mid.to_string());
-        s.push_str(",\"name\":");
-        write_str(&mut s, &e.name);
-        s.push_str(",\"args\":");
-        s.push_str(if e.args.is_empty() { "null" } else { &e.args });
-        s.push_str(",\"sub\":");
-        write_str(&mut s, &e.sub);
-        s.push_str(match e.outcome {
-            Outcome::Applied => ",\"outcome\":\"applied\"}",
-            Outcome::Rejected => ",\"outcome\":\"rejected\",\"rejected\":true}",
-            Outcome::Deopt => ",\"outcome\":\"deopt\",\"rejected\":true}",
-        });
-    }
-    s.push(']');
-    s
-}
-
-fn authority_result(json: &str) -> Result<AuthorityReply, AuthorityError> {
-    let v: Json = serde_json::from_str(json)
-        .map_err(|e| AuthorityError::Fatal(format!("authority result: {e}")))?;
-    if let Some(m) = v.get("retryable") {
-        return Err(AuthorityError::Retryable(
-            m.as_str().unwrap_or("").to_string(),
-        ));
-    }
-    if let Some(m) = v.get("fatal") {
-        return Err(AuthorityError::Fatal(m.as_str().unwrap_or("").to_string()));
-    }
-    if let Some(e) = v.get("claimed") {
-        return e
-            .as_u64()
-            .map(AuthorityReply::Claimed)
-            .ok_or_else(|| AuthorityError::Fatal(format!("claimEpoch returned {e}")));
-    }
-    if let Some(l) = v.get("lmids") {
-        let mut out = BTreeMap::new();
-        if let Some(map) = l.as_object() {
-            for (c, n) in map {
-                out.insert(c.clone(), n.as_u64().unwrap_or(0));
-            }
-        }
-        return Ok(AuthorityReply::Lmids(out));
-    }
-    let a = &v["applied"];
-    match a["kind"].as_str() {
-        Some("ok") => Ok(AuthorityReply::Applied(ApplyResult::Ok {
-            applied: a["applied"].as_bool().unwrap_or(true),
-            cv: a["cv"].as_f64(),
-        })),
-        Some("conflict") => Ok(AuthorityReply::Applied(ApplyResult::Conflict {
-            conflicts_json: a["conflicts"].to_string(),
-        })),
-        Some("fenced") => Ok(AuthorityReply::Applied(ApplyResult::Fenced {
-            current_epoch: a["currentEpoch"].as_u64(),
-        })),
-        _ => Err(AuthorityError::Fatal(format!(
-            "applyRowChangeTxn returned an unknown result {a}"
-        ))),
-    }
-}
-
-fn control_request(json: &str) -> Result<ControlRequest, Failure> {
-    let v: Json = serde_json::from_str(json).map_err(|e| bad(format!("control: {e}")))?;
-    Ok(match v["kind"].as_str() {
-        Some("stats") => ControlRequest::Stats,
-        Some("health") => ControlRequest::Health,
-        Some("revoke") => ControlRequest::Revoke {
-            user: v["user"].as_str().unwrap_or("").to_string(),
-        },
-        Some("drain") => ControlRequest::Drain,
-        Some("flushNow") => ControlRequest::FlushNow,
-        Some("shutdown") => ControlRequest::Shutdown,
-        Some("abort") => ControlRequest::Abort,
-        Some("close") => ControlRequest::Close,
-        other => return Err(bad(format!("control: unknown request {other:?}"))),
-    })
-}
-
 /// The core's room host, driven by the Node shell.
 #[napi]
 #[allow(missing_debug_implementations)] // holds JavaScript function references
@@ -430,7 +209,7 @@ impl RoomHost {
     ) -> napi::Result<RoomHost> {
         let cx = Cx::new(&env, "RoomHost");
         let host = cx.settle(guard(|| {
-            let cfg = config(&config_json)?;
+            let cfg = json::config_from_json(&config_json).map_err(bad)?;
             Host::new(cfg).map_err(|e| {
                 Failure::Room(rindle_room_core::Error::new(
                     rindle_room_core::ErrorCode::InvalidArgument,
@@ -552,7 +331,7 @@ impl RoomHost {
         error: Option<String>,
     ) -> napi::Result<()> {
         let result = match (contents_json, error) {
-            (Some(c), None) => contents(&c),
+            (Some(c), None) => json::contents_from_json(&c),
             (_, e) => Err(e.unwrap_or_default()),
         };
         let input = Input::JournalRead {
@@ -590,7 +369,7 @@ impl RoomHost {
     ) -> napi::Result<()> {
         let input = Input::Authority {
             io: io as u64,
-            result: authority_result(&result_json),
+            result: json::authority_result_from_json(&result_json),
         };
         self.feed(&env, "RoomHost.authority", now, input)
     }
@@ -605,7 +384,7 @@ impl RoomHost {
         request_json: String,
     ) -> napi::Result<()> {
         let cx = Cx::new(&env, "RoomHost.control");
-        let request = cx.settle(control_request(&request_json))?;
+        let request = cx.settle(json::control_request_from_json(&request_json).map_err(bad))?;
         let input = Input::Control {
             id: id as u64,
             request,
@@ -737,7 +516,7 @@ fn flatten(out: &mut Vec<Item>, o: Output) {
         Output::JournalAppend { io, entries } => {
             k(out, Kind::JournalAppend);
             out.push(Item::N(io as f64));
-            out.push(Item::S(entries_json(&entries)));
+            out.push(Item::S(json::entries_json(&entries)));
         }
         Output::JournalAppendFlush { io, record } => {
             k(out, Kind::JournalAppendFlush);

@@ -10,12 +10,11 @@ use std::sync::Arc;
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
-use rindle_room_core::host::{FlushRecord, JournalContents};
-use rindle_room_core::json::write::write_str;
+use rindle_room_core::host::FlushRecord;
 use rindle_room_journal::file::FileJournal;
 use rindle_room_journal::Journal;
 
-use crate::host::{entries_json, entry};
+use rindle_room_core::host::json::{contents_json, entry_from_json};
 
 /// One journal operation, run off the event loop.
 #[derive(Debug)]
@@ -58,7 +57,7 @@ impl Task for JournalTask {
                 let v: serde_json::Value = serde_json::from_str(&json).map_err(io_err)?;
                 let entries = v
                     .as_array()
-                    .map(|a| a.iter().map(entry).collect::<Result<Vec<_>, _>>())
+                    .map(|a| a.iter().map(entry_from_json).collect::<Result<Vec<_>, _>>())
                     .transpose()
                     .map_err(io_err)?
                     .unwrap_or_default();
@@ -95,37 +94,6 @@ impl Task for JournalTask {
     fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
         Ok(output)
     }
-}
-
-/// What the host reads at boot, as JSON (`RoomHost.journalRead`'s format).
-pub(crate) fn contents_json(c: &JournalContents) -> String {
-    let mut s = String::from("{\"entries\":");
-    s.push_str(&entries_json(&c.entries));
-    s.push_str(",\"bindings\":[");
-    for (i, (client, sub)) in c.bindings.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push('[');
-        write_str(&mut s, client);
-        s.push(',');
-        write_str(&mut s, sub);
-        s.push(']');
-    }
-    s.push_str("],\"flushes\":[");
-    for (i, r) in c.flushes.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str(&format!(
-            "{{\"seq\":{},\"epoch\":{},\"body\":",
-            r.seq, r.epoch
-        ));
-        write_str(&mut s, &r.body);
-        s.push('}');
-    }
-    s.push_str(&format!("],\"maxFlushSeq\":{}}}", c.max_flush_seq));
-    s
 }
 
 /// The durable file journal, shared with the server.

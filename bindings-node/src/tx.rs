@@ -6,6 +6,9 @@
 //! core's (`room-core` `write/keyed.rs`), so a JS mutator and a Rust one reject alike.
 //! A call outside a mutator (after an `await` in a wrongly async one) throws.
 
+// napi-rs registers the `#[napi]` functions below only outside `cfg(test)`.
+#![cfg_attr(test, allow(dead_code))]
+
 use core::cell::Cell;
 use core::ptr;
 

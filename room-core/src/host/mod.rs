@@ -33,6 +33,7 @@ mod downstream;
 mod flush;
 pub mod frames;
 mod io;
+pub mod json;
 mod leases;
 mod limits;
 mod metrics;

@@ -1,0 +1,551 @@
+//! The host's I/O as JSON text, for drivers that cross a language boundary (the Node
+//! addon, the C library): the configuration, journal contents and entries, authority
+//! results, control requests, and every [`Output`] / [`Input`] as one JSON object.
+//! Field names follow seed 000 (`clientID`, `maxFlushSeq`, …); frame texts travel as
+//! JSON strings.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use serde_json::Value as Json;
+
+use super::{
+    ApplyResult, AuthorityError, AuthorityReply, ControlReply, ControlRequest, FlushRecord,
+    HostConfig, Input, JournalContents, JournalEntry, Level, Outcome, Output, SendClass,
+    WriteSettings,
+};
+use crate::json::write::write_str;
+
+/// Why a JSON document was refused.
+pub type JsonError = String;
+
+fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
+    match v.get(key) {
+        None | Some(Json::Null) => Ok(default),
+        Some(n) => n
+            .as_u64()
+            .ok_or_else(|| format!("`{key}` must be a non-negative integer, got {n}")),
+    }
+}
+
+/// The host configuration: `{docId, tokenKeys: [[kid, secret]], idleTtlMs?,
+/// sweepIntervalMs?, revocationWindowMs?, sendBudgetBytes?, firstFrameTimeoutMs?,
+/// maxSubscriptionsPerConn?, maxSnapshotBytes?, maxMaterializations?,
+/// upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
+/// flushDebounceMs?, flushDirtyMax?, authority}}`.
+pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
+    let v: Json = serde_json::from_str(json).map_err(|e| format!("config: {e}"))?;
+    let doc = v["docId"]
+        .as_str()
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| String::from("`docId` must be a non-empty string"))?;
+    let keys: Vec<(String, String)> = v["tokenKeys"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut cfg = HostConfig::new(doc, keys);
+    cfg.idle_ttl_ms = num(&v, "idleTtlMs", cfg.idle_ttl_ms)?;
+    cfg.sweep_interval_ms = num(&v, "sweepIntervalMs", cfg.sweep_interval_ms)?.max(1);
+    cfg.revocation_window_ms = num(&v, "revocationWindowMs", cfg.revocation_window_ms)?;
+    cfg.send_budget_bytes = num(&v, "sendBudgetBytes", cfg.send_budget_bytes as u64)? as usize;
+    cfg.first_frame_timeout_ms = num(&v, "firstFrameTimeoutMs", cfg.first_frame_timeout_ms)?;
+    cfg.max_subscriptions_per_conn = num(
+        &v,
+        "maxSubscriptionsPerConn",
+        cfg.max_subscriptions_per_conn as u64,
+    )? as usize;
+    cfg.max_snapshot_bytes = num(&v, "maxSnapshotBytes", cfg.max_snapshot_bytes as u64)? as usize;
+    cfg.max_materializations =
+        num(&v, "maxMaterializations", cfg.max_materializations as u64)? as usize;
+    cfg.upstream_client_id = v["upstreamClientId"].as_str().map(str::to_string);
+    if let Some(hex) = v["entropy"].as_str() {
+        for (i, b) in cfg.entropy.iter_mut().enumerate() {
+            *b = hex
+                .get(i * 2..i * 2 + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| String::from("`entropy` must be 64 hex characters"))?;
+        }
+    }
+    if let Some(w) = v.get("writes").filter(|w| !w.is_null()) {
+        cfg.writes = Some(WriteSettings {
+            owned_tables: w["ownedTables"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|t| t.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            scopes: w.get("scopes").filter(|s| !s.is_null()).cloned(),
+            group_commit_ms: num(w, "groupCommitMs", 5)?,
+            flush_debounce_ms: num(w, "flushDebounceMs", 250)?,
+            flush_dirty_max: num(w, "flushDirtyMax", 512)? as usize,
+            authority: w["authority"].as_bool().unwrap_or(false),
+        });
+    }
+    Ok(cfg)
+}
+
+/// Journal contents: `{entries: [entry], bindings: [[clientID, sub]], flushes: [{seq,
+/// epoch, body}], maxFlushSeq}`.
+pub fn contents_from_json(json: &str) -> Result<JournalContents, JsonError> {
+    let v: Json = serde_json::from_str(json).map_err(|e| format!("journal contents: {e}"))?;
+    let entries = v["entries"]
+        .as_array()
+        .map(|a| a.iter().map(entry_from_json).collect::<Result<Vec<_>, _>>())
+        .transpose()?
+        .unwrap_or_default();
+    let bindings = v["bindings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let flushes = v["flushes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| {
+                    Some(FlushRecord {
+                        seq: r["seq"].as_u64()?,
+                        epoch: r["epoch"].as_u64()?,
+                        body: r["body"].as_str()?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(JournalContents {
+        entries,
+        bindings,
+        flushes,
+        max_flush_seq: v["maxFlushSeq"].as_u64().unwrap_or(0),
+    })
+}
+
+/// A seed-shaped entry (`args` as a JSON value; `outcome`, else the legacy `rejected`).
+pub fn entry_from_json(v: &Json) -> Result<JournalEntry, JsonError> {
+    let outcome = match v["outcome"].as_str() {
+        Some("applied") => Outcome::Applied,
+        Some("rejected") => Outcome::Rejected,
+        Some("deopt") => Outcome::Deopt,
+        Some(other) => return Err(format!("journal entry: unknown outcome {other:?}")),
+        None if v["rejected"] == Json::Bool(true) => Outcome::Rejected,
+        None => Outcome::Applied,
+    };
+    Ok(JournalEntry {
+        client_id: v["clientID"]
+            .as_str()
+            .ok_or("journal entry: `clientID` must be a string")?
+            .to_string(),
+        mid: v["mid"]
+            .as_u64()
+            .ok_or("journal entry: `mid` must be a non-negative integer")?,
+        name: v["name"].as_str().unwrap_or("").to_string(),
+        args: match v.get("args") {
+            None | Some(Json::Null) => String::from("null"),
+            Some(a) => a.to_string(),
+        },
+        sub: v["sub"].as_str().unwrap_or("").to_string(),
+        outcome,
+    })
+}
+
+/// Entries as seed-shaped JSON (`args` embedded as the JSON value the host keeps).
+pub fn entries_json(entries: &[JournalEntry]) -> String {
+    let mut s = String::from("[");
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str("{\"clientID\":");
+        write_str(&mut s, &e.client_id);
+        s.push_str(",\"mid\":");
+        s.push_str(&e.mid.to_string());
+        s.push_str(",\"name\":");
+        write_str(&mut s, &e.name);
+        s.push_str(",\"args\":");
+        s.push_str(if e.args.is_empty() { "null" } else { &e.args });
+        s.push_str(",\"sub\":");
+        write_str(&mut s, &e.sub);
+        s.push_str(match e.outcome {
+            Outcome::Applied => ",\"outcome\":\"applied\"}",
+            Outcome::Rejected => ",\"outcome\":\"rejected\",\"rejected\":true}",
+            Outcome::Deopt => ",\"outcome\":\"deopt\",\"rejected\":true}",
+        });
+    }
+    s.push(']');
+    s
+}
+
+/// What the host reads at boot, as JSON (`RoomHost.journalRead`'s format).
+pub fn contents_json(c: &JournalContents) -> String {
+    let mut s = String::from("{\"entries\":");
+    s.push_str(&entries_json(&c.entries));
+    s.push_str(",\"bindings\":[");
+    for (i, (client, sub)) in c.bindings.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push('[');
+        write_str(&mut s, client);
+        s.push(',');
+        write_str(&mut s, sub);
+        s.push(']');
+    }
+    s.push_str("],\"flushes\":[");
+    for (i, r) in c.flushes.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "{{\"seq\":{},\"epoch\":{},\"body\":",
+            r.seq, r.epoch
+        ));
+        write_str(&mut s, &r.body);
+        s.push('}');
+    }
+    s.push_str(&format!("],\"maxFlushSeq\":{}}}", c.max_flush_seq));
+    s
+}
+
+/// An authority result: `{claimed}`, `{lmids}`, `{applied: AuthorityApplyResult}`,
+/// `{retryable: message}` or `{fatal: message}`.
+pub fn authority_result_from_json(json: &str) -> Result<AuthorityReply, AuthorityError> {
+    let v: Json = serde_json::from_str(json)
+        .map_err(|e| AuthorityError::Fatal(format!("authority result: {e}")))?;
+    if let Some(m) = v.get("retryable") {
+        return Err(AuthorityError::Retryable(
+            m.as_str().unwrap_or("").to_string(),
+        ));
+    }
+    if let Some(m) = v.get("fatal") {
+        return Err(AuthorityError::Fatal(m.as_str().unwrap_or("").to_string()));
+    }
+    if let Some(e) = v.get("claimed") {
+        return e
+            .as_u64()
+            .map(AuthorityReply::Claimed)
+            .ok_or_else(|| AuthorityError::Fatal(format!("claimEpoch returned {e}")));
+    }
+    if let Some(l) = v.get("lmids") {
+        let mut out = BTreeMap::new();
+        if let Some(map) = l.as_object() {
+            for (c, n) in map {
+                out.insert(c.clone(), n.as_u64().unwrap_or(0));
+            }
+        }
+        return Ok(AuthorityReply::Lmids(out));
+    }
+    let a = &v["applied"];
+    match a["kind"].as_str() {
+        Some("ok") => Ok(AuthorityReply::Applied(ApplyResult::Ok {
+            applied: a["applied"].as_bool().unwrap_or(true),
+            cv: a["cv"].as_f64(),
+        })),
+        Some("conflict") => Ok(AuthorityReply::Applied(ApplyResult::Conflict {
+            conflicts_json: a["conflicts"].to_string(),
+        })),
+        Some("fenced") => Ok(AuthorityReply::Applied(ApplyResult::Fenced {
+            current_epoch: a["currentEpoch"].as_u64(),
+        })),
+        _ => Err(AuthorityError::Fatal(format!(
+            "applyRowChangeTxn returned an unknown result {a}"
+        ))),
+    }
+}
+
+/// A control request `{kind, user?}`.
+pub fn control_request_from_json(json: &str) -> Result<ControlRequest, JsonError> {
+    let v: Json = serde_json::from_str(json).map_err(|e| format!("control: {e}"))?;
+    Ok(match v["kind"].as_str() {
+        Some("stats") => ControlRequest::Stats,
+        Some("health") => ControlRequest::Health,
+        Some("revoke") => ControlRequest::Revoke {
+            user: v["user"].as_str().unwrap_or("").to_string(),
+        },
+        Some("drain") => ControlRequest::Drain,
+        Some("flushNow") => ControlRequest::FlushNow,
+        Some("shutdown") => ControlRequest::Shutdown,
+        Some("abort") => ControlRequest::Abort,
+        Some("close") => ControlRequest::Close,
+        other => return Err(format!("control: unknown request {other:?}")),
+    })
+}
+
+fn class_name(c: SendClass) -> &'static str {
+    match c {
+        SendClass::Plain => "plain",
+        SendClass::Live => "live",
+        SendClass::Snapshot => "snapshot",
+    }
+}
+
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Debug => "debug",
+        Level::Info => "info",
+        Level::Warn => "warn",
+        Level::Error => "error",
+    }
+}
+
+/// A control reply as `{kind, value?}`.
+fn reply_json(out: &mut String, r: &ControlReply) {
+    let (kind, value): (&str, Option<String>) = match r {
+        ControlReply::Stats(s) => ("stats", Some(s.clone())),
+        ControlReply::Health(h) => ("health", Some(h.to_string())),
+        ControlReply::Revoked(n) => ("revoked", Some(n.to_string())),
+        ControlReply::Drained(Ok(seq)) => ("drained", Some(seq.to_string())),
+        ControlReply::Drained(Err(e)) => {
+            let mut s = String::new();
+            write_str(&mut s, e);
+            ("drainFailed", Some(s))
+        }
+        ControlReply::Flushed => ("flushed", None),
+        ControlReply::Stopped => ("stopped", None),
+    };
+    out.push_str("{\"kind\":\"");
+    out.push_str(kind);
+    out.push('"');
+    if let Some(v) = value {
+        out.push_str(",\"value\":");
+        out.push_str(&v);
+    }
+    out.push('}');
+}
+
+/// One output as a JSON object: `{"t": <kind>, …fields}` — `t` is the output's name in
+/// lower camel case (`send`, `close`, `journalAppend`, …), the fields as in [`Output`].
+pub fn output_json(o: &Output) -> String {
+    let mut s = String::with_capacity(64);
+    let t = |s: &mut String, t: &str| {
+        s.push_str("{\"t\":\"");
+        s.push_str(t);
+        s.push('"');
+    };
+    let num = |s: &mut String, k: &str, v: u64| {
+        s.push_str(",\"");
+        s.push_str(k);
+        s.push_str("\":");
+        s.push_str(&v.to_string());
+    };
+    let text = |s: &mut String, k: &str, v: &str| {
+        s.push_str(",\"");
+        s.push_str(k);
+        s.push_str("\":");
+        write_str(s, v);
+    };
+    match o {
+        Output::Started => t(&mut s, "started"),
+        Output::StartFailed { reason } => {
+            t(&mut s, "startFailed");
+            text(&mut s, "reason", reason);
+        }
+        Output::StopAccepting => t(&mut s, "stopAccepting"),
+        Output::Stopped { moved } => {
+            t(&mut s, "stopped");
+            s.push_str(if *moved {
+                ",\"moved\":true"
+            } else {
+                ",\"moved\":false"
+            });
+        }
+        Output::Live { boot_id } => {
+            t(&mut s, "live");
+            text(&mut s, "bootId", boot_id);
+        }
+        Output::Send {
+            conn,
+            text: body,
+            class,
+        } => {
+            t(&mut s, "send");
+            num(&mut s, "conn", *conn);
+            text(&mut s, "class", class_name(*class));
+            text(&mut s, "text", body);
+        }
+        Output::Close {
+            conn,
+            code,
+            reason,
+            discard_queued,
+        } => {
+            t(&mut s, "close");
+            num(&mut s, "conn", *conn);
+            num(&mut s, "code", u64::from(*code));
+            text(&mut s, "reason", reason);
+            s.push_str(if *discard_queued {
+                ",\"discardQueued\":true"
+            } else {
+                ",\"discardQueued\":false"
+            });
+        }
+        Output::Terminate { conn } => {
+            t(&mut s, "terminate");
+            num(&mut s, "conn", *conn);
+        }
+        Output::MintLease => t(&mut s, "mintLease"),
+        Output::OpenUpstream { link } => {
+            t(&mut s, "openUpstream");
+            num(&mut s, "link", *link);
+        }
+        Output::CloseUpstream => t(&mut s, "closeUpstream"),
+        Output::UpstreamSend { link, text: body } => {
+            t(&mut s, "upstreamSend");
+            num(&mut s, "link", *link);
+            text(&mut s, "text", body);
+        }
+        Output::JournalRead { io } => {
+            t(&mut s, "journalRead");
+            num(&mut s, "io", *io);
+        }
+        Output::JournalAppend { io, entries } => {
+            t(&mut s, "journalAppend");
+            num(&mut s, "io", *io);
+            s.push_str(",\"entries\":");
+            s.push_str(&entries_json(entries));
+        }
+        Output::JournalAppendFlush { io, record } => {
+            t(&mut s, "journalAppendFlush");
+            num(&mut s, "io", *io);
+            s.push_str(",\"record\":{\"seq\":");
+            s.push_str(&record.seq.to_string());
+            s.push_str(",\"epoch\":");
+            s.push_str(&record.epoch.to_string());
+            text(&mut s, "body", &record.body);
+            s.push('}');
+        }
+        Output::JournalConfirmFlush { io, seq } => {
+            t(&mut s, "journalConfirmFlush");
+            num(&mut s, "io", *io);
+            num(&mut s, "seq", *seq);
+        }
+        Output::JournalCompact { io, durable } => {
+            t(&mut s, "journalCompact");
+            num(&mut s, "io", *io);
+            s.push_str(",\"durable\":{");
+            for (i, (c, l)) in durable.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                write_str(&mut s, c);
+                s.push(':');
+                s.push_str(&l.to_string());
+            }
+            s.push('}');
+        }
+        Output::AuthorityClaim { io, doc } => {
+            t(&mut s, "authorityClaim");
+            num(&mut s, "io", *io);
+            text(&mut s, "doc", doc);
+        }
+        Output::AuthorityLmids { io, doc, clients } => {
+            t(&mut s, "authorityLmids");
+            num(&mut s, "io", *io);
+            text(&mut s, "doc", doc);
+            s.push_str(",\"clients\":[");
+            for (i, c) in clients.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                write_str(&mut s, c);
+            }
+            s.push(']');
+        }
+        Output::AuthorityApply { io, body } => {
+            t(&mut s, "authorityApply");
+            num(&mut s, "io", *io);
+            text(&mut s, "body", body);
+        }
+        Output::ControlReply { id, reply } => {
+            t(&mut s, "controlReply");
+            num(&mut s, "id", *id);
+            s.push_str(",\"reply\":");
+            reply_json(&mut s, reply);
+        }
+        Output::Log { level, text: line } => {
+            t(&mut s, "log");
+            text(&mut s, "level", level_name(*level));
+            text(&mut s, "text", line);
+        }
+    }
+    s.push('}');
+    s
+}
+
+fn field_u64(v: &Json, k: &str) -> Result<u64, JsonError> {
+    v[k].as_u64()
+        .ok_or_else(|| format!("input: `{k}` must be a non-negative integer"))
+}
+
+fn field_str<'a>(v: &'a Json, k: &str) -> Result<&'a str, JsonError> {
+    v[k].as_str()
+        .ok_or_else(|| format!("input: `{k}` must be a string"))
+}
+
+/// Parses one input `{"t": <kind>, …}` (the kinds of [`Input`] in lower camel case:
+/// `leaseMinted {token | error}`, `upstreamOpened {link}`, `upstreamFrame {link, text}`,
+/// `upstreamClosed {link, error?}`, `connOpened {conn}`, `connFrame {conn, text}`,
+/// `connClosed {conn}`, `journalRead {io, contents | error}`, `journalWritten {io,
+/// error?}`, `authority {io, result}`, `control {id, request}`) and hands it to `f`.
+pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<R, JsonError> {
+    let v: Json = serde_json::from_str(json).map_err(|e| format!("input: {e}"))?;
+    let opt_err = |v: &Json| v["error"].as_str().map(String::from);
+    let input = match v["t"].as_str() {
+        Some("leaseMinted") => Input::LeaseMinted(match v["token"].as_str() {
+            Some(t) => Ok(t.to_string()),
+            None => Err(opt_err(&v).unwrap_or_default()),
+        }),
+        Some("upstreamOpened") => Input::UpstreamOpened {
+            link: field_u64(&v, "link")?,
+        },
+        Some("upstreamFrame") => Input::UpstreamFrame {
+            link: field_u64(&v, "link")?,
+            text: field_str(&v, "text")?,
+        },
+        Some("upstreamClosed") => Input::UpstreamClosed {
+            link: field_u64(&v, "link")?,
+            error: v["error"].as_str(),
+        },
+        Some("connOpened") => Input::ConnOpened {
+            conn: field_u64(&v, "conn")?,
+        },
+        Some("connFrame") => Input::ConnFrame {
+            conn: field_u64(&v, "conn")?,
+            text: field_str(&v, "text")?,
+        },
+        Some("connClosed") => Input::ConnClosed {
+            conn: field_u64(&v, "conn")?,
+        },
+        Some("journalRead") => Input::JournalRead {
+            io: field_u64(&v, "io")?,
+            result: match opt_err(&v) {
+                Some(e) => Err(e),
+                None => contents_from_json(&v["contents"].to_string()),
+            },
+        },
+        Some("journalWritten") => Input::JournalWritten {
+            io: field_u64(&v, "io")?,
+            result: opt_err(&v).map_or(Ok(()), Err),
+        },
+        Some("authority") => Input::Authority {
+            io: field_u64(&v, "io")?,
+            result: authority_result_from_json(&v["result"].to_string()),
+        },
+        Some("control") => Input::Control {
+            id: field_u64(&v, "id")?,
+            request: control_request_from_json(&v["request"].to_string())?,
+        },
+        other => return Err(format!("input: unknown kind {other:?}")),
+    };
+    Ok(f(input))
+}
