@@ -95,6 +95,21 @@
 // three as text (`"0.1.0"`); `rindle_room_version()` returns the linked library's.
 #define RINDLE_ROOM_VERSION_PATCH 0
 
+// The mutator completed: its staged writes commit.
+#define RINDLE_ROOM_MUTATOR_DONE 0
+
+// No mutator has that name: the mutation is rejected with ``unknown mutator `name` ``.
+#define RINDLE_ROOM_MUTATOR_UNKNOWN 1
+
+// A final rejection: the reason given to `rindle_room_mutation_reject()` (or, without
+// one, the last failed `rindle_room_mutation_*` call's message). Nothing applies.
+#define RINDLE_ROOM_MUTATOR_REJECTED 2
+
+// A `rindle_room_mutation_*` call failed and the mutator gives up with its error (C's
+// spelling of Rust's `?`): `RINDLE_ROOM_RESULT_ENVIRONMENT` becomes an `environment`
+// deopt, any other error a rejection with its message.
+#define RINDLE_ROOM_MUTATOR_FAILED 3
+
 // What a call did. Every fallible function returns one of these.
 //
 // `RINDLE_ROOM_RESULT_OK` (0) is success. Codes 1–99 come from the C boundary (a NULL
@@ -174,6 +189,17 @@ typedef uint32_t rindle_room_result;
 // handles are independent and may be used from different threads at once.
 typedef struct rindle_room rindle_room;
 
+// A room host: one document's room plus every rule of its shell (upstream, leases,
+// downstream connections, the write plane, journal, flush, control plane), with no
+// I/O and no clock. Opaque: made by `rindle_room_host_new()`, freed by
+// `rindle_room_host_free()`. One thread at a time, like a room.
+typedef struct rindle_room_host rindle_room_host;
+
+// The open transaction of one mutator call. Opaque: the host hands it to the mutator
+// callback, and it is valid only until the callback returns (it lives on the host's
+// stack). Use it from the callback's thread only.
+typedef struct rindle_room_mutation_tx rindle_room_mutation_tx;
+
 // UTF-8 text owned by the library: a JSON result, a token, a hash.
 //
 // `data` points to `len` bytes followed by one NUL byte that `len` does not count, so
@@ -199,6 +225,39 @@ typedef struct {
   // is handed over as the room wrote it, without a copy). Not for the host's use.
   size_t capacity;
 } rindle_room_buf;
+
+// A mutator: runs mutation `name` (UTF-8, `name_len` bytes, not NUL-terminated) with
+// `args_json` (JSON text; NULL with length 0 when the envelope has no args) as subject
+// `user` (empty: none), writing through `tx` with the `rindle_room_mutation_*()`
+// functions. Returns a `RINDLE_ROOM_MUTATOR_*` outcome. Runs synchronously inside the
+// host call that delivered the mutation; `tx` is valid until it returns. It must not
+// call the host.
+typedef uint32_t (*rindle_room_mutator_fn)(void *ctx, rindle_room_mutation_tx *tx, const char *name, size_t name_len, const char *args_json, size_t args_len, const char *user, size_t user_len);
+
+// Optional: the room's tables are known (each incarnation, before writes are served),
+// as a JSON array of `{name, columns, primaryKey}`. Return NULL to accept, or a
+// NUL-terminated message (read before the call returns) to refuse: the incarnation
+// dies with `write-plane boot failed: <message>`.
+typedef const char *(*rindle_room_tables_fn)(void *ctx, const char *tables_json, size_t tables_len);
+
+// Optional: connection `conn`'s backlog, the bytes its writer has not taken yet: live
+// frames in `*out_live`, snapshot frames in `*out_snapshot` (both start at 0). The
+// host adds what it output but you have not polled, and closes a connection whose
+// backlog passes the send budget.
+typedef void (*rindle_room_backlog_fn)(void *ctx, uint64_t conn, uint64_t *out_live, uint64_t *out_snapshot);
+
+// What the host calls back while it handles an input. Copied by
+// `rindle_room_host_new()`; `ctx` is passed to every callback as it is.
+typedef struct {
+  // Passed to every callback.
+  void *ctx;
+  // Required when the configuration has `writes`: runs one mutator.
+  rindle_room_mutator_fn run_mutator;
+  // Optional (NULL: accept any tables).
+  rindle_room_tables_fn tables_known;
+  // Optional (NULL: every backlog is what the host output and you have not polled).
+  rindle_room_backlog_fn backlog;
+} rindle_room_host_callbacks;
 
 #ifdef __cplusplus
 extern "C" {
@@ -237,6 +296,212 @@ rindle_room_result rindle_room_json_string(const char *text, size_t text_len, ri
 // `RINDLE_ROOM_VERSION` to catch a header and a library from different builds. The
 // string is static: never free it.
 const char *rindle_room_version(void);
+
+// Makes a host from its configuration (JSON text: `{docId, tokenKeys, entropy,
+// writes?, …}`; see `docs/host.md`). Nothing happens until `rindle_room_host_start()`.
+//
+// `callbacks` is copied; its `ctx` must stay valid for the host's life. On failure
+// `*out_host` is untouched and the message is in `rindle_room_thread_last_error()`
+// (`RINDLE_ROOM_RESULT_MALFORMED_INPUT` for JSON, `RINDLE_ROOM_RESULT_INVALID_ARGUMENT`
+// for a configuration the host refuses).
+//
+// # Safety
+//
+// `config_json` is NULL or readable for `config_len` bytes; `callbacks` is NULL or
+// readable; `out_host` is NULL or writable.
+rindle_room_result rindle_room_host_new(const char *config_json, size_t config_len, const rindle_room_host_callbacks *callbacks, rindle_room_host **out_host);
+
+// Frees a host and everything it holds. NULL is a no-op.
+//
+// # Safety
+//
+// `host` is NULL or a handle from `rindle_room_host_new()` not yet freed, used by no
+// other thread.
+void rindle_room_host_free(rindle_room_host *host);
+
+// The message of the last call on `host` that failed; empty before the first. Owned by
+// the host: valid until the next call on it.
+//
+// # Safety
+//
+// `host` is NULL or a live handle; the out-parameters are NULL or writable.
+rindle_room_result rindle_room_host_last_error(const rindle_room_host *host, const char **out_message, size_t *out_len);
+
+// Starts the host at `now` (ms): its first outputs (a journal read, or the lease mint)
+// are ready to poll.
+//
+// # Safety
+//
+// `host` is NULL or a live handle.
+rindle_room_result rindle_room_host_start(rindle_room_host *host, double now);
+
+// Hands the host one input at `now` (ms), as a JSON object `{"t": kind, …}`:
+// `leaseMinted`, `upstreamOpened`, `upstreamFrame`, `upstreamClosed`, `connOpened`,
+// `connFrame`, `connClosed`, `journalRead`, `journalWritten`, `authority`, `control`
+// (the shapes are in `docs/host.md`). Mutators run inside this call.
+//
+// # Safety
+//
+// `host` is NULL or a live handle; `input_json` is NULL or readable for `input_len`
+// bytes.
+rindle_room_result rindle_room_host_input(rindle_room_host *host, double now, const char *input_json, size_t input_len);
+
+// One text frame from downstream connection `conn`, as received (no JSON wrapping):
+// the same as the input `{"t":"connFrame","conn":…,"text":…}`, without the escaping.
+//
+// # Safety
+//
+// `host` is NULL or a live handle; `text` is NULL or readable for `text_len` bytes.
+rindle_room_result rindle_room_host_conn_frame(rindle_room_host *host, double now, uint64_t conn, const char *text, size_t text_len);
+
+// One text frame from upstream link `link`, as received: the same as the input
+// `{"t":"upstreamFrame","link":…,"text":…}`, without the escaping.
+//
+// # Safety
+//
+// `host` is NULL or a live handle; `text` is NULL or readable for `text_len` bytes.
+rindle_room_result rindle_room_host_upstream_frame(rindle_room_host *host, double now, uint64_t link, const char *text, size_t text_len);
+
+// Fires every host timer due at `now` (call it at `rindle_room_host_next_deadline()`).
+//
+// # Safety
+//
+// `host` is NULL or a live handle.
+rindle_room_result rindle_room_host_timeout(rindle_room_host *host, double now);
+
+// When the host next wants `rindle_room_host_timeout()` (ms since the epoch). No timer
+// pending (or a stopped host): `*out_defined` is false and `*out_ms` 0.
+//
+// # Safety
+//
+// `host` is NULL or a live handle; the out-parameters are NULL or writable.
+rindle_room_result rindle_room_host_next_deadline(rindle_room_host *host, double *out_ms, bool *out_defined);
+
+// The host's next output, as a JSON object `{"t": kind, …}` (`send`, `close`,
+// `mintLease`, `openUpstream`, `journalAppend`, `authorityApply`, `log`, …; the shapes
+// are in `docs/host.md`), in the order to carry them out. None left: `*out_defined` is
+// false and `*out_json` an empty buf.
+//
+// # Safety
+//
+// `host` is NULL or a live handle; the out-parameters are NULL or writable.
+rindle_room_result rindle_room_host_poll(rindle_room_host *host, rindle_room_buf *out_json, bool *out_defined);
+
+// The host's state as a JSON object: `{"live", "stopped", "moved", "bootId",
+// "placementEpoch"}` (`bootId` is the current incarnation's, `""` before the first).
+//
+// # Safety
+//
+// `host` is NULL or a live handle; `out_json` is NULL or writable.
+rindle_room_result rindle_room_host_status(rindle_room_host *host, rindle_room_buf *out_json);
+
+// `tx.row(table, pk)`: the row with primary key `pk_json` (a JSON object naming every
+// pk column), read-your-writes, as a JSON object of column values. Absent:
+// `*out_defined` is false and `*out_json` an empty buf.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length; the out-parameters are NULL or writable.
+rindle_room_result rindle_room_mutation_row(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *pk_json, size_t pk_len, rindle_room_buf *out_json, bool *out_defined);
+
+// `tx.get(table, pk)`: the row with primary-key cells `pk_json` (a JSON array, pk
+// order) as a JSON array of cells, or absent (`*out_defined` false).
+//
+// # Safety
+//
+// As `rindle_room_mutation_row()`.
+rindle_room_result rindle_room_mutation_get(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *pk_json, size_t pk_len, rindle_room_buf *out_json, bool *out_defined);
+
+// `tx.insert(table, row)`: a full row as a JSON object naming every column; an
+// existing key is refused (`RINDLE_ROOM_RESULT_WRITE_REFUSED`).
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length.
+rindle_room_result rindle_room_mutation_insert(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *row_json, size_t row_len);
+
+// `tx.update(table, row)`: the pk columns and the columns to change, as a JSON
+// object; a missing row is a no-op.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length.
+rindle_room_result rindle_room_mutation_update(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *row_json, size_t row_len);
+
+// `tx.upsert(table, row)`: a full row (JSON object) that replaces the existing one
+// or is inserted.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length.
+rindle_room_result rindle_room_mutation_upsert(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *row_json, size_t row_len);
+
+// `tx.delete(table, pk)`: the pk as a JSON object; a missing row is a no-op.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length.
+rindle_room_result rindle_room_mutation_delete(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *pk_json, size_t pk_len);
+
+// `tx.add(table, cells)`: a positional insert of a full row (JSON array).
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length.
+rindle_room_result rindle_room_mutation_add(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *cells_json, size_t cells_len);
+
+// `tx.remove(table, cells)`: a positional remove by a full row or its pk cells (JSON
+// array).
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length.
+rindle_room_result rindle_room_mutation_remove(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *cells_json, size_t cells_len);
+
+// `tx.edit(table, old, new)`: a positional edit of an existing row (both JSON arrays of
+// every column, the pk unchanged); a `{"$keep":true}` cell in `new_json` keeps the
+// current value.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; each text is NULL or readable for its
+// length.
+rindle_room_result rindle_room_mutation_edit(rindle_room_mutation_tx *tx, const char *table, size_t table_len, const char *old_json, size_t old_len, const char *new_json, size_t new_len);
+
+// `tx.query()`: queries are not available in room mutators. Always fails with
+// `RINDLE_ROOM_RESULT_ENVIRONMENT`; return `RINDLE_ROOM_MUTATOR_FAILED` and the mutation
+// deopts with reason `environment`.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle.
+rindle_room_result rindle_room_mutation_query(rindle_room_mutation_tx *tx);
+
+// Gives the reason of a rejection: return `RINDLE_ROOM_MUTATOR_REJECTED` next, and the
+// client sees `reason` (UTF-8, pointer + length) in its `rejected` outcome.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; `reason` is NULL or readable for
+// `reason_len` bytes.
+rindle_room_result rindle_room_mutation_reject(rindle_room_mutation_tx *tx, const char *reason, size_t reason_len);
+
+// The message of the last `rindle_room_mutation_*` call on `tx` that failed (the core's
+// message, as a Rust or JavaScript mutator would see it); empty before the first
+// failure. Valid until the next call on `tx` or the callback's return.
+//
+// # Safety
+//
+// `tx` is NULL or the running callback's handle; the out-parameters are NULL or
+// writable.
+rindle_room_result rindle_room_mutation_last_error(const rindle_room_mutation_tx *tx, const char **out_message, size_t *out_len);
 
 // The name of a result code (`"OK"`, `"MALFORMED_INPUT"`, …), or `"UNKNOWN"` for a
 // number that is no code. The string is static: never free it.

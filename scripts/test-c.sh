@@ -46,7 +46,7 @@ for std in c11 c17; do
 done
 echo '#include "rindle_room.h"' |
   c++ -x c++ -std=c++17 "${warn[@]}" -Wundef -Wold-style-cast "${inc[@]}" -fsyntax-only -
-for prog in conformance errors embed; do
+for prog in conformance errors embed host; do
   cc -std=c11 "${warn[@]}" -g "${inc[@]}" "tests/c/$prog.c" "$lib" "${syslibs[@]}" \
     -o "$out/$prog"
 done
@@ -60,6 +60,7 @@ programs=(
   "$out/conformance $out/conformance.flat"
   "$out/errors"
   "$out/embed"
+  "$out/host"
   "$out/cpp_smoke"
 )
 

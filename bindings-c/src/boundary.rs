@@ -7,7 +7,7 @@
 //! touched, then calls the core, then writes its out-parameters ([`Out::set`]): they
 //! are written only on success.
 
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 use core::ffi::c_char;
 use core::panic::AssertUnwindSafe;
 use core::ptr::NonNull;
@@ -35,7 +35,7 @@ impl From<Error> for Failure {
 }
 
 impl Failure {
-    fn code(&self) -> rindle_room_result {
+    pub(crate) fn code(&self) -> rindle_room_result {
         match self {
             Failure::Room(e) => rindle_room_result::from_core(e.code()),
             Failure::Boundary(code, _) => *code,
@@ -43,7 +43,7 @@ impl Failure {
     }
 
     /// Stores the message, NUL-terminated, in `slot`.
-    fn record(&self, function: &str, slot: &RefCell<Vec<u8>>) {
+    pub(crate) fn record(&self, function: &str, slot: &RefCell<Vec<u8>>) {
         let mut slot = slot.borrow_mut();
         slot.clear();
         match self {
@@ -61,7 +61,7 @@ impl Failure {
 /// What a body returns: `Ok` after it wrote its out-parameters.
 pub(crate) type Outcome = Result<(), Failure>;
 
-fn panic_message(function: &str, payload: &(dyn core::any::Any + Send)) -> Failure {
+pub(crate) fn panic_message(function: &str, payload: &(dyn core::any::Any + Send)) -> Failure {
     let what = payload
         .downcast_ref::<&str>()
         .copied()
@@ -80,7 +80,7 @@ thread_local! {
 }
 
 /// Records `failure` in the calling thread's slot and returns its code.
-fn fail_thread(function: &str, failure: &Failure) -> rindle_room_result {
+pub(crate) fn fail_thread(function: &str, failure: &Failure) -> rindle_room_result {
     // `try_with` fails only while the thread is being torn down: the code still says it.
     let _ = THREAD_ERROR.try_with(|slot| failure.record(function, slot));
     failure.code()
@@ -123,11 +123,11 @@ pub(crate) unsafe fn with_room(
     let Some(handle) = (unsafe { room.as_mut() }) else {
         return fail_thread(function, &no_room());
     };
-    if let Some(refused) = handle.refuse_if_panicked(function) {
+    if let Some(refused) = refuse_if_panicked(handle, function) {
         return refused;
     }
     let result = catch_unwind(AssertUnwindSafe(|| body(&mut handle.room)));
-    handle.settle(function, result)
+    settle(handle, function, result)
 }
 
 /// Like [`with_room`] for the read-only methods (`const rindle_room *`).
@@ -145,43 +145,67 @@ pub(crate) unsafe fn with_room_ref(
     let Some(handle) = (unsafe { room.as_ref() }) else {
         return fail_thread(function, &no_room());
     };
-    if let Some(refused) = handle.refuse_if_panicked(function) {
+    if let Some(refused) = refuse_if_panicked(handle, function) {
         return refused;
     }
     let result = catch_unwind(AssertUnwindSafe(|| body(&handle.room)));
-    handle.settle(function, result)
+    settle(handle, function, result)
 }
 
-impl rindle_room {
-    /// `Some(Panic)` (recorded) if an earlier call on this handle panicked.
-    fn refuse_if_panicked(&self, function: &str) -> Option<rindle_room_result> {
-        if !self.panicked.get() {
-            return None;
-        }
-        let failure = Failure::Boundary(
-            rindle_room_result::Panic,
-            String::from("an earlier call on this room panicked; free it and open a new room"),
-        );
-        failure.record(function, &self.last_error);
-        Some(failure.code())
-    }
+/// A handle that keeps its last error and refuses every call after a panic: a room, a
+/// host.
+pub(crate) trait Guarded {
+    /// What to do with a handle that panicked, for the message.
+    const REMEDY: &'static str;
+    /// The last failed call's message, NUL-terminated.
+    fn last_error(&self) -> &RefCell<Vec<u8>>;
+    /// Set when a call panicked.
+    fn panicked(&self) -> &Cell<bool>;
+}
 
-    /// Turns a guarded body's result into a code, recording failures on the handle.
-    fn settle(&self, function: &str, result: std::thread::Result<Outcome>) -> rindle_room_result {
-        let failure = match result {
-            Ok(Ok(())) => return rindle_room_result::Ok,
-            Ok(Err(failure)) => failure,
-            Err(payload) => {
-                self.panicked.set(true);
-                panic_message(function, &*payload)
-            }
-        };
-        // Recording allocates; if even that panics, the code alone must reach the host.
-        let _ = catch_unwind(AssertUnwindSafe(|| {
-            failure.record(function, &self.last_error)
-        }));
-        failure.code()
+impl Guarded for rindle_room {
+    const REMEDY: &'static str =
+        "an earlier call on this room panicked; free it and open a new room";
+    fn last_error(&self) -> &RefCell<Vec<u8>> {
+        &self.last_error
     }
+    fn panicked(&self) -> &Cell<bool> {
+        &self.panicked
+    }
+}
+
+/// `Some(Panic)` (recorded) if an earlier call on `handle` panicked.
+pub(crate) fn refuse_if_panicked<H: Guarded>(
+    handle: &H,
+    function: &str,
+) -> Option<rindle_room_result> {
+    if !handle.panicked().get() {
+        return None;
+    }
+    let failure = Failure::Boundary(rindle_room_result::Panic, String::from(H::REMEDY));
+    failure.record(function, handle.last_error());
+    Some(failure.code())
+}
+
+/// Turns a guarded body's result into a code, recording failures on `handle`.
+pub(crate) fn settle<H: Guarded>(
+    handle: &H,
+    function: &str,
+    result: std::thread::Result<Outcome>,
+) -> rindle_room_result {
+    let failure = match result {
+        Ok(Ok(())) => return rindle_room_result::Ok,
+        Ok(Err(failure)) => failure,
+        Err(payload) => {
+            handle.panicked().set(true);
+            panic_message(function, &*payload)
+        }
+    };
+    // Recording allocates; if even that panics, the code alone must reach the host.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        failure.record(function, handle.last_error())
+    }));
+    failure.code()
 }
 
 /// The message in `slot` as `(pointer, length)`: an empty static string if none.

@@ -44,6 +44,8 @@
 
 mod boundary;
 mod buf;
+mod host;
+mod mutation;
 mod result;
 mod room;
 mod token;
@@ -52,6 +54,22 @@ mod write;
 pub use buf::{
     rindle_room_buf, rindle_room_buf_free, rindle_room_json_number, rindle_room_json_string,
     rindle_room_version,
+};
+pub use host::{
+    rindle_room_backlog_fn, rindle_room_host, rindle_room_host_callbacks,
+    rindle_room_host_conn_frame, rindle_room_host_free, rindle_room_host_input,
+    rindle_room_host_last_error, rindle_room_host_new, rindle_room_host_next_deadline,
+    rindle_room_host_poll, rindle_room_host_start, rindle_room_host_status,
+    rindle_room_host_timeout, rindle_room_host_upstream_frame, rindle_room_mutator_fn,
+    rindle_room_tables_fn,
+};
+pub use mutation::{
+    rindle_room_mutation_add, rindle_room_mutation_delete, rindle_room_mutation_edit,
+    rindle_room_mutation_get, rindle_room_mutation_insert, rindle_room_mutation_last_error,
+    rindle_room_mutation_query, rindle_room_mutation_reject, rindle_room_mutation_remove,
+    rindle_room_mutation_row, rindle_room_mutation_tx, rindle_room_mutation_update,
+    rindle_room_mutation_upsert, RINDLE_ROOM_MUTATOR_DONE, RINDLE_ROOM_MUTATOR_FAILED,
+    RINDLE_ROOM_MUTATOR_REJECTED, RINDLE_ROOM_MUTATOR_UNKNOWN,
 };
 pub use result::{rindle_room_result, rindle_room_result_message, rindle_room_result_name};
 pub use room::{

@@ -16,8 +16,7 @@ use napi::bindgen_prelude::Null;
 use napi::{Either, Env};
 use napi_derive::napi;
 use rindle_room_core::write::keyed::MutationTx;
-use rindle_room_core::{Error, ErrorCode, Value};
-use serde_json::Value as Json;
+use rindle_room_core::{Error, ErrorCode};
 
 use crate::boundary::{guard, Cx, Failure};
 
@@ -54,6 +53,14 @@ fn current<R>(f: impl FnOnce(&mut MutationTx<'_>) -> Result<R, Error>) -> Result
     Ok(f(tx)?)
 }
 
+/// JSON text or `null`.
+fn nullable(text: Option<String>) -> Either<String, Null> {
+    match text {
+        Some(t) => Either::A(t),
+        None => Either::B(Null),
+    }
+}
+
 /// A refusal with `code` `WRITE_REFUSED`.
 fn refused(message: &str) -> Failure {
     Failure::Room(Error::new(ErrorCode::WriteRefused, message))
@@ -70,63 +77,11 @@ fn call<T>(
     cx.settle(guard(body))
 }
 
-/// A JSON value as a cell: objects and arrays travel as their JSON text.
-fn cell(v: &Json) -> Result<Value, Failure> {
-    Ok(match v {
-        Json::Null => Value::Null,
-        Json::Bool(b) => Value::Bool(*b),
-        Json::Number(n) => Value::num(n.as_f64().unwrap_or(f64::NAN)),
-        Json::String(s) => Value::str(s),
-        other => Value::string(other.to_string()),
-    })
-}
-
-fn keyed(json: &str, what: &str, table: &str) -> Result<Vec<(String, Value)>, Failure> {
-    let v: Json = serde_json::from_str(json)
-        .map_err(|e| refused(&format!("{what}: the {table:?} row is not JSON: {e}")))?;
-    let Json::Object(map) = v else {
-        return Err(refused(&format!(
-            "{what}: the {table:?} row must be an object of column values"
-        )));
-    };
-    map.iter().map(|(k, v)| Ok((k.clone(), cell(v)?))).collect()
-}
-
-fn cells(json: &str, what: &str) -> Result<Vec<Value>, Failure> {
-    let v: Json = serde_json::from_str(json)
-        .map_err(|e| refused(&format!("{what}: the cells are not JSON: {e}")))?;
-    let Json::Array(items) = v else {
-        return Err(refused(&format!("{what}: the cells must be an array")));
-    };
-    items.iter().map(cell).collect()
-}
-
-fn row_json(row: &[(String, Value)]) -> String {
-    let mut s = String::from("{");
-    for (i, (k, v)) in row.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        rindle_room_core::json::write::write_str(&mut s, k);
-        s.push(':');
-        s.push_str(&rindle_room_core::contract::render_cell(v));
-    }
-    s.push('}');
-    s
-}
-
 /// `tx.row(table, pk)`: the keyed row as JSON text, or `null`.
 #[napi(js_name = "txRow")]
 pub fn tx_row(env: &Env, table: String, pk_json: String) -> napi::Result<Either<String, Null>> {
     call(env, "tx.row", || {
-        let pk = keyed(&pk_json, "row", &table)?;
-        current(|tx| {
-            let row = tx.row(&table, &pk)?;
-            Ok(match row {
-                Some(r) => Either::A(row_json(&r)),
-                None => Either::B(Null),
-            })
-        })
+        current(|tx| tx.row_json(&table, &pk_json)).map(nullable)
     })
 }
 
@@ -134,8 +89,7 @@ pub fn tx_row(env: &Env, table: String, pk_json: String) -> napi::Result<Either<
 #[napi(js_name = "txInsert")]
 pub fn tx_insert(env: &Env, table: String, row_json: String) -> napi::Result<()> {
     call(env, "tx.insert", || {
-        let row = keyed(&row_json, "insert", &table)?;
-        current(|tx| tx.insert(&table, &row))
+        current(|tx| tx.insert_json(&table, &row_json))
     })
 }
 
@@ -144,8 +98,7 @@ pub fn tx_insert(env: &Env, table: String, row_json: String) -> napi::Result<()>
 #[napi(js_name = "txUpdate")]
 pub fn tx_update(env: &Env, table: String, row_json: String) -> napi::Result<()> {
     call(env, "tx.update", || {
-        let row = keyed(&row_json, "update", &table)?;
-        current(|tx| tx.update(&table, &row))
+        current(|tx| tx.update_json(&table, &row_json))
     })
 }
 
@@ -153,8 +106,7 @@ pub fn tx_update(env: &Env, table: String, row_json: String) -> napi::Result<()>
 #[napi(js_name = "txUpsert")]
 pub fn tx_upsert(env: &Env, table: String, row_json: String) -> napi::Result<()> {
     call(env, "tx.upsert", || {
-        let row = keyed(&row_json, "upsert", &table)?;
-        current(|tx| tx.upsert(&table, &row))
+        current(|tx| tx.upsert_json(&table, &row_json))
     })
 }
 
@@ -162,8 +114,7 @@ pub fn tx_upsert(env: &Env, table: String, row_json: String) -> napi::Result<()>
 #[napi(js_name = "txDelete")]
 pub fn tx_delete(env: &Env, table: String, pk_json: String) -> napi::Result<()> {
     call(env, "tx.delete", || {
-        let pk = keyed(&pk_json, "delete", &table)?;
-        current(|tx| tx.delete(&table, &pk))
+        current(|tx| tx.delete_json(&table, &pk_json))
     })
 }
 
@@ -177,18 +128,7 @@ pub fn tx_query(env: &Env) -> napi::Result<()> {
 #[napi(js_name = "txGet")]
 pub fn tx_get(env: &Env, table: String, pk_json: String) -> napi::Result<Either<String, Null>> {
     call(env, "tx.get", || {
-        let pk = cells(&pk_json, "get")?;
-        current(|tx| {
-            let row = tx.get(&table, &pk)?;
-            Ok(match row {
-                Some(r) => {
-                    let mut s = String::new();
-                    rindle_room_core::json::write::write_row(&mut s, &r);
-                    Either::A(s)
-                }
-                None => Either::B(Null),
-            })
-        })
+        current(|tx| tx.get_json(&table, &pk_json)).map(nullable)
     })
 }
 
@@ -196,8 +136,7 @@ pub fn tx_get(env: &Env, table: String, pk_json: String) -> napi::Result<Either<
 #[napi(js_name = "txAdd")]
 pub fn tx_add(env: &Env, table: String, row_json: String) -> napi::Result<()> {
     call(env, "tx.add", || {
-        let row = cells(&row_json, "add")?;
-        current(|tx| tx.add(&table, row.into()))
+        current(|tx| tx.add_json(&table, &row_json))
     })
 }
 
@@ -205,33 +144,15 @@ pub fn tx_add(env: &Env, table: String, row_json: String) -> napi::Result<()> {
 #[napi(js_name = "txRemove")]
 pub fn tx_remove(env: &Env, table: String, row_json: String) -> napi::Result<()> {
     call(env, "tx.remove", || {
-        let row = cells(&row_json, "remove")?;
-        current(|tx| tx.remove(&table, &row))
+        current(|tx| tx.remove_json(&table, &row_json))
     })
 }
 
-/// `tx.edit(table, old, new)`: `new` cells that are `null` in `keep_json` positions keep
-/// the current value (JavaScript's `undefined`).
+/// `tx.edit(table, old, new)`: cells of `new` given as the marker object
+/// `{"$keep":true}` keep the current value (JavaScript's `undefined`).
 #[napi(js_name = "txEdit")]
 pub fn tx_edit(env: &Env, table: String, old_json: String, new_json: String) -> napi::Result<()> {
     call(env, "tx.edit", || {
-        let old = cells(&old_json, "edit")?;
-        let new_v: Json = serde_json::from_str(&new_json)
-            .map_err(|e| refused(&format!("edit: the cells are not JSON: {e}")))?;
-        let Json::Array(items) = new_v else {
-            return Err(refused("edit: the cells must be an array"));
-        };
-        // `undefined` cells arrive as the marker object {"$keep":true}.
-        let new: Vec<Option<Value>> = items
-            .iter()
-            .map(|v| {
-                if v.get("$keep").is_some() {
-                    Ok(None)
-                } else {
-                    cell(v).map(Some)
-                }
-            })
-            .collect::<Result<_, Failure>>()?;
-        current(|tx| tx.edit(&table, &old, &new))
+        current(|tx| tx.edit_json(&table, &old_json, &new_json))
     })
 }

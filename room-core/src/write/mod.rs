@@ -22,6 +22,7 @@
 
 mod flush;
 pub mod keyed;
+mod keyed_json;
 mod scope;
 mod tx;
 

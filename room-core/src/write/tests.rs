@@ -25,7 +25,7 @@ fn s(x: &str) -> Value {
 }
 
 /// deck(id, title) pk id; slide(id, deckId, pos) pk id; member(id, name) context.
-fn room() -> Room {
+pub(super) fn room() -> Room {
     let tables = vec![
         TableSchema::new("deck", &["id", "title"], &[0]),
         TableSchema::new("slide", &["id", "deckId", "pos"], &[0]),
