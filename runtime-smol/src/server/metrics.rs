@@ -96,12 +96,9 @@ pub struct Metrics {
     pub expired_leases: AtomicU64,
     /// Revocations.
     pub revocations: AtomicU64,
-    /// Upgrades answered with HTTP 503 (or dropped) at `server.max_connections`.
-    pub connections_refused: AtomicU64,
-    /// TCP connections dropped for not completing the upgrade in time.
-    pub handshake_timeouts: AtomicU64,
-    /// Sockets closed for a websocket-level violation (1002, 1007, 1009).
-    pub protocol_closes: AtomicU64,
+    /// The connection tasks' counters: upgrades refused at `server.max_connections`,
+    /// handshake timeouts, websocket-level violations (1002, 1007, 1009).
+    pub conn: std::sync::Arc<rindle_room_downstream::ConnMetrics>,
     /// Sockets closed with 1008 for passing a per-connection limit (subscriptions, the
     /// `init` identity, held frames, the first-frame timeout).
     pub limit_closes: AtomicU64,
@@ -304,9 +301,15 @@ impl Metrics {
             "rindle_room_refused_total",
             "Downstream sockets refused or closed by a limit, by reason.",
             &[
-                ("{reason=\"max_connections\"}", &self.connections_refused),
-                ("{reason=\"handshake_timeout\"}", &self.handshake_timeouts),
-                ("{reason=\"protocol\"}", &self.protocol_closes),
+                (
+                    "{reason=\"max_connections\"}",
+                    &self.conn.connections_refused,
+                ),
+                (
+                    "{reason=\"handshake_timeout\"}",
+                    &self.conn.handshake_timeouts,
+                ),
+                ("{reason=\"protocol\"}", &self.conn.protocol_closes),
                 ("{reason=\"limit\"}", &self.limit_closes),
             ],
         );

@@ -28,7 +28,6 @@
 pub(crate) mod actor;
 pub mod authority;
 pub mod clock;
-pub(crate) mod conn;
 pub(crate) mod control_plane;
 pub mod demo;
 pub mod frames;

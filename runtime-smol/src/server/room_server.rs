@@ -13,11 +13,11 @@ use smol::net::TcpListener;
 use super::actor::{Actor, Control, Event, Parts};
 use super::authority::Authority;
 use super::clock::{Clock, Env};
+use super::control_plane;
 use super::demo::{DemoData, DemoUpstream};
 use super::log::Logger;
 use super::metrics::Metrics;
 use super::upstream::{UpstreamConnector, WsUpstream};
-use super::{conn, control_plane};
 use crate::authority::HttpAuthority;
 use crate::config::{Config, JournalConfig};
 use crate::journal::file::FileJournal;
@@ -25,6 +25,11 @@ use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::mutators::Registry;
 use rindle_room_core::host::Host;
+use rindle_room_downstream as conn;
+
+/// How long a closing downstream socket waits for the peer's close reply (and for the
+/// close frame to get out at all) before it is dropped.
+const CLOSE_GRACE_MS: u64 = 2_000;
 
 /// Configures and starts a [`RoomServer`].
 ///
@@ -215,6 +220,8 @@ impl RoomServerBuilder {
                 .server
                 .max_connections_or_default(super::process::nofile_limit()),
             handshake_timeout: Duration::from_millis(config.server.handshake_timeout_ms),
+            close_grace: Duration::from_millis(CLOSE_GRACE_MS),
+            frame_limit_name: "server.max_frame_bytes",
         };
         log.debug(&format!(
             "downstream limits: max_connections {}, max_frame_bytes {}, max_inbound_bytes {}",
@@ -224,9 +231,12 @@ impl RoomServerBuilder {
             listener,
             conn::ConnCtx {
                 events: events.clone(),
-                env: env.clone(),
+                spawn: {
+                    let env = env.clone();
+                    Arc::new(move |fut| env.spawn(fut))
+                },
                 limits: Arc::new(limits),
-                metrics: metrics.clone(),
+                metrics: metrics.conn.clone(),
                 gauge: gauge.clone(),
             },
             stop_rx.clone(),

@@ -10,7 +10,7 @@ use rindle_room_core::{MutationTx, TableSchema};
 
 use crate::config::Config;
 use crate::mutators::{MutatorCtx, MutatorError, Registry};
-use crate::server::conn::ConnOut;
+use rindle_room_downstream::ConnOut;
 
 /// The driver the host calls while it handles one input.
 pub(crate) struct SmolDriver<'a> {

@@ -25,13 +25,13 @@ use rindle_room_core::host::{
 
 use super::authority::Authority;
 use super::clock::Env;
-use super::conn::{ConnOut, InboundSlot};
 use super::log::Logger;
 use super::metrics::Metrics;
 use super::upstream::UpstreamConnector;
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use rindle_room_downstream::{ConnEvent, ConnOut};
 
 pub(crate) use control::Control;
 pub(crate) use ids::{entropy, new_boot_id};
@@ -49,17 +49,9 @@ pub(crate) enum Event {
     UpClosed { link: u64, error: Option<String> },
     /// A lease mint finished.
     LeaseMinted { result: Result<String, String> },
-    /// A downstream websocket completed its handshake.
-    ConnOpen { id: ConnId, out: ConnOut },
-    /// A downstream frame, holding its place in the connection's inbound window until
-    /// the event is dropped.
-    ConnMsg {
-        id: ConnId,
-        text: String,
-        slot: InboundSlot,
-    },
-    /// A downstream socket closed.
-    ConnClosed { id: ConnId },
+    /// A downstream connection opened, sent a frame (holding its place in the
+    /// connection's inbound window until the event is dropped), or closed.
+    Conn(ConnEvent),
     /// A journal read finished.
     JournalRead {
         io: IoId,
@@ -77,6 +69,12 @@ pub(crate) enum Event {
     },
     /// A control-plane or embedder request.
     Control(Control),
+}
+
+impl From<ConnEvent> for Event {
+    fn from(e: ConnEvent) -> Event {
+        Event::Conn(e)
+    }
 }
 
 /// What the room task is built from.
@@ -256,18 +254,18 @@ impl Actor {
                 });
             }
             Event::LeaseMinted { result } => self.input(Input::LeaseMinted(result)),
-            Event::ConnOpen { id, out } => {
+            Event::Conn(ConnEvent::Open { id, out }) => {
                 self.conns.insert(id, out);
                 self.input(Input::ConnOpened { conn: id });
             }
-            Event::ConnMsg { id, text, slot } => {
+            Event::Conn(ConnEvent::Frame { id, text, slot }) => {
                 self.input(Input::ConnFrame {
                     conn: id,
                     text: &text,
                 });
                 drop(slot);
             }
-            Event::ConnClosed { id } => {
+            Event::Conn(ConnEvent::Closed { id }) => {
                 self.conns.remove(&id);
                 self.input(Input::ConnClosed { conn: id });
             }

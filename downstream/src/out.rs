@@ -1,4 +1,4 @@
-//! The room task's handle on one connection's outbound side.
+//! The owner's handle on one connection's outbound side.
 //!
 //! Frames go through a queue to the connection's writer, which takes everything queued
 //! so far and hands it to the websocket. A frame the writer has taken is *in flight*;
@@ -26,7 +26,7 @@ pub(crate) enum Out {
     Close((u16, String)),
 }
 
-/// The backlog counters one connection's writer and the room task share.
+/// The backlog counters one connection's writer and the owner share.
 #[derive(Debug, Default)]
 pub(crate) struct Backlog {
     /// Bytes of queued live frames the writer has not taken yet.
@@ -50,26 +50,26 @@ impl Backlog {
     }
 }
 
-/// The room task's handle on one connection's outbound side.
+/// The owner's handle on one connection's outbound side.
 #[derive(Debug)]
-pub(crate) struct ConnOut {
-    pub(super) tx: Sender<Out>,
-    pub(super) backlog: Arc<Backlog>,
+pub struct ConnOut {
+    pub(crate) tx: Sender<Out>,
+    pub(crate) backlog: Arc<Backlog>,
     /// Told when a close starts: the connection task then drops the socket after the
     /// close grace, read or not.
-    pub(super) closing: Sender<()>,
-    pub(super) tcp: Option<TcpStream>,
-    pub(super) is_closing: bool,
+    pub(crate) closing: Sender<()>,
+    pub(crate) tcp: Option<TcpStream>,
+    pub(crate) is_closing: bool,
 }
 
 impl ConnOut {
     /// Whether frames are still accepted (`readyState === OPEN`).
-    pub(crate) fn is_open(&self) -> bool {
+    pub fn is_open(&self) -> bool {
         !self.is_closing && !self.tx.is_closed()
     }
 
     /// Queues a frame of `class` (the host already judged it against the caps).
-    pub(crate) fn send(&mut self, text: String, class: SendClass) {
+    pub fn send(&mut self, text: String, class: SendClass) {
         if !self.is_open() {
             return;
         }
@@ -87,7 +87,7 @@ impl ConnOut {
     }
 
     /// The bytes queued that the writer has not taken yet.
-    pub(crate) fn backlog(&self) -> HostBacklog {
+    pub fn backlog(&self) -> HostBacklog {
         HostBacklog {
             live: self.backlog.live.load(Ordering::Relaxed),
             snapshot: self.backlog.snapshot.load(Ordering::Relaxed),
@@ -96,7 +96,7 @@ impl ConnOut {
 
     /// Starts the close handshake with `code` and `reason` after the queued frames — or,
     /// with `discard`, instead of them (a socket cut for not reading).
-    pub(crate) fn close(&mut self, code: u16, reason: &str, discard: bool) {
+    pub fn close(&mut self, code: u16, reason: &str, discard: bool) {
         if !self.is_open() {
             return;
         }
@@ -108,10 +108,8 @@ impl ConnOut {
         let _ = self.closing.try_send(());
     }
 
-    /// Drops the socket at once, without a close frame (a crash, [`RoomServer::abort`]).
-    ///
-    /// [`RoomServer::abort`]: crate::server::RoomServer::abort
-    pub(crate) fn terminate(&mut self) {
+    /// Drops the socket at once, without a close frame (a crash, an abort).
+    pub fn terminate(&mut self) {
         self.is_closing = true;
         self.tx.close();
         if let Some(tcp) = &self.tcp {

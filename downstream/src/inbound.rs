@@ -1,19 +1,19 @@
-//! A connection's inbound window: the frames it has read that the room task has not
+//! A connection's inbound window: the frames it has read that the owner has not
 //! handled yet, bounded by count and by bytes.
 //!
-//! The room task's event queue is shared by every connection and the upstream leg;
+//! The owner's event queue is shared by every connection and the upstream leg;
 //! without a window, a client that writes faster than the room handles its frames would
 //! grow that queue without bound. At either cap the connection stops reading its socket
-//! until the room task drops an event, so TCP pushes back on the client: nothing is
+//! until the owner drops an event, so TCP pushes back on the client: nothing is
 //! dropped and order is kept. A lone frame always fits (the byte cap is validated to be
-//! at least `server.max_frame_bytes`, and an empty window takes anything).
+//! at least `max_frame_bytes`, and an empty window takes anything).
 
 use std::sync::{Arc, Mutex};
 
 use event_listener::Event;
 
-/// How many of one connection's frames may wait for the room task at once.
-pub(crate) const INBOUND_WINDOW_FRAMES: usize = 64;
+/// How many of one connection's frames may wait for the owner at once.
+pub const INBOUND_WINDOW_FRAMES: usize = 64;
 
 #[derive(Debug, Default)]
 struct Held {
@@ -24,7 +24,7 @@ struct Held {
 
 /// One connection's window (shared by its reader and the slots it hands out).
 #[derive(Debug)]
-pub(crate) struct InboundWindow {
+pub struct InboundWindow {
     held: Mutex<Held>,
     freed: Event,
     max_frames: usize,
@@ -33,7 +33,7 @@ pub(crate) struct InboundWindow {
 
 impl InboundWindow {
     /// A window of `max_frames` frames and `max_bytes` bytes.
-    pub(crate) fn new(max_frames: usize, max_bytes: usize) -> Arc<InboundWindow> {
+    pub fn new(max_frames: usize, max_bytes: usize) -> Arc<InboundWindow> {
         Arc::new(InboundWindow {
             held: Mutex::new(Held::default()),
             freed: Event::new(),
@@ -61,7 +61,7 @@ impl InboundWindow {
     }
 
     /// Waits for room for a frame of `bytes`; `None` once the window is closed.
-    pub(crate) async fn take(self: &Arc<Self>, bytes: usize) -> Option<InboundSlot> {
+    pub async fn take(self: &Arc<Self>, bytes: usize) -> Option<InboundSlot> {
         loop {
             if let Some(slot) = self.try_take(bytes).ok()? {
                 return Some(slot);
@@ -76,7 +76,7 @@ impl InboundWindow {
     }
 
     /// Ends every wait (the connection is going away).
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.held.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
         self.freed.notify(usize::MAX);
     }
@@ -90,10 +90,10 @@ impl InboundWindow {
 }
 
 /// One inbound frame's place in its connection's window: taken before the frame is
-/// queued for the room task, given back when the room task drops the event (after
+/// queued for the owner, given back when the owner drops the event (after
 /// handling it).
 #[derive(Debug)]
-pub(crate) struct InboundSlot {
+pub struct InboundSlot {
     window: Arc<InboundWindow>,
     bytes: usize,
 }
@@ -125,7 +125,7 @@ mod tests {
             // The window is full: the reader waits (it stops reading its socket).
             let mut next = Box::pin(window.take(10));
             assert!(poll_once(&mut next).await.is_none());
-            // The room task handles (drops) one frame: the reader goes on.
+            // The owner handles (drops) one frame: the reader goes on.
             drop(slots.pop());
             assert!(next.await.is_some());
         });
