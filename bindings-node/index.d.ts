@@ -418,12 +418,15 @@ export interface DownstreamOptions {
   /** Per-socket send budget in bytes (default 4 MiB); a socket that would buffer past
    *  it is terminated. */
   sendBudgetBytes?: number;
-  /** The largest message a client may send, in bytes (default 1 MiB; `ws`'s
-   *  `maxPayload`): a larger one closes the socket with 1009. Not in seed 000. */
+  /** The largest message a client may send, in bytes (default 1 MiB): a larger one
+   *  closes the socket with 1009. Not in seed 000. */
   maxFrameBytes?: number;
   /** How long a TCP connection may take to send its upgrade request (default 5000 ms);
    *  then it is dropped. Not in seed 000. */
   handshakeTimeoutMs?: number;
+  /** How many downstream sockets may be open at once, upgraded or upgrading (default
+   *  10,000); past it an upgrade is answered with HTTP 503. Not in seed 000. */
+  maxConnections?: number;
 }
 
 export interface RoomShellOptions {

@@ -5,8 +5,10 @@
 // group commit and acks, outcomes, the write-behind flush, drain, the control plane's
 // answers — is the host's. This file is plumbing:
 //
-// - sockets: the downstream `ws` server (with a bounded upgrade and `maxPayload`) and
-//   the upstream `ws` client; each socket event becomes a host input;
+// - sockets: the downstream listener is native (the smol server's websocket layer, in
+//   the addon, off the JS thread: `RoomHost.listen`): frames to clients never pass
+//   through JavaScript, and client events come back in batches (`pumpSockets`). The
+//   upstream link is a `ws` client; each of its events becomes a host input;
 // - the journal (seed 000 `RoomJournal`: `fileJournal(path)` — the server's own format —,
 //   `memoryJournal()`, or the host application's), one operation at a time, in order;
 // - the authority (seed 000 `RoomAuthority`) and the upstream lease mint (`fetch`);
@@ -18,7 +20,7 @@
 // After every input the shell carries out the host's outputs (`RoomHost.poll`).
 const http = require("node:http");
 const crypto = require("node:crypto");
-const { WebSocket, WebSocketServer } = require("ws");
+const { WebSocket } = require("ws");
 
 const native = require("../binding.js");
 const { memoryJournal } = require("./journal.js");
@@ -52,12 +54,18 @@ const KIND = Object.freeze({
   Log: 21,
 });
 
-/** The largest message a client may send (`ws`'s `maxPayload`; past it `ws` closes the
- *  socket with 1009), as the smol server's `server.max_frame_bytes`. */
+/** The largest message a client may send (past it the socket closes with 1009), as the
+ *  smol server's `server.max_frame_bytes`. */
 const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+/** How many bytes of a socket's frames may wait for the host (then the socket is not
+ *  read until they are handled), as the server's `server.max_inbound_bytes`. */
+const DEFAULT_MAX_INBOUND_BYTES = 4 * 1024 * 1024;
+/** How many downstream sockets may be open at once (past it: HTTP 503). */
+const DEFAULT_MAX_CONNECTIONS = 10_000;
 /** How long a TCP connection may take to send its upgrade request. */
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000;
-/** How long a closing socket may take to answer the close before it is dropped. */
+/** How long a closing socket may take to answer the close before it is dropped (the
+ *  native layer's grace; the upstream link uses the same). */
 const CLOSE_GRACE_MS = 2_000;
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -209,9 +217,6 @@ class Shell {
     this.mutators = writes?.mutators ?? {};
     this.journal = writes ? writes.journal ?? memoryJournal() : null;
     this.authority = writes?.authority ?? null;
-    /** conn id → {ws, snapshot: bytes of snapshot frames not yet written}. */
-    this.conns = new Map();
-    this.nextConnId = 1;
     this.upstream = null; // {link, ws, error}
     this.liveWaiters = [];
     this.waiters = new Map(); // control request id → resolve(kind, payload)
@@ -225,35 +230,22 @@ class Shell {
     this.host = new RoomHost(
       hostConfig(opts),
       (name, args, user) => this.runMutator(name, args, user),
-      (conn) => this.backlog(conn),
+      null, // every downstream socket is native: the host reads its backlog itself
     );
-    // Our own HTTP server, so the upgrade request is bounded in time (`ws` has no
-    // handshake timeout of its own).
-    const handshakeMs = opts.downstream.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-    this.httpServer = http.createServer((_req, res) => {
-      res.writeHead(426, { "content-type": "text/plain" });
-      res.end("this is a websocket endpoint\n");
-    });
-    this.httpServer.headersTimeout = handshakeMs;
-    this.httpServer.requestTimeout = handshakeMs;
-    this.httpServer.setTimeout(handshakeMs, (socket) => socket.destroy());
-    this.httpServer.on("upgrade", (_req, socket) => socket.setTimeout(0));
-    this.wss = new WebSocketServer({
-      server: this.httpServer,
-      perMessageDeflate: false,
-      maxPayload: opts.downstream.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
-    });
-    this.httpServer.listen(opts.port ?? 0, "127.0.0.1");
-    this.wss.on("connection", (ws) => this.serveDownstream(ws));
+    this.boundPort = 0;
   }
 
   async start() {
-    await new Promise((resolve, reject) => {
-      if (this.httpServer.listening) return resolve();
-      this.httpServer.once("listening", resolve);
-      this.httpServer.once("error", reject);
-    });
-    this.wss.on("error", (e) => this.log(`downstream server error: ${String(e)}`));
+    const d = this.opts.downstream;
+    const limits = {
+      maxFrameBytes: d.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      maxInboundBytes: DEFAULT_MAX_INBOUND_BYTES,
+      maxConnections: d.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      handshakeTimeoutMs: d.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+    };
+    this.boundPort = this.host.listen(this.opts.port ?? 0, JSON.stringify(limits), () =>
+      this.input((now) => this.host.pumpSockets(now)),
+    );
     if (this.opts.downstream.control) await this.startControl(this.opts.downstream.control);
     const started = new Promise((resolve, reject) => {
       this.started = { resolve, reject };
@@ -264,8 +256,7 @@ class Shell {
   }
 
   get port() {
-    const addr = this.httpServer.address();
-    return typeof addr === "object" && addr !== null ? addr.port : 0;
+    return this.boundPort;
   }
 
   get controlPort() {
@@ -309,11 +300,11 @@ class Shell {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     this.dropUpstream();
-    await new Promise((resolve) => this.wss.close(() => resolve()));
-    await new Promise((resolve) => {
-      this.httpServer.close(() => resolve());
-      this.httpServer.closeAllConnections?.();
-    });
+    // The host closed every client with 1001; each socket gets the close grace to
+    // answer, then whatever is left is dropped.
+    this.host.stopSockets(false);
+    await this.host.socketsDrained(CLOSE_GRACE_MS + 100);
+    this.host.stopSockets(true);
     if (this.control) {
       const control = this.control;
       await new Promise((resolve) => {
@@ -339,45 +330,10 @@ class Shell {
   /** Carries out every output of the host, then re-arms the timer. */
   pump() {
     const out = this.host.poll();
-    const corked = new Set();
     let i = 0;
     while (i < out.length) {
       const kind = out[i++];
       switch (kind) {
-        case KIND.Send: {
-          const conn = this.conns.get(out[i]);
-          const text = out[i + 1];
-          const cls = out[i + 2];
-          i += 3;
-          if (!conn || conn.ws.readyState !== WebSocket.OPEN) break;
-          const sock = conn.ws._socket;
-          if (sock && typeof sock.cork === "function" && !corked.has(sock)) {
-            sock.cork();
-            corked.add(sock);
-          }
-          if (cls === 2) {
-            const bytes = Buffer.byteLength(text);
-            conn.snapshot += bytes;
-            conn.ws.send(text, () => {
-              conn.snapshot -= bytes;
-            });
-          } else {
-            conn.ws.send(text);
-          }
-          break;
-        }
-        case KIND.Close: {
-          const conn = this.conns.get(out[i]);
-          const code = out[i + 1];
-          const reason = out[i + 2];
-          i += 4;
-          if (conn) this.closeSocket(conn.ws, code, reason);
-          break;
-        }
-        case KIND.Terminate: {
-          this.conns.get(out[i++])?.ws.terminate();
-          break;
-        }
         case KIND.Log:
           this.log(out[i + 1]);
           i += 2;
@@ -485,9 +441,6 @@ class Shell {
           throw new Error(`unknown host output kind ${kind}`);
       }
     }
-    for (const sock of corked) {
-      if (!sock.destroyed) sock.uncork();
-    }
     this.armTimer();
   }
 
@@ -532,40 +485,7 @@ class Shell {
     }
   }
 
-  /** A socket's unread bytes: `[live, snapshot]`. */
-  backlog(connId) {
-    const conn = this.conns.get(connId);
-    if (!conn) return [0, 0];
-    const buffered = conn.ws.bufferedAmount;
-    const snapshot = Math.min(conn.snapshot, buffered);
-    return [buffered - snapshot, snapshot];
-  }
-
   // ------------------------------ sockets ------------------------------
-
-  serveDownstream(ws) {
-    const id = this.nextConnId++;
-    const conn = { ws, snapshot: 0 };
-    this.conns.set(id, conn);
-    ws.on("error", (err) => this.log(`downstream socket error (conn ${id}): ${String(err)}`));
-    ws.on("message", (data) => {
-      const text = String(data);
-      this.input((now) => this.host.connFrame(now, id, text));
-    });
-    ws.on("close", () => {
-      this.conns.delete(id);
-      this.input((now) => this.host.connClosed(now, id));
-    });
-    this.input((now) => this.host.connOpened(now, id));
-  }
-
-  closeSocket(ws, code, reason) {
-    if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) {
-      ws.close(code, reason);
-    }
-    const t = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
-    t.unref?.();
-  }
 
   mint() {
     mintLease(this.opts.upstream).then(

@@ -1,13 +1,19 @@
 //! `RoomHost`: the core's room host for the Node shell. `shell/shell.js` is a driver:
-//! it owns sockets (`ws`), the HTTP servers, the journal's and authority's promises and
-//! one timer, feeds each event in through a method here, and carries out what
-//! [`RoomHost::poll`] hands back. Every room rule is the host's.
+//! it owns the upstream `ws` link, the HTTP servers, the journal's and authority's
+//! promises and one timer, feeds each event in through a method here, and carries out
+//! what [`RoomHost::poll`] hands back. Every room rule is the host's.
+//!
+//! Downstream sockets are native (`sockets.rs`, [`RoomHost::listen`]): their frames go
+//! from the host to the connection's queue inside `poll`, without JavaScript, and their
+//! backlog is read natively; client events come back through `pumpSockets`. Connections
+//! fed in by hand (`connOpened` / `connFrame` / `connClosed`, for a driver with its own
+//! sockets) come back as `Send` / `Close` / `Terminate` outputs, and their backlog is the
+//! optional `backlog(conn)` callback's (`[live, snapshot]` bytes not yet written).
 //!
 //! Mutators run synchronously inside the input methods: the host calls the shell's
 //! `runMutator(name, argsText, user)` with the transaction current (`tx.rs`); it answers
 //! `""` (done), `"U"` (unknown), `"R:<reason>"` (rejected) or `"E:<message>"`
-//! (environment shortfall). The send budget reads each socket's backlog through the
-//! shell's `backlog(conn)`: `[live, snapshot]` bytes not yet written.
+//! (environment shortfall).
 //!
 //! Outputs come back flat (cheap to build, cheap to walk): a kind code, then its fields —
 //! see [`Kind`]. Structured fields (journal entries, records, control replies) are JSON
@@ -16,7 +22,7 @@
 // napi-rs registers the `#[napi]` functions below only outside `cfg(test)`.
 #![cfg_attr(test, allow(dead_code))]
 
-use napi::bindgen_prelude::{FnArgs, FunctionRef, ToNapiValue};
+use napi::bindgen_prelude::{AsyncTask, FnArgs, Function, FunctionRef, ToNapiValue};
 use napi::{sys, Env};
 use napi_derive::napi;
 use rindle_room_core::host::{
@@ -26,7 +32,10 @@ use rindle_room_core::host::{
 use rindle_room_core::json::write::write_str;
 use rindle_room_core::{MutationTx, TableSchema};
 
+use rindle_room_downstream::ConnEvent;
+
 use crate::boundary::{guard, Cx, Failure};
+use crate::sockets::{self, Sockets};
 
 /// The output kinds, as the shell reads them (`shell/shell.js`, `KIND`).
 #[derive(Clone, Copy)]
@@ -87,8 +96,9 @@ type BacklogFn = FunctionRef<f64, Vec<f64>>;
 struct JsDriver<'a> {
     env: &'a Env,
     run_mutator: &'a MutatorFn,
-    backlog: &'a BacklogFn,
+    backlog: &'a Option<BacklogFn>,
     tables_known: &'a Option<FunctionRef<String, String>>,
+    sockets: Option<&'a Sockets>,
 }
 
 impl Driver for JsDriver<'_> {
@@ -140,8 +150,13 @@ impl Driver for JsDriver<'_> {
     }
 
     fn backlog(&self, conn: u64) -> Backlog {
-        let got = self
-            .backlog
+        if let Some(s) = self.sockets.filter(|s| s.has(conn)) {
+            return s.backlog(conn);
+        }
+        let Some(backlog) = self.backlog else {
+            return Backlog::default();
+        };
+        let got = backlog
             .borrow_back(self.env)
             .and_then(|f| f.call(conn as f64));
         match got {
@@ -164,8 +179,10 @@ fn bad(message: String) -> Failure {
 pub struct RoomHost {
     host: Host,
     run_mutator: MutatorFn,
-    backlog: BacklogFn,
+    backlog: Option<BacklogFn>,
     tables_known: Option<FunctionRef<String, String>>,
+    /// The native downstream sockets, once `listen` bound them.
+    sockets: Option<Sockets>,
 }
 
 impl RoomHost {
@@ -182,29 +199,35 @@ impl RoomHost {
             run_mutator,
             backlog,
             tables_known,
+            sockets,
         } = self;
         let mut d = JsDriver {
             env,
             run_mutator,
             backlog,
             tables_known,
+            sockets: sockets.as_ref(),
         };
         cx.settle(guard(|| {
             host.handle(now as u64, input, &mut d);
             Ok(())
         }))
     }
+
+    fn sockets_mut(&mut self) -> Option<&mut Sockets> {
+        self.sockets.as_mut()
+    }
 }
 
 #[napi]
 impl RoomHost {
-    /// `new RoomHost(configJson, runMutator, backlog, tablesKnown?)`.
+    /// `new RoomHost(configJson, runMutator, backlog?, tablesKnown?)`.
     #[napi(constructor)]
     pub fn new(
         env: Env,
         config_json: String,
         run_mutator: MutatorFn,
-        backlog: BacklogFn,
+        backlog: Option<BacklogFn>,
         tables_known: Option<FunctionRef<String, String>>,
     ) -> napi::Result<RoomHost> {
         let cx = Cx::new(&env, "RoomHost");
@@ -222,6 +245,7 @@ impl RoomHost {
             run_mutator,
             backlog,
             tables_known,
+            sockets: None,
         })
     }
 
@@ -401,12 +425,14 @@ impl RoomHost {
             run_mutator,
             backlog,
             tables_known,
+            sockets,
         } = self;
         let mut d = JsDriver {
             env: &env,
             run_mutator,
             backlog,
             tables_known,
+            sockets: sockets.as_ref(),
         };
         cx.settle(guard(|| {
             host.handle_timeout(now as u64, &mut d);
@@ -444,14 +470,136 @@ impl RoomHost {
         self.host.room().map(|r| r.epoch() as f64)
     }
 
-    /// Everything the host asks, flattened (see the module docs).
+    /// Everything the host asks, flattened (see the module docs). Frames, closes and
+    /// terminations for native sockets are carried out here and not returned.
     #[napi]
     pub fn poll(&mut self) -> Vec<Item> {
         let mut out = Vec::new();
         while let Some(o) = self.host.poll_output() {
+            let o = match self.sockets.as_mut() {
+                Some(s) => match s.carry(o) {
+                    Some(o) => o,
+                    None => continue,
+                },
+                None => o,
+            };
             flatten(&mut out, o);
         }
         out
+    }
+
+    /// Serves downstream clients natively on `127.0.0.1:port` (0 = ephemeral) with the
+    /// limits `{maxFrameBytes, maxInboundBytes, maxConnections, handshakeTimeoutMs}`
+    /// (JSON); `wake()` is called whenever client events wait, and the shell answers
+    /// with `pumpSockets`. Returns the bound port.
+    #[napi]
+    pub fn listen(
+        &mut self,
+        env: Env,
+        port: u32,
+        limits_json: String,
+        wake: Function<'_, (), ()>,
+    ) -> napi::Result<u32> {
+        let cx = Cx::new(&env, "RoomHost.listen");
+        let limits = cx.settle(sockets::limits_from_json(&limits_json).map_err(bad))?;
+        let port = u16::try_from(port).map_err(|_| {
+            napi::Error::new(
+                napi::Status::InvalidArg,
+                format!("port {port} is out of range"),
+            )
+        })?;
+        if self.sockets.is_some() {
+            return Err(napi::Error::new(
+                napi::Status::GenericFailure,
+                "RoomHost.listen: already listening",
+            ));
+        }
+        let wake = wake
+            .build_threadsafe_function::<()>()
+            .callee_handled::<false>()
+            .build()?;
+        let sockets = Sockets::listen(port, limits, wake).map_err(|e| {
+            napi::Error::new(
+                napi::Status::GenericFailure,
+                format!("cannot listen on 127.0.0.1:{port}: {e}"),
+            )
+        })?;
+        let bound = sockets.port();
+        self.sockets = Some(sockets);
+        Ok(u32::from(bound))
+    }
+
+    /// Feeds every client event that waits (opens, frames, closes) into the host.
+    #[napi(js_name = "pumpSockets")]
+    pub fn pump_sockets(&mut self, env: Env, now: f64) -> napi::Result<()> {
+        let Some(events) = self.sockets_mut().map(Sockets::take_events) else {
+            return Ok(());
+        };
+        for e in events {
+            match e {
+                ConnEvent::Open { id, out } => {
+                    if let Some(s) = self.sockets_mut() {
+                        s.opened(id, out);
+                    }
+                    self.feed(
+                        &env,
+                        "RoomHost.pumpSockets",
+                        now,
+                        Input::ConnOpened { conn: id },
+                    )?;
+                }
+                ConnEvent::Frame { id, text, slot } => {
+                    let input = Input::ConnFrame {
+                        conn: id,
+                        text: &text,
+                    };
+                    self.feed(&env, "RoomHost.pumpSockets", now, input)?;
+                    // Frees the connection's inbound window.
+                    drop(slot);
+                }
+                ConnEvent::Closed { id } => {
+                    if let Some(s) = self.sockets_mut() {
+                        s.closed(id);
+                    }
+                    self.feed(
+                        &env,
+                        "RoomHost.pumpSockets",
+                        now,
+                        Input::ConnClosed { conn: id },
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops accepting new sockets; with `terminate`, also drops every open one.
+    #[napi(js_name = "stopSockets")]
+    pub fn stop_sockets(&mut self, terminate: bool) {
+        if let Some(s) = self.sockets_mut() {
+            s.stop_accepting();
+            if terminate {
+                s.terminate_all();
+            }
+        }
+    }
+
+    /// `[open sockets, refused upgrades, handshake timeouts, protocol closes]`.
+    #[napi(js_name = "socketStats")]
+    pub fn socket_stats(&self) -> Vec<f64> {
+        self.sockets
+            .as_ref()
+            .map_or(vec![0.0; 4], |s| s.stats().to_vec())
+    }
+
+    /// Resolves once every native socket is gone, or after `limitMs`, to how many are
+    /// still open.
+    #[napi(js_name = "socketsDrained")]
+    pub fn sockets_drained(&self, limit_ms: f64) -> Option<AsyncTask<sockets::Drained>> {
+        let limit = std::time::Duration::from_millis(limit_ms.max(0.0) as u64);
+        self.sockets
+            .as_ref()
+            .map(|s| AsyncTask::new(s.drained(limit)))
     }
 }
 

@@ -44,6 +44,7 @@ mod debug_hooks;
 mod host;
 mod journal;
 mod room;
+mod sockets;
 mod tx;
 mod write;
 

@@ -1,7 +1,8 @@
-// The room shell against hostile clients (issue 11, the limits `ws` offers): an
-// oversized message closes with 1009 (`maxPayload`), a TCP connection that never
-// upgrades is dropped (the handshake timeout), a connection has one init identity, and
-// a clientID is bound to the subject of the first lease verified with it.
+// The room shell against hostile clients (issue 11; the native socket layer is the smol
+// server's): an oversized message closes with 1009 naming the limit, a TCP connection
+// that never upgrades is dropped (the handshake timeout), upgrades past maxConnections
+// get HTTP 503, a connection has one init identity, and a clientID is bound to the
+// subject of the first lease verified with it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
@@ -29,6 +30,7 @@ test("a message over maxFrameBytes closes the socket with 1009", async () => {
   c.send(JSON.stringify({ t: "init", clientID: "c1", pad: "x".repeat(70_000) }));
   const closed = await c.closed();
   assert.equal(closed.code, 1009);
+  assert.match(closed.reason, /70\d{3} bytes, the limit is 65536 \(downstream\.maxFrameBytes\)/);
   const ok = await subscriber(shell, "c2", "u1", false);
   assert.equal(ok.notesSnapshot.batch.seq, 0, "a frame under the limit is served");
 });
@@ -42,6 +44,52 @@ test("a TCP connection that never upgrades is dropped after the handshake timeou
     if (greeting) sock.write(greeting);
     await withTimeout(new Promise((resolve) => sock.on("close", resolve)), "the drop");
   }
+});
+
+test("upgrades past maxConnections are answered with HTTP 503", async () => {
+  const rindled = await FakeRindled.notes();
+  const shell = await startLive(rindled, { downstream: { maxConnections: 2 } });
+  const a = await Client.connect(shell.port);
+  const b = await Client.connect(shell.port);
+  const refused = await withTimeout(
+    new Promise((resolve) => {
+      const sock = net.connect(shell.port, "127.0.0.1", () => {
+        sock.write(
+          "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        );
+      });
+      let answer = "";
+      sock.on("data", (d) => {
+        answer += String(d);
+      });
+      sock.on("error", () => {});
+      sock.on("close", () => resolve(answer));
+    }),
+    "the refusal",
+  );
+  assert.match(refused, /^HTTP\/1\.1 503/);
+  assert.match(refused, /connection limit \(2\)/);
+  // A place frees up: the next client is served.
+  a.close();
+  await a.closed();
+  await withTimeout(
+    (async () => {
+      for (;;) {
+        try {
+          const c = await Client.connect(shell.port);
+          c.send({ t: "init", clientID: "later" });
+          return c;
+        } catch {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    })(),
+    "a place after a close",
+  );
+  b.close();
+  await shell.close();
+  await rindled.close();
 });
 
 test("a second init identity on a connection is refused with 1008", async () => {
