@@ -95,6 +95,15 @@
 // three as text (`"0.1.0"`); `rindle_room_version()` returns the linked library's.
 #define RINDLE_ROOM_VERSION_PATCH 0
 
+// A `claim-room-epoch` reply (the `authorityClaim` output).
+#define RINDLE_ROOM_AUTHORITY_CLAIM 0
+
+// A `room-lmids` reply (the `authorityLmids` output).
+#define RINDLE_ROOM_AUTHORITY_LMIDS 1
+
+// An `apply-row-change-txn` reply (the `authorityApply` output).
+#define RINDLE_ROOM_AUTHORITY_APPLY 2
+
 // The mutator completed: its staged writes commit.
 #define RINDLE_ROOM_MUTATOR_DONE 0
 
@@ -394,6 +403,19 @@ rindle_room_result rindle_room_host_poll(rindle_room_host *host, rindle_room_buf
 //
 // `host` is NULL or a live handle; `out_json` is NULL or writable.
 rindle_room_result rindle_room_host_status(rindle_room_host *host, rindle_room_buf *out_json);
+
+// Classifies the HTTP reply to an authority call: `call` is one of
+// `RINDLE_ROOM_AUTHORITY_*`, `url` names the endpoint in messages, `status` and `body`
+// are the reply's. `*out_json` is the result to hand back as
+// `{"t":"authority","io":…,"result":<it>}`: `{"claimed"}`, `{"lmids"}`,
+// `{"applied":{"kind",…}}`, `{"retryable"}` or `{"fatal"}`. A network failure or
+// timeout has no reply: send `{"retryable":"<what failed>"}` yourself.
+//
+// # Safety
+//
+// `url` is NULL or readable for `url_len` bytes, `body` for `body_len`; `out_json` is
+// NULL or writable.
+rindle_room_result rindle_room_authority_reply(uint32_t call, const char *url, size_t url_len, uint16_t status, const char *body, size_t body_len, rindle_room_buf *out_json);
 
 // `tx.row(table, pk)`: the row with primary key `pk_json` (a JSON object naming every
 // pk column), read-your-writes, as a JSON object of column values. Absent:

@@ -45,6 +45,7 @@
 mod boundary;
 mod buf;
 mod host;
+mod http_calls;
 mod mutation;
 mod result;
 mod room;
@@ -62,6 +63,10 @@ pub use host::{
     rindle_room_host_poll, rindle_room_host_start, rindle_room_host_status,
     rindle_room_host_timeout, rindle_room_host_upstream_frame, rindle_room_mutator_fn,
     rindle_room_tables_fn,
+};
+pub use http_calls::{
+    rindle_room_authority_reply, RINDLE_ROOM_AUTHORITY_APPLY, RINDLE_ROOM_AUTHORITY_CLAIM,
+    RINDLE_ROOM_AUTHORITY_LMIDS,
 };
 pub use mutation::{
     rindle_room_mutation_add, rindle_room_mutation_delete, rindle_room_mutation_edit,

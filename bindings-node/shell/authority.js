@@ -2,10 +2,12 @@
 // The write authority (seed 000 `RoomAuthority`): the API server's
 // `/apply-row-change-txn`, `/claim-room-epoch` and `/room-lmids` trio (authority.md §4).
 //
-// Result classes of `applyRowChangeTxn`: a value (`ok` / `conflict` / `fenced`), a plain
-// throw (network failure, 5xx, any other non-OK status: the shell retries the same body)
-// or a throw marked `fatal: true` (a batch-identity mismatch or a malformed refusal:
-// retrying cannot help, the shell kills the incarnation loudly).
+// `httpAuthority` is transport only: the request bodies and the mapping of every reply
+// (a value, a plain throw the shell retries with the same body, or a throw marked
+// `fatal: true` that kills the incarnation loudly) are the core's, the same as the
+// server's (`authorityBody` / `authorityReply` in the addon).
+
+const native = require("../binding.js");
 
 /** An error the shell must not retry. */
 function fatalAuthorityError(message) {
@@ -13,14 +15,6 @@ function fatalAuthorityError(message) {
   err.name = "FatalAuthorityError";
   err.fatal = true;
   return err;
-}
-
-function parseJson(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -39,58 +33,28 @@ function httpAuthority(opts) {
   }
   const headers = { "content-type": "application/json", ...(opts.headers ?? {}) };
 
-  async function post(url, body) {
+  /** POSTs `body` and classifies the reply (a fetch failure is retryable: it throws). */
+  async function call(kind, url, body) {
     const res = await doFetch(url, { method: "POST", headers, body });
     const text = await res.text();
-    return { status: res.status, ok: res.ok, text, json: parseJson(text) };
+    const result = JSON.parse(native.authorityReply(kind, url, res.status, text));
+    if (typeof result.retryable === "string") throw new Error(result.retryable);
+    if (typeof result.fatal === "string") throw fatalAuthorityError(result.fatal);
+    return result;
   }
 
   return {
     async claimEpoch(doc) {
-      const res = await post(opts.claimUrl, JSON.stringify({ doc }));
-      if (!res.ok) throw new Error(`claim-room-epoch failed: ${res.status} ${res.text}`);
-      const epoch = res.json?.epoch;
-      if (typeof epoch !== "number" || !Number.isFinite(epoch)) {
-        throw new Error(`claim-room-epoch returned no epoch: ${res.text}`);
-      }
-      return epoch;
+      return (await call("claim", opts.claimUrl, native.authorityBody("claim", doc))).claimed;
     },
 
     async lmids(doc, clients) {
-      const res = await post(opts.lmidsUrl, JSON.stringify({ doc, clients }));
-      if (!res.ok) throw new Error(`room-lmids failed: ${res.status} ${res.text}`);
-      const lmids = res.json?.lmids;
-      if (!isObject(lmids)) throw new Error(`room-lmids returned no lmids: ${res.text}`);
-      const out = {};
-      for (const [client, lmid] of Object.entries(lmids)) {
-        if (typeof lmid === "number" && Number.isFinite(lmid)) out[client] = lmid;
-      }
-      return out;
+      const body = native.authorityBody("lmids", doc, clients);
+      return (await call("lmids", opts.lmidsUrl, body)).lmids;
     },
 
     async applyRowChangeTxn(body) {
-      const res = await post(opts.applyUrl, body);
-      const json = res.json;
-      if (res.ok) {
-        const out = { kind: "ok", applied: !(isObject(json) && json.applied === false) };
-        if (isObject(json) && typeof json.cv === "number") out.cv = json.cv;
-        return out;
-      }
-      if (res.status === 409) {
-        if (isObject(json) && json.error === "fenced") {
-          return typeof json.currentEpoch === "number"
-            ? { kind: "fenced", currentEpoch: json.currentEpoch }
-            : { kind: "fenced" };
-        }
-        if (isObject(json) && json.error === "conflict" && Array.isArray(json.conflicts)) {
-          return { kind: "conflict", conflicts: json.conflicts };
-        }
-        throw fatalAuthorityError(`apply-row-change-txn: malformed 409 refusal: ${res.text}`);
-      }
-      if (res.status === 500 && /batch identity mismatch/i.test(res.text)) {
-        throw fatalAuthorityError(`apply-row-change-txn: ${res.text}`);
-      }
-      throw new Error(`apply-row-change-txn failed: ${res.status} ${res.text}`);
+      return (await call("apply", opts.applyUrl, body)).applied;
     },
   };
 }

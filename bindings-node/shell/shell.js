@@ -71,7 +71,8 @@ const CLOSE_GRACE_MS = 2_000;
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const message = (e) => String(e?.message ?? e);
 
-/** Mints the room's upstream footprint lease on rindled's control plane. */
+/** Mints the room's upstream footprint lease on rindled's control plane (the body and
+ *  the reply's reading are the core's, as the server's). */
 async function mintLease(up) {
   const res = await fetch(new URL("/materialize", up.controlUrl), {
     method: "POST",
@@ -79,19 +80,11 @@ async function mintLease(up) {
       "content-type": "application/json",
       ...(up.authToken ? { authorization: `Bearer ${up.authToken}` } : {}),
     },
-    body: JSON.stringify({
-      ast: up.footprintAst,
-      ...(up.leaseTtlMs !== undefined ? { leaseTtlMs: up.leaseTtlMs } : {}),
-    }),
+    body: native.materializeBody(JSON.stringify(up.footprintAst), up.leaseTtlMs ?? null),
   });
-  if (!res.ok) {
-    throw new Error(`upstream /materialize failed: ${res.status} ${await res.text()}`);
-  }
-  const out = await res.json();
-  if (!isObject(out) || typeof out.leaseToken !== "string") {
-    throw new Error("upstream /materialize returned no leaseToken");
-  }
-  return out.leaseToken;
+  const [token, error] = native.leaseReply(res.status, await res.text());
+  if (error !== null) throw new Error(error);
+  return token;
 }
 
 function checkOptions(opts) {
@@ -100,6 +93,15 @@ function checkOptions(opts) {
   const down = opts.downstream;
   if (!isObject(up) || typeof up.wsUrl !== "string" || typeof up.controlUrl !== "string") {
     throw new TypeError("createRoomShell: `upstream` needs `wsUrl` and `controlUrl` strings");
+  }
+  if (up.footprintAst === undefined) {
+    throw new TypeError("createRoomShell: `upstream.footprintAst` is required (the footprint query's AST)");
+  }
+  // The lease mint's body is built now, so that a bad footprint or TTL fails here.
+  try {
+    native.materializeBody(JSON.stringify(up.footprintAst), up.leaseTtlMs ?? null);
+  } catch (e) {
+    throw new TypeError(`createRoomShell: upstream: ${message(e)}`);
   }
   if (!isObject(down) || typeof down.docId !== "string" || !isObject(down.tokenKeys)) {
     throw new TypeError("createRoomShell: `downstream` needs a `docId` string and a `tokenKeys` object");

@@ -42,6 +42,7 @@ mod class;
 #[cfg(debug_assertions)]
 mod debug_hooks;
 mod host;
+mod http_calls;
 mod journal;
 mod room;
 mod sockets;

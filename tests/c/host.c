@@ -421,10 +421,44 @@ static void errors(void) {
   rindle_room_host_free(host);
 }
 
+/* A C driver that speaks HTTP classifies the authority's replies with the host's
+ * mapping and hands the result back as an `authority` input. */
+static void authority_replies(void) {
+  static const struct {
+    uint32_t call;
+    uint16_t status;
+    const char *body, *want;
+  } cases[] = {
+      {RINDLE_ROOM_AUTHORITY_CLAIM, 200, "{\"epoch\":3}", "{\"claimed\":3}"},
+      {RINDLE_ROOM_AUTHORITY_LMIDS, 200, "{\"lmids\":{\"c1\":2}}", "{\"lmids\":{\"c1\":2}}"},
+      {RINDLE_ROOM_AUTHORITY_APPLY, 200, "{\"cv\":7}",
+       "{\"applied\":{\"kind\":\"ok\",\"applied\":true,\"cv\":7}}"},
+      {RINDLE_ROOM_AUTHORITY_APPLY, 409, "{\"error\":\"fenced\",\"currentEpoch\":4}",
+       "{\"applied\":{\"kind\":\"fenced\",\"currentEpoch\":4}}"},
+      {RINDLE_ROOM_AUTHORITY_APPLY, 503, "down", "{\"retryable\":\"POST http://a/x: 503 down\"}"},
+      {RINDLE_ROOM_AUTHORITY_APPLY, 500, "batch identity mismatch",
+       "{\"fatal\":\"POST http://a/x: 500 batch identity mismatch\"}"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rindle_room_buf out = {0};
+    CHECK(rindle_room_authority_reply(cases[i].call, T("http://a/x"), cases[i].status,
+                                      T(cases[i].body), &out) == RINDLE_ROOM_RESULT_OK);
+    CHECK(out.data != NULL && strcmp(out.data, cases[i].want) == 0);
+    rindle_room_buf_free(&out);
+  }
+  rindle_room_buf out = {0};
+  CHECK(rindle_room_authority_reply(9, T("u"), 200, T("{}"), &out) ==
+        RINDLE_ROOM_RESULT_INVALID_ARGUMENT);
+  CHECK(thread_error_has("RINDLE_ROOM_AUTHORITY_CLAIM"));
+  CHECK(rindle_room_authority_reply(RINDLE_ROOM_AUTHORITY_CLAIM, T("u"), 200, NULL, 0, NULL) ==
+        RINDLE_ROOM_RESULT_NULL_ARGUMENT);
+}
+
 int main(void) {
   session();
   refused_tables();
   errors();
+  authority_replies();
   printf("host: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
 import {
+  createRoomShell,
   fatalAuthorityError,
   fileJournal,
   httpAuthority,
@@ -19,7 +20,7 @@ import {
 const require = createRequire(import.meta.url);
 const { assertSyncMutatorReturn } = require("../../shell/shell.js");
 const { FakeRindled } = await import("./support/fakes.mjs");
-const { startLive, subscriber, push, lmidOf } = await import("./support/harness.mjs");
+const { startLive, subscriber, push, lmidOf, shellOptions } = await import("./support/harness.mjs");
 
 const entry = (mid, extra = {}) => ({ clientID: "c1", mid, name: "addNote", args: { id: mid }, sub: "u1", ...extra });
 
@@ -204,6 +205,21 @@ async function txShell(mutators) {
   };
   return { run, done };
 }
+
+test("the lease mint's body and reply are the core's; bad upstream options fail at creation", async () => {
+  const native = require("../../binding.js");
+  assert.equal(native.materializeBody('{"table":"note"}', 60000), '{"ast":{"table":"note"},"leaseTtlMs":60000}');
+  assert.equal(native.materializeBody('{"table":"note"}', null), '{"ast":{"table":"note"}}');
+  assert.deepEqual(native.leaseReply(200, '{"leaseToken":"t1"}'), ["t1", null]);
+  assert.deepEqual(native.leaseReply(500, "boom"), [null, "upstream /materialize failed: 500 boom"]);
+  assert.deepEqual(native.leaseReply(200, "{}"), [null, "upstream /materialize returned no leaseToken"]);
+  const rindled = await FakeRindled.notes();
+  const base = shellOptions(rindled);
+  const bad = async (up) => createRoomShell({ ...base, upstream: { ...base.upstream, ...up } });
+  await assert.rejects(bad({ leaseTtlMs: -5 }), (e) => e instanceof TypeError && /leaseTtlMs/.test(e.message));
+  await assert.rejects(bad({ footprintAst: undefined }), (e) => e instanceof TypeError && /footprintAst/.test(e.message));
+  await rindled.close();
+});
 
 test("the keyed MutationTx: reads, full-row writes, partial updates, no-op misses", async () => {
   const seen = [];

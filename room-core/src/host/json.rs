@@ -16,7 +16,7 @@ use super::{
     HostConfig, Input, JournalContents, JournalEntry, Level, Outcome, Output, SendClass,
     WriteSettings,
 };
-use crate::json::write::write_str;
+use crate::json::write::{write_f64, write_str};
 
 /// Why a JSON document was refused.
 pub type JsonError = String;
@@ -263,6 +263,61 @@ pub fn authority_result_from_json(json: &str) -> Result<AuthorityReply, Authorit
     }
 }
 
+/// An authority result as [`authority_result_from_json`] reads it: `{claimed}`,
+/// `{lmids}`, `{applied: {kind: "ok", applied, cv?} | {kind: "conflict", conflicts} |
+/// {kind: "fenced", currentEpoch?}}`, `{retryable}` or `{fatal}` — the forms of seed
+/// 000's `RoomAuthority` results, for a driver that classifies HTTP replies with
+/// [`super::authority_reply`].
+pub fn authority_result_json(result: &Result<AuthorityReply, AuthorityError>) -> String {
+    let mut s = String::from("{");
+    match result {
+        Err(AuthorityError::Retryable(m)) => {
+            s.push_str("\"retryable\":");
+            write_str(&mut s, m);
+        }
+        Err(AuthorityError::Fatal(m)) => {
+            s.push_str("\"fatal\":");
+            write_str(&mut s, m);
+        }
+        Ok(AuthorityReply::Claimed(epoch)) => s.push_str(&format!("\"claimed\":{epoch}")),
+        Ok(AuthorityReply::Lmids(map)) => {
+            s.push_str("\"lmids\":{");
+            for (i, (client, lmid)) in map.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                write_str(&mut s, client);
+                s.push_str(&format!(":{lmid}"));
+            }
+            s.push('}');
+        }
+        Ok(AuthorityReply::Applied(ApplyResult::Ok { applied, cv })) => {
+            s.push_str(&format!(
+                "\"applied\":{{\"kind\":\"ok\",\"applied\":{applied}"
+            ));
+            if let Some(cv) = cv {
+                s.push_str(",\"cv\":");
+                write_f64(&mut s, *cv);
+            }
+            s.push('}');
+        }
+        Ok(AuthorityReply::Applied(ApplyResult::Conflict { conflicts_json })) => {
+            s.push_str("\"applied\":{\"kind\":\"conflict\",\"conflicts\":");
+            s.push_str(conflicts_json);
+            s.push('}');
+        }
+        Ok(AuthorityReply::Applied(ApplyResult::Fenced { current_epoch })) => {
+            s.push_str("\"applied\":{\"kind\":\"fenced\"");
+            if let Some(e) = current_epoch {
+                s.push_str(&format!(",\"currentEpoch\":{e}"));
+            }
+            s.push('}');
+        }
+    }
+    s.push('}');
+    s
+}
+
 /// A control request `{kind, user?}`.
 pub fn control_request_from_json(json: &str) -> Result<ControlRequest, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| format!("control: {e}"))?;
@@ -447,6 +502,7 @@ pub fn output_json(o: &Output) -> String {
             t(&mut s, "authorityClaim");
             num(&mut s, "io", *io);
             text(&mut s, "doc", doc);
+            text(&mut s, "body", &super::claim_body(doc));
         }
         Output::AuthorityLmids { io, doc, clients } => {
             t(&mut s, "authorityLmids");
@@ -460,6 +516,7 @@ pub fn output_json(o: &Output) -> String {
                 write_str(&mut s, c);
             }
             s.push(']');
+            text(&mut s, "body", &super::lmids_body(doc, clients));
         }
         Output::AuthorityApply { io, body } => {
             t(&mut s, "authorityApply");

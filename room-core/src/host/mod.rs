@@ -32,6 +32,7 @@ mod control;
 mod downstream;
 mod flush;
 pub mod frames;
+mod http_calls;
 mod io;
 pub mod json;
 mod leases;
@@ -53,6 +54,10 @@ pub use control::{bearer_matches, error_body, route_control, ControlRoute, Gauge
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
 pub use flush::{flush_body, pad_offset};
 pub use frames::RecordedOutcome;
+pub use http_calls::{
+    apply_reply, authority_reply, claim_body, claim_reply, lease_reply, lmids_body, lmids_reply,
+    materialize_body, snippet, AuthorityCall, REPLY_SNIPPET_BYTES,
+};
 pub use io::{
     ApplyResult, AuthorityError, AuthorityReply, Backlog, ConnId, ControlReply, ControlRequest,
     Driver, FlushRecord, Input, IoId, JournalContents, JournalEntry, Level, MutatorOutcome,

@@ -15,8 +15,8 @@ use std::time::Duration;
 use async_channel::{Receiver, Sender};
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
+use rindle_room_core::host::{lease_reply, materialize_body};
 use rindle_room_core::json::tree::JsValue;
-use rindle_room_core::json::write::write_f64;
 use smol::net::TcpStream;
 
 use super::clock::BoxFuture;
@@ -65,16 +65,9 @@ pub struct WsUpstream {
 }
 
 impl WsUpstream {
-    /// The `/materialize` body: `{"ast":…,"leaseTtlMs"?:…}`.
+    /// The `/materialize` body: `{"ast":…,"leaseTtlMs"?:…}` (the host's form).
     pub fn materialize_body(&self) -> String {
-        let mut body = String::from("{\"ast\":");
-        self.footprint_ast.write_js(&mut body);
-        if let Some(ttl) = self.lease_ttl_ms {
-            body.push_str(",\"leaseTtlMs\":");
-            write_f64(&mut body, ttl as f64);
-        }
-        body.push('}');
-        body
+        materialize_body(&self.footprint_ast, self.lease_ttl_ms)
     }
 }
 
@@ -109,19 +102,7 @@ async fn mint_lease(up: &WsUpstream) -> Result<String, String> {
     let res = http::request("POST", &url, &headers, body.as_bytes(), UPSTREAM_TIMEOUT)
         .await
         .map_err(|e| format!("upstream /materialize at {url} failed: {e}"))?;
-    let text = String::from_utf8_lossy(&res.body).into_owned();
-    if !(200..300).contains(&res.status) {
-        return Err(format!(
-            "upstream /materialize failed: {} {text}",
-            res.status
-        ));
-    }
-    let out = JsValue::parse(&text)
-        .map_err(|e| format!("upstream /materialize returned invalid JSON: {e}"))?;
-    match out.get("leaseToken") {
-        Some(JsValue::Str(t)) => Ok(t.clone()),
-        _ => Err(String::from("upstream /materialize returned no leaseToken")),
-    }
+    lease_reply(res.status, &String::from_utf8_lossy(&res.body))
 }
 
 /// `scheme://authority` of a URL (what `new URL("/x", base)` keeps).
