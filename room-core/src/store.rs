@@ -6,8 +6,9 @@
 //!
 //! Access paths: point lookup by key (hashed), a scan in key order (comparator order,
 //! through the order-preserving [`keys`](crate::keys) encoding; sorted when asked for, as
-//! only diagnostics need it), and secondary hash indexes on column sets, created on demand by queries (EXISTS correlation, equality guards) and dropped
-//! when their last user goes.
+//! only diagnostics need it), secondary hash indexes on column sets, created on demand
+//! by queries (EXISTS correlation, equality guards) and dropped when their last user
+//! goes, and [orderings](ordering): the rows in a query's sort order, for windowed reads.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -18,6 +19,9 @@ use hashbrown::{HashMap, HashSet};
 use crate::keys::{cells_key_into, join_key_into, Key};
 use crate::schema::TableSchema;
 use crate::value::Value;
+
+mod ordering;
+pub(crate) use ordering::{Ordering, MAX_IDLE_ORDERINGS};
 
 /// A row image, shared between the store, queries and emitted ops.
 pub type Row = Arc<[Value]>;
@@ -42,6 +46,9 @@ pub(crate) struct Table {
     free: Vec<RowId>,
     quarantine: Vec<RowId>,
     indexes: Vec<Option<SecondaryIndex>>,
+    orderings: Vec<Option<Ordering>>,
+    /// Counts ordering releases: the idle order of orderings.
+    release_tick: u64,
 }
 
 /// Why a write could not be applied to the store.
@@ -62,6 +69,8 @@ impl Table {
             free: Vec::new(),
             quarantine: Vec::new(),
             indexes: Vec::new(),
+            orderings: Vec::new(),
+            release_tick: 0,
         }
     }
 
@@ -150,6 +159,9 @@ impl Table {
             }
         };
         self.index_insert(id, &row, scratch);
+        for o in self.orderings.iter_mut().flatten() {
+            o.insert(id, &row, scratch);
+        }
         self.rows[id as usize] = Some(row);
         Ok(id)
     }
@@ -161,6 +173,9 @@ impl Table {
             self.index_remove(id, &old, scratch);
             self.index_insert(id, &row, scratch);
         }
+        for o in self.orderings.iter_mut().flatten() {
+            o.replace(id, &old, &row, scratch);
+        }
         self.rows[id as usize] = Some(row);
         Some(old)
     }
@@ -171,6 +186,9 @@ impl Table {
         self.key_of(&old, scratch);
         self.by_key.remove(scratch.as_slice());
         self.index_remove(id, &old, scratch);
+        for o in self.orderings.iter_mut().flatten() {
+            o.remove(&old, scratch);
+        }
         self.quarantine.push(id);
         Some(old)
     }
@@ -239,6 +257,76 @@ impl Table {
             .and_then(|ix| ix.map.get(key))
             .into_iter()
             .flat_map(|set| set.iter().copied())
+    }
+
+    /// Registers a user of the ordering `(prefix, order)`, building it if needed.
+    pub fn ensure_ordering(
+        &mut self,
+        prefix: &[usize],
+        order: &[(usize, bool)],
+        scratch: &mut Vec<u8>,
+    ) -> usize {
+        if let Some(i) = self
+            .orderings
+            .iter()
+            .position(|o| o.as_ref().is_some_and(|o| o.is(prefix, order)))
+        {
+            if let Some(o) = self.orderings[i].as_mut() {
+                o.acquire();
+            }
+            return i;
+        }
+        let rows = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter_map(|(id, r)| r.as_ref().map(|r| (id as RowId, &r[..])));
+        let built = Ordering::build(prefix, order, rows, scratch);
+        match self.orderings.iter().position(Option::is_none) {
+            Some(i) => {
+                self.orderings[i] = Some(built);
+                i
+            }
+            None => {
+                self.orderings.push(Some(built));
+                self.orderings.len() - 1
+            }
+        }
+    }
+
+    /// Drops one user of an ordering. It stays built while idle, until more than
+    /// [`MAX_IDLE_ORDERINGS`] are idle: then the one idle longest is dropped.
+    pub fn release_ordering(&mut self, index: usize) {
+        self.release_tick += 1;
+        let tick = self.release_tick;
+        if let Some(o) = self.orderings.get_mut(index).and_then(Option::as_mut) {
+            o.release(tick);
+        }
+        loop {
+            let idle: Vec<(u64, usize)> = self
+                .orderings
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| o.as_ref().and_then(Ordering::idle).map(|t| (t, i)))
+                .collect();
+            if idle.len() <= MAX_IDLE_ORDERINGS {
+                break;
+            }
+            if let Some(&(_, oldest)) = idle.iter().min() {
+                self.orderings[oldest] = None;
+            }
+        }
+    }
+
+    /// A live ordering.
+    pub fn ordering(&self, index: usize) -> Option<&Ordering> {
+        self.orderings.get(index).and_then(Option::as_ref)
+    }
+
+    /// How many orderings are built (diagnostics).
+    #[cfg(test)]
+    pub fn ordering_count(&self) -> usize {
+        self.orderings.iter().flatten().count()
     }
 
     /// How many secondary indexes are live (diagnostics).
@@ -446,5 +534,42 @@ mod tests {
         assert_eq!(t.index_count(), 1);
         t.release_index(ix);
         assert_eq!(t.index_count(), 0);
+    }
+
+    #[test]
+    fn orderings_follow_writes_and_idle_ones_are_capped() {
+        let mut store = Store::new(vec![TableSchema::new("t", &["id", "g", "s"], &[0])]);
+        let (t, scratch) = store.table_mut(0);
+        let cells = |id: f64, g: f64, s: f64| row(&[Value::num(id), Value::num(g), Value::num(s)]);
+        let a = t.insert(cells(1.0, 0.0, 5.0), scratch).unwrap();
+        let o = t.ensure_ordering(&[1], &[(2, true), (0, false)], scratch);
+        let b = t.insert(cells(2.0, 0.0, 7.0), scratch).unwrap();
+        let c = t.insert(cells(3.0, 1.0, 9.0), scratch).unwrap();
+        let ids =
+            |t: &Table| -> Vec<RowId> { t.ordering(o).unwrap().map.values().copied().collect() };
+        // g ascending, then s descending.
+        assert_eq!(ids(t), vec![b, a, c]);
+        t.replace(a, cells(1.0, 0.0, 8.0), scratch);
+        assert_eq!(ids(t), vec![a, b, c]);
+        t.remove(b, scratch);
+        assert_eq!(ids(t), vec![a, c]);
+        // The same ordering is shared; an idle one stays built.
+        assert_eq!(
+            t.ensure_ordering(&[1], &[(2, true), (0, false)], scratch),
+            o
+        );
+        t.release_ordering(o);
+        t.release_ordering(o);
+        assert_eq!(t.ordering_count(), 1);
+        // Past MAX_IDLE_ORDERINGS idle orderings, the one idle longest goes.
+        for col in 0..MAX_IDLE_ORDERINGS {
+            let i = t.ensure_ordering(&[], &[(col % 3, col >= 3), (0, false)], scratch);
+            t.release_ordering(i);
+        }
+        assert_eq!(t.ordering_count(), MAX_IDLE_ORDERINGS);
+        assert!(
+            t.ordering(o).is_none(),
+            "the ordering idle longest was dropped"
+        );
     }
 }

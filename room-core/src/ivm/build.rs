@@ -7,11 +7,11 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use crate::ast::{Cond, Query};
-use crate::keys::{sort_key_into, Key};
+use crate::keys::{push_cell, sort_key_into, Key};
 use crate::store::{RowId, Store};
 
 use super::footprint::Footprint;
-use super::node::{find_guard, Filter, Link, Node, Role};
+use super::node::{find_guard, Filter, Link, Node, Role, Windowed};
 use super::{Engine, NodeId, Pipeline, PipelineId};
 
 /// How a child node hangs off its parent.
@@ -42,9 +42,15 @@ impl Engine {
         let mut order = Vec::new();
         let mut indexes = Vec::new();
         let root = self.build_node(store, p, query, None, &mut order, &mut indexes);
+        let mut orderings = Vec::new();
+        if let Some(w) = self.windowed(store, root, query) {
+            orderings.push((query.table, w.ordering));
+            self.node_mut(root).window = Some(w);
+        }
         self.pipelines[p as usize] = Some(Pipeline {
             nodes: order.clone(),
             indexes,
+            orderings,
             footprint: Footprint::default(),
         });
         // Children before parents: an EXISTS child is complete before its parent reads it.
@@ -101,7 +107,10 @@ impl Engine {
             (Key::from(key), b.exclusive)
         });
         let guard = find_guard(&filter);
-        let guard_index = guard.as_ref().map(|(col, _)| {
+        // A windowed root reads through an ordering (set up by `build`), not the guard
+        // index.
+        let windowed = attach.is_none() && is_windowed(q);
+        let guard_index = guard.as_ref().filter(|_| !windowed).map(|(col, _)| {
             let (table, scratch) = store.table_mut(q.table);
             let ix = table.ensure_index(&[*col], scratch);
             indexes.push((q.table, ix));
@@ -136,6 +145,7 @@ impl Engine {
             parent_index,
             guard,
             guard_index,
+            window: None,
             rows: HashMap::new(),
             parts: HashMap::new(),
             demand: HashMap::new(),
@@ -205,6 +215,10 @@ impl Engine {
     }
 
     fn hydrate(&mut self, store: &Store, n: NodeId) {
+        if self.node(n).window.is_some() {
+            self.read_window(store, n);
+            return;
+        }
         let node = self.node(n);
         let table = store.table(node.table);
         let candidates: Vec<RowId> = match (&node.guard, node.guard_index) {
@@ -224,6 +238,37 @@ impl Engine {
         }
     }
 
+    /// The windowed state of a root level that has a `limit`: the ordering it reads
+    /// (built now if no query built it before) and where reading starts.
+    fn windowed(&self, store: &mut Store, root: NodeId, q: &Query) -> Option<Windowed> {
+        if !is_windowed(q) {
+            return None;
+        }
+        let guard = self.node(root).guard.clone();
+        let mut prefix = Vec::new();
+        let prefix_cols: Vec<usize> = match &guard {
+            Some((col, v)) => {
+                push_cell(&mut prefix, v, false);
+                alloc::vec![*col]
+            }
+            None => Vec::new(),
+        };
+        let mut from = prefix.clone();
+        if let Some(b) = &q.start {
+            let mut key = Vec::new();
+            sort_key_into(&mut key, &b.row, &q.order);
+            from.extend_from_slice(&key);
+        }
+        let (table, scratch) = store.table_mut(q.table);
+        let ordering = table.ensure_ordering(&prefix_cols, &q.order, scratch);
+        Some(Windowed {
+            ordering,
+            prefix,
+            from,
+            complete: false,
+        })
+    }
+
     /// Tears a pipeline down: its nodes leave dispatch, its store indexes are released.
     pub(crate) fn destroy(&mut self, store: &mut Store, p: PipelineId) {
         let Some(pipeline) = self.pipelines[p as usize].take() else {
@@ -239,6 +284,15 @@ impl Engine {
         for &(t, ix) in &pipeline.indexes {
             store.table_mut(t).0.release_index(ix);
         }
+        for &(t, o) in &pipeline.orderings {
+            store.table_mut(t).0.release_ordering(o);
+        }
         self.free_pipelines.push(p);
     }
+}
+
+/// Whether a query's root level is windowed: it has a positive `limit`, so it holds a
+/// prefix of its qualifying rows read from an ordering instead of all of them.
+fn is_windowed(q: &Query) -> bool {
+    q.limit.is_some_and(|l| l >= 1)
 }

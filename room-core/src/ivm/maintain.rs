@@ -18,13 +18,14 @@
 use crate::keys::Key;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
+use core::ops::Bound;
 
 use crate::keys::{join_key_into, sort_key_into};
 use crate::store::{Row, RowId, Store};
 use crate::value::Value;
 
 use super::footprint::Footprint;
-use super::node::{Filter, Node};
+use super::node::{Filter, Node, Windowed};
 use super::part::WindowEvent;
 use super::{Engine, NodeId};
 
@@ -82,11 +83,15 @@ impl Engine {
                     self.image_changed(store, n, rid, old, new);
                 } else {
                     self.leave_part(store, n, rid, &old);
-                    self.enter_part(store, n, rid, new);
+                    // A windowed level's read-on may already have taken the row at its
+                    // new place.
+                    if !self.node(n).rows.contains_key(&rid) {
+                        self.enter_part(store, n, rid, new, false);
+                    }
                 }
             }
             (Some(old), None) => self.leave_part(store, n, rid, &old),
-            (None, Some(new)) => self.enter_part(store, n, rid, new),
+            (None, Some(new)) => self.enter_part(store, n, rid, new, false),
         }
     }
 
@@ -165,9 +170,98 @@ impl Engine {
         }
         self.put_buf(pk);
         self.put_buf(sk);
+        let node = self.node(n);
+        if let (Some(w), Some(limit)) = (&node.window, node.limit) {
+            let held = node.parts.get(&[][..]).map_or(0, |p| p.len());
+            if !w.complete && held < limit as usize {
+                self.read_window(store, n);
+            }
+        }
     }
 
-    fn enter_part(&mut self, store: &Store, n: NodeId, rid: RowId, new: Row) {
+    /// Reads a windowed level's ordering on from its last held row (or from its first
+    /// position when it holds none) until it holds [`Windowed::target`] rows or the
+    /// ordering ends — then it holds every qualifying row (`complete`).
+    pub(crate) fn read_window(&mut self, store: &Store, n: NodeId) {
+        let mut found: Vec<(RowId, Row)> = Vec::new();
+        let complete = {
+            let node = self.node(n);
+            let (Some(w), Some(limit)) = (&node.window, node.limit) else {
+                return;
+            };
+            let part = node.parts.get(&[][..]);
+            let held = part.map_or(0, |p| p.len());
+            let target = Windowed::target(limit);
+            let table = store.table(node.table);
+            let Some(ordering) = table.ordering(w.ordering) else {
+                return;
+            };
+            let mut after = Vec::new();
+            let lower = match part.and_then(|p| p.last_key()) {
+                Some(last) => {
+                    after.extend_from_slice(&w.prefix);
+                    after.extend_from_slice(last);
+                    Bound::Excluded(after.as_slice())
+                }
+                None => Bound::Included(w.from.as_slice()),
+            };
+            let mut complete = true;
+            for (key, &rid) in ordering.map.range::<[u8], _>((lower, Bound::Unbounded)) {
+                if held + found.len() >= target {
+                    complete = false;
+                    break;
+                }
+                if !key.starts_with(&w.prefix) {
+                    break;
+                }
+                // A held row the ordering already has at a new place waits for its own
+                // refresh.
+                if node.rows.contains_key(&rid) {
+                    continue;
+                }
+                if let Some(row) = table.row(rid) {
+                    if self.qualifies(node, row) {
+                        found.push((rid, row.clone()));
+                    }
+                }
+            }
+            complete
+        };
+        if let Some(w) = self.node_mut(n).window.as_mut() {
+            w.complete = complete;
+        }
+        for (rid, row) in found {
+            self.enter_part(store, n, rid, row, true);
+        }
+    }
+
+    /// Drops a windowed level's held rows past [`Windowed::max`] back to
+    /// [`Windowed::target`] (all past the window: nothing is emitted).
+    fn trim_window(&mut self, n: NodeId) {
+        let node = self.node_mut(n);
+        let (Some(w), Some(limit)) = (node.window.as_mut(), node.limit) else {
+            return;
+        };
+        let Some(part) = node.parts.get_mut(&[][..]) else {
+            return;
+        };
+        if part.len() <= Windowed::max(limit) {
+            return;
+        }
+        while part.len() > Windowed::target(limit) {
+            match part.pop_past_window(limit) {
+                Some(rid) => {
+                    node.rows.remove(&rid);
+                }
+                None => break,
+            }
+        }
+        w.complete = false;
+    }
+
+    /// Holds a row that qualifies. `read` says it comes from [`Engine::read_window`];
+    /// any other row of a windowed level that sorts past the last held row is not held.
+    fn enter_part(&mut self, store: &Store, n: NodeId, rid: RowId, new: Row, read: bool) {
         let mut pk = self.take_buf();
         let mut sk = self.take_buf();
         let mut events = core::mem::take(&mut self.events);
@@ -182,6 +276,22 @@ impl Engine {
                 return;
             }
             sort_key_into(&mut sk, &new, &node.order);
+            if let Some(w) = node.window.as_ref().filter(|w| !read && !w.complete) {
+                let _ = w;
+                let last = node.parts.get(pk.as_slice()).and_then(|p| p.last_key());
+                if last.is_none_or(|last| sk.as_slice() > last.as_bytes()) {
+                    // Past the held prefix: a later read finds it. (Holding none while
+                    // incomplete does not last: the read-on below fills the window.)
+                    let empty = last.is_none();
+                    self.events = events;
+                    self.put_buf(pk);
+                    self.put_buf(sk);
+                    if empty {
+                        self.read_window(store, n);
+                    }
+                    return;
+                }
+            }
             node.rows.insert(rid, new);
             let limit = node.limit;
             let part = match node.parts.get_mut(pk.as_slice()) {
@@ -204,6 +314,7 @@ impl Engine {
         }
         self.put_buf(pk);
         self.put_buf(sk);
+        self.trim_window(n);
     }
 
     fn image_changed(&mut self, store: &Store, n: NodeId, rid: RowId, old: Row, new: Row) {

@@ -32,6 +32,8 @@ pub(crate) struct Pipeline {
     pub nodes: Vec<NodeId>,
     /// Store indexes this pipeline holds a use of: `(table, index)`.
     pub indexes: Vec<(usize, usize)>,
+    /// Store orderings this pipeline holds a use of: `(table, ordering)`.
+    pub orderings: Vec<(usize, usize)>,
     /// The current result footprint.
     pub footprint: Footprint,
 }

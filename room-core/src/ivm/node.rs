@@ -65,6 +65,38 @@ pub(crate) struct Link {
     pub child: Box<[usize]>,
 }
 
+/// How a root level with a `limit` holds its rows: not every qualifying row, but a
+/// prefix of them in sort order — the window plus some rows past it — read from a table
+/// [ordering](crate::store::Ordering) on demand.
+///
+/// Invariant: the held rows are the first `held` qualifying rows; when `complete`, they
+/// are all of them. While not complete, at least `limit` rows are held, so the window
+/// is always right; a removal that leaves fewer reads on from the last held row. A row
+/// that starts qualifying past the last held row is not held (the next read finds it).
+#[derive(Debug)]
+pub(crate) struct Windowed {
+    /// The table ordering read (a store ordering index).
+    pub ordering: usize,
+    /// The ordering-key prefix every row of this level has (its guard cell, encoded).
+    pub prefix: Vec<u8>,
+    /// Where reading starts: the prefix, then the `start` bound's sort key if any.
+    pub from: Vec<u8>,
+    /// Whether every qualifying row is held.
+    pub complete: bool,
+}
+
+impl Windowed {
+    /// How many rows a read brings the held prefix up to.
+    pub fn target(limit: u32) -> usize {
+        2 * limit as usize
+    }
+
+    /// Past this many held rows, the tail is dropped back to [`Windowed::target`].
+    pub fn max(limit: u32) -> usize {
+        3 * limit as usize
+    }
+}
+
 /// One maintained query level.
 #[derive(Debug)]
 pub(crate) struct Node {
@@ -89,7 +121,10 @@ pub(crate) struct Node {
     pub guard: Option<(usize, Value)>,
     /// The store index on `guard`'s column.
     pub guard_index: Option<usize>,
-    /// Qualifying rows and the image they qualified with.
+    /// A windowed root: holds a prefix of its qualifying rows (see [`Windowed`]).
+    pub window: Option<Windowed>,
+    /// Qualifying rows (held ones, for a windowed root) and the image they qualified
+    /// with.
     pub rows: HashMap<RowId, Row>,
     /// Qualifying rows by partition key (the root uses the empty key).
     pub parts: HashMap<Key, Part>,

@@ -39,6 +39,26 @@ impl Part {
         self.set.is_empty()
     }
 
+    /// How many rows the partition holds.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    /// The key of the last row held.
+    pub fn last_key(&self) -> Option<&Key> {
+        self.set.last_key_value().map(|(k, _)| k)
+    }
+
+    /// Drops the last row held, which must lie past the window (`len() > limit`):
+    /// nothing enters or leaves the window.
+    pub fn pop_past_window(&mut self, limit: u32) -> Option<RowId> {
+        if self.set.len() <= limit as usize {
+            return None;
+        }
+        self.set.pop_last().map(|(_, r)| r)
+    }
+
     /// Adds a row (its key must be new) and reports window changes.
     pub fn insert(&mut self, key: Key, rid: RowId, limit: Option<u32>, ev: &mut Vec<WindowEvent>) {
         let limit = match limit {
