@@ -50,7 +50,7 @@ use rindle_room_core::{Hello, NetOp, Room, Row, TableSchema, UpstreamBatch, Valu
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use counting_alloc::{Counting, ALLOCS, COUNTING, LIVE};
+use counting_alloc::{Counting, ALLOCS, COUNTING, LIVE, PEAK};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -788,7 +788,7 @@ fn main() {
         );
     }
 
-    // --- Retained bytes per base row --------------------------------------------------
+    // --- Retained bytes per base row, and the peak while loading ---------------------
     if ["memory N=10k", "memory N=100k"]
         .iter()
         .any(|l| selected(l))
@@ -832,6 +832,67 @@ fn main() {
             query as f64 / rows,
         );
         black_box(&room);
+    }
+    if selected("memory snapshot") {
+        // The seq-0 snapshot through the JSON contract: the most bytes live at once while
+        // it is applied, against what the room keeps after it (the text excluded).
+        println!();
+        println!("## Applying a seq-0 snapshot through JsonRoom::apply (net requested bytes)");
+        println!();
+        println!("| N | retained per row | peak per row while applying | peak / retained |");
+        println!("|---:|---:|---:|---:|");
+        for &n in &[10_000usize, 100_000] {
+            let rows = (USERS + n) as f64;
+            let h = hello();
+            let text = render_batch(&batch(&h, 0, snapshot(n, USERS)));
+            let base = count_start();
+            let mut room = JsonRoom::open(&hello_json(&h), 0.0).expect("open");
+            let opened = count_read();
+            PEAK.store(opened.live, Ordering::SeqCst);
+            room.apply(&text).expect("snapshot");
+            let peak = PEAK.load(Ordering::SeqCst) - opened.live;
+            let (_, kept) = count_stop(base);
+            let retained = kept - (opened.live - base.live);
+            println!(
+                "| {} | {:.0} | {:.0} | {:.2}× |",
+                kilo(n),
+                retained as f64 / rows,
+                peak as f64 / rows,
+                peak as f64 / retained as f64
+            );
+            black_box(&room);
+        }
+    }
+    if selected("memory W3 views") {
+        // What 1,000 standing W3 views keep (Q = 1000, N = 10k): subscriptions,
+        // pipelines, held rows, footprints.
+        let q = 1_000usize;
+        let mut subject = Subject::load(false, w3_n, q);
+        let asts: Vec<String> = (0..q).map(w3_ast).collect();
+        let Face::Typed(room) = &mut subject.face else {
+            unreachable!("a typed subject")
+        };
+        let queries: Vec<_> = asts
+            .iter()
+            .map(|a| room.parse_query(a).expect("query"))
+            .collect();
+        // One view first, so the shared ordering is not counted against the others.
+        room.subscribe("w3-first", 1, &queries[0], 0)
+            .expect("subscribe");
+        let base = count_start();
+        for (i, query) in queries.iter().enumerate().skip(1) {
+            black_box(
+                room.subscribe(&format!("w3-{i:04}"), 1, query, 0)
+                    .expect("subscribe"),
+            );
+        }
+        let (_, views) = count_stop(base);
+        println!();
+        println!(
+            "Retained bytes per standing W3 view (Q=1000, N=10k): {:.0}",
+            views as f64 / (q - 1) as f64
+        );
+        black_box(&subject);
     }
     if filter.is_some() {
         return;

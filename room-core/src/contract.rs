@@ -259,6 +259,10 @@ impl JsonRoom {
     /// `apply(batch_json)`: `{"applied":"snapshot","rows":N}` | `{"applied":"live","ops":N}`
     /// | `{"applied":"duplicate"}` | `{"applied":"staleEpoch","expected":E,"got":G}`.
     pub fn apply(&mut self, batch_json: &str) -> Result<String, Error> {
+        // A seq-0 snapshot is applied as it is parsed (bounded memory), when it can be.
+        if let Some(status) = batch::stream_snapshot(batch_json, &mut self.room) {
+            return Ok(status_json(status));
+        }
         // The common shape in one pass (its fingerprint matched); anything else is parsed
         // again the general way, which names what is wrong.
         let status = match batch::parse_batch_for(batch_json, &self.room) {
@@ -280,26 +284,7 @@ impl JsonRoom {
                 }
             }
         };
-        Ok(match status {
-            ApplyStatus::Snapshot { rows } => {
-                let mut s = String::with_capacity(40);
-                s.push_str("{\"applied\":\"snapshot\",\"rows\":");
-                crate::json::write::write_i64(&mut s, rows as i64);
-                s.push('}');
-                s
-            }
-            ApplyStatus::Live { ops } => {
-                let mut s = String::with_capacity(32);
-                s.push_str("{\"applied\":\"live\",\"ops\":");
-                crate::json::write::write_i64(&mut s, ops as i64);
-                s.push('}');
-                s
-            }
-            ApplyStatus::Duplicate => String::from("{\"applied\":\"duplicate\"}"),
-            ApplyStatus::StaleEpoch { expected, got } => {
-                format!("{{\"applied\":\"staleEpoch\",\"expected\":{expected},\"got\":{got}}}")
-            }
-        })
+        Ok(status_json(status))
     }
 
     /// `subscribe(sub, epoch, ast_json, now_ms)`: `{queryKey, reused, hello, snapshot}`.
@@ -501,4 +486,28 @@ pub fn render_opt_f64(v: Option<f64>) -> String {
         None => s.push_str("null"),
     }
     s
+}
+
+/// The `apply` status text.
+fn status_json(status: ApplyStatus) -> String {
+    match status {
+        ApplyStatus::Snapshot { rows } => {
+            let mut s = String::with_capacity(40);
+            s.push_str("{\"applied\":\"snapshot\",\"rows\":");
+            crate::json::write::write_i64(&mut s, rows as i64);
+            s.push('}');
+            s
+        }
+        ApplyStatus::Live { ops } => {
+            let mut s = String::with_capacity(32);
+            s.push_str("{\"applied\":\"live\",\"ops\":");
+            crate::json::write::write_i64(&mut s, ops as i64);
+            s.push('}');
+            s
+        }
+        ApplyStatus::Duplicate => String::from("{\"applied\":\"duplicate\"}"),
+        ApplyStatus::StaleEpoch { expected, got } => {
+            format!("{{\"applied\":\"staleEpoch\",\"expected\":{expected},\"got\":{got}}}")
+        }
+    }
 }

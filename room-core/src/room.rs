@@ -90,6 +90,15 @@ impl Room {
         self.poisoned.is_some()
     }
 
+    /// Testing knob: queries subscribed from now on read a guard value's rows through
+    /// the guard index (sorting them) when it has at most `rows` rows, and through a
+    /// maintained table ordering otherwise (default 256). Results do not depend on it;
+    /// the differential tests run both ways.
+    #[doc(hidden)]
+    pub fn set_window_small_group(&mut self, rows: usize) {
+        self.engine.small_group = rows;
+    }
+
     /// How many queries are materialized (after dedup).
     pub fn materialization_count(&self) -> usize {
         self.server.served.len()

@@ -21,7 +21,9 @@ use crate::schema::TableSchema;
 use crate::value::Value;
 
 mod ordering;
-pub(crate) use ordering::{Ordering, MAX_IDLE_ORDERINGS};
+#[cfg(test)]
+use ordering::MAX_IDLE_ORDERINGS;
+pub(crate) use ordering::{Ordering, Orderings};
 
 /// A row image, shared between the store, queries and emitted ops.
 pub type Row = Arc<[Value]>;
@@ -46,9 +48,7 @@ pub(crate) struct Table {
     free: Vec<RowId>,
     quarantine: Vec<RowId>,
     indexes: Vec<Option<SecondaryIndex>>,
-    orderings: Vec<Option<Ordering>>,
-    /// Counts ordering releases: the idle order of orderings.
-    release_tick: u64,
+    orderings: Orderings,
 }
 
 /// Why a write could not be applied to the store.
@@ -69,8 +69,7 @@ impl Table {
             free: Vec::new(),
             quarantine: Vec::new(),
             indexes: Vec::new(),
-            orderings: Vec::new(),
-            release_tick: 0,
+            orderings: Orderings::default(),
         }
     }
 
@@ -159,9 +158,7 @@ impl Table {
             }
         };
         self.index_insert(id, &row, scratch);
-        for o in self.orderings.iter_mut().flatten() {
-            o.insert(id, &row, scratch);
-        }
+        self.orderings.on_insert(id, &row, scratch);
         self.rows[id as usize] = Some(row);
         Ok(id)
     }
@@ -173,9 +170,7 @@ impl Table {
             self.index_remove(id, &old, scratch);
             self.index_insert(id, &row, scratch);
         }
-        for o in self.orderings.iter_mut().flatten() {
-            o.replace(id, &old, &row, scratch);
-        }
+        self.orderings.on_replace(id, &old, &row, scratch);
         self.rows[id as usize] = Some(row);
         Some(old)
     }
@@ -186,9 +181,7 @@ impl Table {
         self.key_of(&old, scratch);
         self.by_key.remove(scratch.as_slice());
         self.index_remove(id, &old, scratch);
-        for o in self.orderings.iter_mut().flatten() {
-            o.remove(&old, scratch);
-        }
+        self.orderings.on_remove(&old, scratch);
         self.quarantine.push(id);
         Some(old)
     }
@@ -259,74 +252,75 @@ impl Table {
             .flat_map(|set| set.iter().copied())
     }
 
-    /// Registers a user of the ordering `(prefix, order)`, building it if needed.
+    /// How many rows the index holds under `key`.
+    pub fn index_len(&self, index: usize, key: &[u8]) -> usize {
+        self.indexes
+            .get(index)
+            .and_then(Option::as_ref)
+            .and_then(|ix| ix.map.get(key))
+            .map_or(0, |set| set.len())
+    }
+
+    /// Registers a user of the ordering of the rows with `guard`'s value (or of every
+    /// row) under `order`, building it if needed. A guarded ordering holds a use of the
+    /// secondary index on its guard column while it is built, so that the orderings of
+    /// other values find their rows without a scan.
     pub fn ensure_ordering(
         &mut self,
-        prefix: &[usize],
+        guard: Option<(usize, &Value)>,
         order: &[(usize, bool)],
         scratch: &mut Vec<u8>,
     ) -> usize {
-        if let Some(i) = self
-            .orderings
-            .iter()
-            .position(|o| o.as_ref().is_some_and(|o| o.is(prefix, order)))
-        {
-            if let Some(o) = self.orderings[i].as_mut() {
-                o.acquire();
-            }
+        if let Some(i) = self.orderings.acquire(guard, order) {
             return i;
         }
-        let rows = self
-            .rows
-            .iter()
-            .enumerate()
-            .filter_map(|(id, r)| r.as_ref().map(|r| (id as RowId, &r[..])));
-        let built = Ordering::build(prefix, order, rows, scratch);
-        match self.orderings.iter().position(Option::is_none) {
-            Some(i) => {
-                self.orderings[i] = Some(built);
-                i
+        let index = guard.map(|(col, _)| self.ensure_index(&[col], scratch));
+        let mut ids: Vec<RowId> = match (guard, index) {
+            (Some((_, v)), Some(ix)) if !v.is_null() => {
+                join_key_into(scratch, core::slice::from_ref(v), &[0]);
+                self.index_lookup(ix, scratch).collect()
             }
-            None => {
-                self.orderings.push(Some(built));
-                self.orderings.len() - 1
-            }
-        }
+            // The index leaves NULL cells out.
+            (Some((col, v)), _) => self
+                .by_key
+                .values()
+                .copied()
+                .filter(|&id| self.row(id).is_some_and(|r| r[col] == *v))
+                .collect(),
+            (None, _) => self.by_key.values().copied().collect(),
+        };
+        ids.sort_unstable();
+        let rows = &self.rows;
+        let found = ids.into_iter().filter_map(|id| {
+            rows.get(id as usize)
+                .and_then(Option::as_ref)
+                .map(|r| (id, &r[..]))
+        });
+        self.orderings.add(
+            guard.map(|(c, v)| (c, v.clone())),
+            order,
+            index,
+            found,
+            scratch,
+        )
     }
 
-    /// Drops one user of an ordering. It stays built while idle, until more than
-    /// [`MAX_IDLE_ORDERINGS`] are idle: then the one idle longest is dropped.
+    /// Drops one user of an ordering (see [`Orderings::release`]).
     pub fn release_ordering(&mut self, index: usize) {
-        self.release_tick += 1;
-        let tick = self.release_tick;
-        if let Some(o) = self.orderings.get_mut(index).and_then(Option::as_mut) {
-            o.release(tick);
-        }
-        loop {
-            let idle: Vec<(u64, usize)> = self
-                .orderings
-                .iter()
-                .enumerate()
-                .filter_map(|(i, o)| o.as_ref().and_then(Ordering::idle).map(|t| (t, i)))
-                .collect();
-            if idle.len() <= MAX_IDLE_ORDERINGS {
-                break;
-            }
-            if let Some(&(_, oldest)) = idle.iter().min() {
-                self.orderings[oldest] = None;
-            }
+        for ix in self.orderings.release(index) {
+            self.release_index(ix);
         }
     }
 
     /// A live ordering.
     pub fn ordering(&self, index: usize) -> Option<&Ordering> {
-        self.orderings.get(index).and_then(Option::as_ref)
+        self.orderings.get(index)
     }
 
     /// How many orderings are built (diagnostics).
     #[cfg(test)]
     pub fn ordering_count(&self) -> usize {
-        self.orderings.iter().flatten().count()
+        self.orderings.count()
     }
 
     /// How many secondary indexes are live (diagnostics).
@@ -422,6 +416,21 @@ impl Store {
             crate::keys::push_cell(&mut self.scratch, v, false);
         }
         self.tables[t].id_by_key(&self.scratch)
+    }
+
+    /// Empties the first `tables` tables: their rows, ids and the contents of their
+    /// indexes and orderings (which stay registered).
+    pub fn clear_tables(&mut self, tables: usize) {
+        for t in self.tables.iter_mut().take(tables) {
+            t.by_key = HashMap::new();
+            t.rows = Vec::new();
+            t.free.clear();
+            t.quarantine.clear();
+            for ix in t.indexes.iter_mut().flatten() {
+                ix.map.clear();
+            }
+            t.orderings.clear();
+        }
     }
 
     /// Ends a drain: quarantined ids become reusable.
@@ -542,33 +551,45 @@ mod tests {
         let (t, scratch) = store.table_mut(0);
         let cells = |id: f64, g: f64, s: f64| row(&[Value::num(id), Value::num(g), Value::num(s)]);
         let a = t.insert(cells(1.0, 0.0, 5.0), scratch).unwrap();
-        let o = t.ensure_ordering(&[1], &[(2, true), (0, false)], scratch);
+        let order = [(2, true), (0, false)];
+        let zero = Value::num(0.0);
+        let o = t.ensure_ordering(Some((1, &zero)), &order, scratch);
+        let all = t.ensure_ordering(None, &order, scratch);
         let b = t.insert(cells(2.0, 0.0, 7.0), scratch).unwrap();
         let c = t.insert(cells(3.0, 1.0, 9.0), scratch).unwrap();
-        let ids =
-            |t: &Table| -> Vec<RowId> { t.ordering(o).unwrap().map.values().copied().collect() };
-        // g ascending, then s descending.
-        assert_eq!(ids(t), vec![b, a, c]);
+        let ids = |t: &Table, o: usize| -> Vec<RowId> {
+            t.ordering(o).unwrap().map.values().copied().collect()
+        };
+        // s descending; the guarded ordering holds only g = 0.
+        assert_eq!(ids(t, o), vec![b, a]);
+        assert_eq!(ids(t, all), vec![c, b, a]);
         t.replace(a, cells(1.0, 0.0, 8.0), scratch);
-        assert_eq!(ids(t), vec![a, b, c]);
-        t.remove(b, scratch);
-        assert_eq!(ids(t), vec![a, c]);
+        assert_eq!(ids(t, o), vec![a, b]);
+        // A row moving to another guard value leaves the ordering.
+        t.replace(b, cells(2.0, 1.0, 7.0), scratch);
+        assert_eq!(ids(t, o), vec![a]);
+        t.replace(c, cells(3.0, 0.0, 9.0), scratch);
+        assert_eq!(ids(t, o), vec![c, a]);
+        t.remove(a, scratch);
+        assert_eq!(ids(t, o), vec![c]);
+        assert_eq!(ids(t, all), vec![c, b]);
         // The same ordering is shared; an idle one stays built.
-        assert_eq!(
-            t.ensure_ordering(&[1], &[(2, true), (0, false)], scratch),
-            o
-        );
+        assert_eq!(t.ensure_ordering(Some((1, &zero)), &order, scratch), o);
         t.release_ordering(o);
         t.release_ordering(o);
-        assert_eq!(t.ordering_count(), 1);
+        t.release_ordering(all);
+        assert_eq!(t.ordering_count(), 2);
         // Past MAX_IDLE_ORDERINGS idle orderings, the one idle longest goes.
-        for col in 0..MAX_IDLE_ORDERINGS {
-            let i = t.ensure_ordering(&[], &[(col % 3, col >= 3), (0, false)], scratch);
+        for g in 0..MAX_IDLE_ORDERINGS {
+            let v = Value::num(10.0 + g as f64);
+            let i = t.ensure_ordering(Some((1, &v)), &order, scratch);
             t.release_ordering(i);
         }
         assert_eq!(t.ordering_count(), MAX_IDLE_ORDERINGS);
+        // (Its slot may hold a newer ordering now.)
         assert!(
-            t.ordering(o).is_none(),
+            t.ordering(o)
+                .is_none_or(|x| x.guard != Some((1, zero.clone()))),
             "the ordering idle longest was dropped"
         );
     }

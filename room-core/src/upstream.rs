@@ -164,6 +164,39 @@ impl Room {
         }
     }
 
+    /// Whether the room awaits its seq-0 snapshot (and is not poisoned).
+    pub(crate) fn awaits_snapshot(&self) -> bool {
+        self.poisoned.is_none() && self.last_seq.is_none()
+    }
+
+    /// Whether a seq-0 snapshot of `epoch` may be applied op by op as it is parsed
+    /// ([`Room::snapshot_op`]): the room awaits its snapshot, under that epoch.
+    pub(crate) fn streams_snapshot(&self, epoch: u64) -> bool {
+        self.awaits_snapshot() && self.epoch == epoch
+    }
+
+    /// One op of a streamed seq-0 snapshot: an add, applied as the batch path applies
+    /// it. `false` (nothing applied for this op) means the stream must be discarded with
+    /// [`Room::discard_snapshot`] and the batch applied the ordinary way, which reports
+    /// what is wrong exactly as it always does.
+    pub(crate) fn snapshot_op(&mut self, op: &NetOp) -> bool {
+        matches!(op, NetOp::Add { .. }) && self.apply_upstream_op(op).is_ok()
+    }
+
+    /// Ends a streamed snapshot of `rows` ops: the room is live.
+    pub(crate) fn finish_snapshot(&mut self, rows: usize, cv: Option<f64>) -> ApplyStatus {
+        self.last_seq = Some(0);
+        self.cv = cv.or(self.cv);
+        self.head_cv = 1;
+        ApplyStatus::Snapshot { rows }
+    }
+
+    /// Drops what a streamed snapshot applied: before the snapshot the upstream tables
+    /// are empty and nothing is materialized, so they are emptied again.
+    pub(crate) fn discard_snapshot(&mut self) {
+        self.store.clear_tables(self.user_tables);
+    }
+
     fn apply_ops(&mut self, ops: &[NetOp]) -> Result<usize, Error> {
         for (i, op) in ops.iter().enumerate() {
             if let Err(why) = self.apply_upstream_op(op) {

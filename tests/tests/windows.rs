@@ -98,6 +98,9 @@ enum Step {
 
 #[derive(Clone, Debug)]
 struct Scenario {
+    /// The room's small-group knob: 0 reads every guarded window through an ordering,
+    /// 256 through the guard index.
+    small_group: usize,
     rows: Vec<(u8, u8, u8)>,
     queries: Vec<GenQuery>,
     steps: Vec<Step>,
@@ -129,11 +132,13 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         1 => Just(Step::Sweep),
     ];
     (
+        prop_oneof![Just(0usize), Just(256usize)],
         prop::collection::vec((0u8..24, 0u8..4, 0u8..6), 0..16),
         prop::collection::vec(query, 1..5),
         prop::collection::vec(step, 1..40),
     )
-        .prop_map(|(rows, queries, steps)| Scenario {
+        .prop_map(|(small_group, rows, queries, steps)| Scenario {
+            small_group,
             rows,
             queries,
             steps,
@@ -257,9 +262,11 @@ fn run(sc: &Scenario) -> Result<(), TestCaseError> {
             snapshot.push(("t".to_string(), r));
         }
     }
+    let mut h = Harness::open(vec![schema()], snapshot);
+    h.room.set_window_small_group(sc.small_group);
     let mut r = Run {
         sc,
-        h: Harness::open(vec![schema()], snapshot),
+        h,
         rows,
         epoch: 0,
         payload: 0,
@@ -317,9 +324,10 @@ proptest! {
 #[test]
 fn a_trimmed_window_reads_on_when_it_empties() {
     let sc = Scenario {
+        small_group: 0,
         rows: vec![(0, 0, 2)],
         queries: vec![GenQuery {
-            guard: None,
+            guard: Some(0),
             desc: false,
             limit: 1,
             start: None,

@@ -11,12 +11,17 @@ pub struct Counting;
 pub static COUNTING: AtomicBool = AtomicBool::new(false);
 pub static ALLOCS: AtomicU64 = AtomicU64::new(0);
 pub static LIVE: AtomicIsize = AtomicIsize::new(0);
+/// The highest [`LIVE`] reached since it was last reset (by storing the current `LIVE`).
+pub static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 #[inline]
 fn note(allocs: u64, grown: isize) {
     if COUNTING.load(Ordering::Relaxed) {
         ALLOCS.fetch_add(allocs, Ordering::Relaxed);
-        LIVE.fetch_add(grown, Ordering::Relaxed);
+        let live = LIVE.fetch_add(grown, Ordering::Relaxed) + grown;
+        if grown > 0 {
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::json::write::plain_run;
-use crate::room::{Room, UpstreamBatch};
+use crate::room::{ApplyStatus, Room, UpstreamBatch};
 use crate::serve::NetOp;
 use crate::value::Value;
 
@@ -37,6 +37,34 @@ pub(crate) fn parse_batch_for(text: &str, room: &Room) -> Option<UpstreamBatch> 
     let batch = p.batch(room)?;
     p.ws();
     (p.i == text.len()).then_some(batch)
+}
+
+/// Applies `text` as a seq-0 snapshot op by op while it is parsed, so the ops are never
+/// all in memory at once next to the rows they become. It applies only when the room
+/// awaits its snapshot and the batch names its `epoch`, `seq` 0 and the matching
+/// `normalizedFp` before its `ops`. Anything else — another shape, an op the batch path
+/// would refuse, a syntax error anywhere — gives up (`None`) having applied nothing:
+/// what was applied is discarded and the caller applies the text the ordinary way,
+/// which says what is wrong (or poisons) exactly as before.
+pub(crate) fn stream_snapshot(text: &str, room: &mut Room) -> Option<ApplyStatus> {
+    if !room.awaits_snapshot() {
+        return None;
+    }
+    let mut p = Parser { text, i: 0 };
+    let mut applied = false;
+    let parsed = p.snapshot(room, &mut applied).filter(|_| {
+        p.ws();
+        p.i == text.len()
+    });
+    match parsed {
+        Some((rows, cv)) => Some(room.finish_snapshot(rows, cv)),
+        None => {
+            if applied {
+                room.discard_snapshot();
+            }
+            None
+        }
+    }
 }
 
 /// A cursor over the text. Every method returns `None` to give up.
@@ -478,6 +506,69 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// A whole snapshot batch, its ops applied as they come: how many, and the `cv`.
+    /// `applied` turns true once the room was changed.
+    fn snapshot(&mut self, room: &mut Room, applied: &mut bool) -> Option<(usize, Option<f64>)> {
+        let mut epoch = None;
+        let mut seq = None;
+        let mut fp = false;
+        let mut cv: Option<Option<f64>> = None;
+        let mut rows = None;
+        if !self.open(b'{', b'}')? {
+            return None;
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            match &*key {
+                "epoch" if epoch.is_none() => epoch = Some(self.safe_uint()?),
+                "seq" if seq.is_none() => seq = Some(self.safe_uint()?),
+                "normalizedFp" if !fp => {
+                    if !room.upstream_fp_is(&self.string()?) {
+                        return None;
+                    }
+                    fp = true;
+                }
+                "cv" if cv.is_none() => {
+                    cv = Some(if self.peek()? == b'n' {
+                        self.literal(b"null")?;
+                        None
+                    } else {
+                        Some(self.number()?)
+                    });
+                }
+                "ops" if rows.is_none() => {
+                    let ready =
+                        fp && seq == Some(0) && epoch.is_some_and(|e| room.streams_snapshot(e));
+                    if !ready {
+                        return None;
+                    }
+                    let mut n = 0usize;
+                    if self.open(b'[', b']')? {
+                        loop {
+                            let op = self.op(room)?;
+                            *applied = true;
+                            if !room.snapshot_op(&op) {
+                                return None;
+                            }
+                            n += 1;
+                            if !self.more(b']')? {
+                                break;
+                            }
+                        }
+                    }
+                    rows = Some(n);
+                }
+                "epoch" | "seq" | "normalizedFp" | "cv" | "ops" => return None,
+                _ => self.skip_value(0)?,
+            }
+            if !self.more(b'}')? {
+                break;
+            }
+        }
+        Some((rows?, cv.flatten()))
+    }
+
     /// The `ops` array.
     fn ops(&mut self, room: &Room) -> Option<Vec<NetOp>> {
         let mut ops = Vec::new();
@@ -586,5 +677,7 @@ fn table_info(room: &Room, name: &str) -> Option<TableInfo> {
     })
 }
 
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;

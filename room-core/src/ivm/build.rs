@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 
 use crate::ast::{Cond, Query};
-use crate::keys::{push_cell, sort_key_into, Key};
+use crate::keys::{join_key_into, sort_key_into, Key};
 use crate::store::{RowId, Store};
 
 use super::footprint::Footprint;
@@ -43,8 +43,10 @@ impl Engine {
         let mut indexes = Vec::new();
         let root = self.build_node(store, p, query, None, &mut order, &mut indexes);
         let mut orderings = Vec::new();
-        if let Some(w) = self.windowed(store, root, query) {
-            orderings.push((query.table, w.ordering));
+        if let Some(w) = self.windowed(store, root, query, &mut indexes) {
+            if let Some(o) = w.ordering {
+                orderings.push((query.table, o));
+            }
             self.node_mut(root).window = Some(w);
         }
         self.pipelines[p as usize] = Some(Pipeline {
@@ -107,10 +109,7 @@ impl Engine {
             (Key::from(key), b.exclusive)
         });
         let guard = find_guard(&filter);
-        // A windowed root reads through an ordering (set up by `build`), not the guard
-        // index.
-        let windowed = attach.is_none() && is_windowed(q);
-        let guard_index = guard.as_ref().filter(|_| !windowed).map(|(col, _)| {
+        let guard_index = guard.as_ref().map(|(col, _)| {
             let (table, scratch) = store.table_mut(q.table);
             let ix = table.ensure_index(&[*col], scratch);
             indexes.push((q.table, ix));
@@ -238,32 +237,51 @@ impl Engine {
         }
     }
 
-    /// The windowed state of a root level that has a `limit`: the ordering it reads
-    /// (built now if no query built it before) and where reading starts.
-    fn windowed(&self, store: &mut Store, root: NodeId, q: &Query) -> Option<Windowed> {
+    /// The windowed state of a root level that has a `limit`: where reading starts, and
+    /// what it reads. A guard value with few rows ([`SMALL_GROUP`] or fewer) is read
+    /// through the guard's secondary index, sorting the few candidates when reading;
+    /// any other root reads a table ordering (of its guard value's rows, or of every
+    /// row), built now if no query built it before — and then needs no guard index.
+    fn windowed(
+        &mut self,
+        store: &mut Store,
+        root: NodeId,
+        q: &Query,
+        indexes: &mut Vec<(usize, usize)>,
+    ) -> Option<Windowed> {
         if !is_windowed(q) {
             return None;
         }
-        let guard = self.node(root).guard.clone();
-        let mut prefix = Vec::new();
-        let prefix_cols: Vec<usize> = match &guard {
-            Some((col, v)) => {
-                push_cell(&mut prefix, v, false);
-                alloc::vec![*col]
-            }
-            None => Vec::new(),
-        };
-        let mut from = prefix.clone();
+        let node = self.node(root);
+        let guard = node.guard.clone();
+        let mut from = Vec::new();
         if let Some(b) = &q.start {
+            sort_key_into(&mut from, &b.row, &q.order);
+        }
+        if let (Some((_, v)), Some(ix)) = (&guard, node.guard_index) {
             let mut key = Vec::new();
-            sort_key_into(&mut key, &b.row, &q.order);
-            from.extend_from_slice(&key);
+            let small = join_key_into(&mut key, core::slice::from_ref(v), &[0])
+                && store.table(q.table).index_len(ix, &key) <= self.small_group;
+            if small {
+                return Some(Windowed {
+                    ordering: None,
+                    from,
+                    complete: false,
+                });
+            }
         }
         let (table, scratch) = store.table_mut(q.table);
-        let ordering = table.ensure_ordering(&prefix_cols, &q.order, scratch);
+        if let Some(ix) = node.guard_index {
+            table.release_index(ix);
+            if let Some(at) = indexes.iter().position(|&u| u == (q.table, ix)) {
+                indexes.swap_remove(at);
+            }
+        }
+        let ordering =
+            table.ensure_ordering(guard.as_ref().map(|(c, v)| (*c, v)), &q.order, scratch);
+        self.node_mut(root).guard_index = None;
         Some(Windowed {
-            ordering,
-            prefix,
+            ordering: Some(ordering),
             from,
             complete: false,
         })
@@ -290,6 +308,10 @@ impl Engine {
         self.free_pipelines.push(p);
     }
 }
+
+/// A guard value with at most this many rows is read through the guard index (sorting
+/// its rows when a window reads on) instead of a maintained ordering.
+pub(crate) const SMALL_GROUP: usize = 256;
 
 /// Whether a query's root level is windowed: it has a positive `limit`, so it holds a
 /// prefix of its qualifying rows read from an ordering instead of all of them.

@@ -191,41 +191,70 @@ impl Engine {
             };
             let part = node.parts.get(&[][..]);
             let held = part.map_or(0, |p| p.len());
-            let target = Windowed::target(limit);
+            let want = Windowed::target(limit).saturating_sub(held);
+            let last = part.and_then(|p| p.last_key());
             let table = store.table(node.table);
-            let Some(ordering) = table.ordering(w.ordering) else {
-                return;
+            // A held row the table has at a new place waits for its own refresh.
+            let fresh = |rid: &RowId| !node.rows.contains_key(rid);
+            let qualifying = |rid: RowId| {
+                table
+                    .row(rid)
+                    .filter(|row| self.qualifies(node, row))
+                    .map(|row| (rid, row.clone()))
             };
-            let mut after = Vec::new();
-            let lower = match part.and_then(|p| p.last_key()) {
-                Some(last) => {
-                    after.extend_from_slice(&w.prefix);
-                    after.extend_from_slice(last);
-                    Bound::Excluded(after.as_slice())
-                }
-                None => Bound::Included(w.from.as_slice()),
-            };
-            let mut complete = true;
-            for (key, &rid) in ordering.map.range::<[u8], _>((lower, Bound::Unbounded)) {
-                if held + found.len() >= target {
-                    complete = false;
-                    break;
-                }
-                if !key.starts_with(&w.prefix) {
-                    break;
-                }
-                // A held row the ordering already has at a new place waits for its own
-                // refresh.
-                if node.rows.contains_key(&rid) {
-                    continue;
-                }
-                if let Some(row) = table.row(rid) {
-                    if self.qualifies(node, row) {
-                        found.push((rid, row.clone()));
+            match (w.ordering, &node.guard, node.guard_index) {
+                (Some(o), _, _) => {
+                    let Some(ordering) = table.ordering(o) else {
+                        return;
+                    };
+                    let lower = match last {
+                        Some(last) => Bound::Excluded(last.as_bytes()),
+                        None => Bound::Included(w.from.as_slice()),
+                    };
+                    let mut complete = true;
+                    for (_, &rid) in ordering.map.range::<[u8], _>((lower, Bound::Unbounded)) {
+                        if found.len() >= want {
+                            complete = false;
+                            break;
+                        }
+                        if fresh(&rid) {
+                            found.extend(qualifying(rid));
+                        }
                     }
+                    complete
                 }
+                (None, Some((_, v)), Some(ix)) => {
+                    // Few rows: sort the guard value's rows past the last held one.
+                    let mut key = self.scratch.take();
+                    join_key_into(&mut key, core::slice::from_ref(v), &[0]);
+                    let mut sk = Vec::new();
+                    let mut past: Vec<(Key, RowId)> = Vec::new();
+                    for rid in table.index_lookup(ix, &key).filter(fresh) {
+                        if let Some(row) = table.row(rid) {
+                            sort_key_into(&mut sk, row, &node.order);
+                            let after = match last {
+                                Some(last) => sk.as_slice() > last.as_bytes(),
+                                None => sk.as_slice() >= w.from.as_slice(),
+                            };
+                            if after {
+                                past.push((Key::from(sk.as_slice()), rid));
+                            }
+                        }
+                    }
+                    self.scratch.set(key);
+                    past.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    let mut complete = true;
+                    for (_, rid) in past {
+                        if found.len() >= want {
+                            complete = false;
+                            break;
+                        }
+                        found.extend(qualifying(rid));
+                    }
+                    complete
+                }
+                _ => return,
             }
-            complete
         };
         if let Some(w) = self.node_mut(n).window.as_mut() {
             w.complete = complete;

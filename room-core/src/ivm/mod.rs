@@ -65,6 +65,9 @@ pub(crate) struct Engine {
     bufs: Vec<Vec<u8>>,
     /// A key buffer for `&self` paths (taken and put back, never held across calls).
     scratch: Scratch,
+    /// Guard values with at most this many rows are read through the guard index
+    /// ([`build::SMALL_GROUP`] unless a test says otherwise).
+    pub(crate) small_group: usize,
 }
 
 /// A reusable key buffer behind a `Cell`: `take` it, use it, `set` it back.
@@ -92,7 +95,10 @@ impl core::fmt::Debug for Scratch {
 impl Engine {
     /// An engine over `tables` tables.
     pub fn new(tables: usize) -> Engine {
-        let mut e = Engine::default();
+        let mut e = Engine {
+            small_group: build::SMALL_GROUP,
+            ..Engine::default()
+        };
         e.dispatch.resize_with(tables, TableDispatch::default);
         e
     }

@@ -75,11 +75,11 @@ pub(crate) struct Link {
 /// that starts qualifying past the last held row is not held (the next read finds it).
 #[derive(Debug)]
 pub(crate) struct Windowed {
-    /// The table ordering read (a store ordering index).
-    pub ordering: usize,
-    /// The ordering-key prefix every row of this level has (its guard cell, encoded).
-    pub prefix: Vec<u8>,
-    /// Where reading starts: the prefix, then the `start` bound's sort key if any.
+    /// The table ordering read (of the rows with the level's guard value, if it has one);
+    /// `None`: the guard value's rows are few, found through the guard index and sorted
+    /// when read.
+    pub ordering: Option<usize>,
+    /// Where reading starts: the `start` bound's sort key (empty: the beginning).
     pub from: Vec<u8>,
     /// Whether every qualifying row is held.
     pub complete: bool,

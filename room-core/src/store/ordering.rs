@@ -1,21 +1,24 @@
-//! Orderings: a table's rows in a query's sort order, shared by every query that reads
-//! a window of that order.
+//! Orderings: the rows of a table that have one value in a guard column (or all rows),
+//! in a query's sort order, shared by every query that reads a window of that order.
 //!
-//! An ordering is keyed by the rows' cells at its **prefix** columns (ascending; a query's
-//! equality guard, so one ordering serves every guard value) followed by their sort key
-//! under its order (which ends with the primary key, so keys are unique). A windowed
-//! query seeks to `prefix ++ position` and reads forward: hydration and backfill touch
-//! the rows they return, not the table.
+//! A windowed query seeks into its ordering and reads forward: hydration and backfill
+//! touch the rows they return, not the table. An ordering is keyed by the rows' sort key
+//! under its order, which ends with the primary key, so keys are unique.
 //!
-//! The table keeps its orderings current on every write. An ordering outlives its last
-//! user (a re-subscribe, or another query of the same order, finds it built), but at most
-//! [`MAX_IDLE_ORDERINGS`] idle ones are kept per table; the one idle longest goes first.
+//! The table keeps its orderings current on every write; a write touches only the
+//! orderings of its rows' guard values (one hash probe per guard column in use), so an
+//! ordering costs nothing to writes that do not concern it. An ordering outlives its
+//! last user (a re-subscribe, or another query of the same order, finds it built), but
+//! at most [`MAX_IDLE_ORDERINGS`] idle ones are kept per table; the one idle longest goes
+//! first.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use crate::keys::{push_cell, Key};
+use hashbrown::HashMap;
+
+use crate::keys::{sort_key_into, Key};
 use crate::value::Value;
 
 use super::RowId;
@@ -23,11 +26,14 @@ use super::RowId;
 /// How many orderings without a user a table keeps built.
 pub(crate) const MAX_IDLE_ORDERINGS: usize = 4;
 
-/// One ordering of a table's rows.
+/// One ordering: the rows with `guard`'s value (or every row) by sort key.
 #[derive(Debug)]
 pub(crate) struct Ordering {
-    pub prefix: Box<[usize]>,
+    pub guard: Option<(usize, Value)>,
     pub order: Box<[(usize, bool)]>,
+    /// The secondary index on the guard column this ordering holds a use of (it finds
+    /// the rows of other guard values when their orderings are built).
+    pub index: Option<usize>,
     users: u32,
     /// When the last user left (the table's release counter), for eviction.
     idle_since: u64,
@@ -35,84 +41,217 @@ pub(crate) struct Ordering {
 }
 
 impl Ordering {
-    /// Builds an ordering over `rows` (the table's slab).
-    pub fn build<'a>(
-        prefix: &[usize],
+    fn is(&self, guard: Option<(usize, &Value)>, order: &[(usize, bool)]) -> bool {
+        self.guard.as_ref().map(|(c, v)| (*c, v)) == guard && &*self.order == order
+    }
+
+    fn insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+        sort_key_into(scratch, row, &self.order);
+        self.map.insert(Key::from(scratch.as_slice()), id);
+    }
+
+    fn remove(&mut self, row: &[Value], scratch: &mut Vec<u8>) {
+        sort_key_into(scratch, row, &self.order);
+        self.map.remove(scratch.as_slice());
+    }
+
+    /// Whether a change from `old` to `new` moves the row in this ordering.
+    fn moves(&self, old: &[Value], new: &[Value]) -> bool {
+        self.order.iter().any(|&(c, _)| old[c] != new[c])
+    }
+}
+
+/// A table's orderings, and which of them a row belongs to.
+#[derive(Debug, Default)]
+pub(crate) struct Orderings {
+    slots: Vec<Option<Ordering>>,
+    /// Orderings of every row.
+    unguarded: Vec<usize>,
+    /// Orderings of one guard value, by guard column, then value.
+    guarded: Vec<(usize, HashMap<Value, Vec<usize>>)>,
+    /// Counts releases: the idle order.
+    release_tick: u64,
+}
+
+impl Orderings {
+    /// The ordering for `(guard, order)`, if built; takes one more use of it.
+    pub fn acquire(
+        &mut self,
+        guard: Option<(usize, &Value)>,
         order: &[(usize, bool)],
+    ) -> Option<usize> {
+        let i = self
+            .slots
+            .iter()
+            .position(|o| o.as_ref().is_some_and(|o| o.is(guard, order)))?;
+        if let Some(o) = self.slots[i].as_mut() {
+            o.users += 1;
+        }
+        Some(i)
+    }
+
+    /// Adds an ordering built from `rows` (the rows with the guard value, or all), with
+    /// one user.
+    pub fn add<'a>(
+        &mut self,
+        guard: Option<(usize, Value)>,
+        order: &[(usize, bool)],
+        index: Option<usize>,
         rows: impl Iterator<Item = (RowId, &'a [Value])>,
         scratch: &mut Vec<u8>,
-    ) -> Ordering {
+    ) -> usize {
         let mut entries: Vec<(Key, RowId)> = rows
             .map(|(id, row)| {
-                encode(scratch, prefix, order, row);
+                sort_key_into(scratch, row, order);
                 (Key::from(scratch.as_slice()), id)
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ordering {
-            prefix: prefix.into(),
+        let ordering = Ordering {
+            guard: guard.clone(),
             order: order.into(),
+            index,
             users: 1,
             idle_since: 0,
-            // Sorted input: the map is built by appending.
             map: entries.into_iter().collect(),
+        };
+        let i = match self.slots.iter().position(Option::is_none) {
+            Some(i) => {
+                self.slots[i] = Some(ordering);
+                i
+            }
+            None => {
+                self.slots.push(Some(ordering));
+                self.slots.len() - 1
+            }
+        };
+        match guard {
+            None => self.unguarded.push(i),
+            Some((col, v)) => {
+                let at = match self.guarded.iter().position(|(c, _)| *c == col) {
+                    Some(at) => at,
+                    None => {
+                        self.guarded.push((col, HashMap::new()));
+                        self.guarded.len() - 1
+                    }
+                };
+                self.guarded[at].1.entry(v).or_default().push(i);
+            }
+        }
+        i
+    }
+
+    /// Drops one use of ordering `i`. It stays built while idle, until more than
+    /// [`MAX_IDLE_ORDERINGS`] are idle: then the one idle longest is dropped. Returns the
+    /// secondary indexes the dropped orderings held a use of.
+    pub fn release(&mut self, i: usize) -> Vec<usize> {
+        let mut indexes = Vec::new();
+        self.release_tick += 1;
+        let tick = self.release_tick;
+        if let Some(o) = self.slots.get_mut(i).and_then(Option::as_mut) {
+            o.users = o.users.saturating_sub(1);
+            if o.users == 0 {
+                o.idle_since = tick;
+            }
+        }
+        loop {
+            let mut idle = 0;
+            let mut oldest: Option<(u64, usize)> = None;
+            for (i, o) in self.slots.iter().enumerate() {
+                if let Some(o) = o.as_ref().filter(|o| o.users == 0) {
+                    idle += 1;
+                    if oldest.is_none_or(|(t, _)| o.idle_since < t) {
+                        oldest = Some((o.idle_since, i));
+                    }
+                }
+            }
+            match oldest {
+                Some((_, i)) if idle > MAX_IDLE_ORDERINGS => indexes.extend(self.drop_slot(i)),
+                _ => break,
+            }
+        }
+        indexes
+    }
+
+    fn drop_slot(&mut self, i: usize) -> Option<usize> {
+        let o = self.slots[i].take()?;
+        let index = o.index;
+        match o.guard {
+            None => self.unguarded.retain(|&x| x != i),
+            Some((col, v)) => {
+                if let Some((_, by_value)) = self.guarded.iter_mut().find(|(c, _)| *c == col) {
+                    if let Some(list) = by_value.get_mut(&v) {
+                        list.retain(|&x| x != i);
+                        if list.is_empty() {
+                            by_value.remove(&v);
+                        }
+                    }
+                }
+                self.guarded.retain(|(_, by_value)| !by_value.is_empty());
+            }
+        }
+        index
+    }
+
+    /// A built ordering.
+    pub fn get(&self, i: usize) -> Option<&Ordering> {
+        self.slots.get(i).and_then(Option::as_ref)
+    }
+
+    /// How many orderings are built.
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
+        self.slots.iter().flatten().count()
+    }
+
+    /// Calls `f` on every ordering `row` belongs to.
+    fn each_of(&mut self, row: &[Value], mut f: impl FnMut(&mut Ordering)) {
+        for &i in &self.unguarded {
+            if let Some(o) = self.slots[i].as_mut() {
+                f(o);
+            }
+        }
+        for (col, by_value) in &self.guarded {
+            if let Some(list) = by_value.get(&row[*col]) {
+                for &i in list {
+                    if let Some(o) = self.slots[i].as_mut() {
+                        f(o);
+                    }
+                }
+            }
         }
     }
 
-    /// Whether this ordering is the one for `(prefix, order)`.
-    pub fn is(&self, prefix: &[usize], order: &[(usize, bool)]) -> bool {
-        &*self.prefix == prefix && &*self.order == order
+    pub fn on_insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+        self.each_of(row, |o| o.insert(id, row, scratch));
     }
 
-    /// One more user.
-    pub fn acquire(&mut self) {
-        self.users += 1;
+    pub fn on_remove(&mut self, row: &[Value], scratch: &mut Vec<u8>) {
+        self.each_of(row, |o| o.remove(row, scratch));
     }
 
-    /// One user fewer; `tick` stamps the moment it went idle.
-    pub fn release(&mut self, tick: u64) {
-        self.users = self.users.saturating_sub(1);
-        if self.users == 0 {
-            self.idle_since = tick;
+    pub fn on_replace(&mut self, id: RowId, old: &[Value], new: &[Value], scratch: &mut Vec<u8>) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let guards_kept = self.guarded.iter().all(|&(c, _)| old[c] == new[c]);
+        if guards_kept {
+            self.each_of(new, |o| {
+                if o.moves(old, new) {
+                    o.remove(old, scratch);
+                    o.insert(id, new, scratch);
+                }
+            });
+        } else {
+            self.on_remove(old, scratch);
+            self.on_insert(id, new, scratch);
         }
     }
 
-    /// Whether no query uses it, and since when.
-    pub fn idle(&self) -> Option<u64> {
-        (self.users == 0).then_some(self.idle_since)
-    }
-
-    /// Whether a change from `old` to `new` can move the row in this ordering.
-    fn moves(&self, old: &[Value], new: &[Value]) -> bool {
-        self.prefix.iter().any(|&c| old[c] != new[c])
-            || self.order.iter().any(|&(c, _)| old[c] != new[c])
-    }
-
-    pub fn insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
-        encode(scratch, &self.prefix, &self.order, row);
-        self.map.insert(Key::from(scratch.as_slice()), id);
-    }
-
-    pub fn remove(&mut self, row: &[Value], scratch: &mut Vec<u8>) {
-        encode(scratch, &self.prefix, &self.order, row);
-        self.map.remove(scratch.as_slice());
-    }
-
-    pub fn replace(&mut self, id: RowId, old: &[Value], new: &[Value], scratch: &mut Vec<u8>) {
-        if self.moves(old, new) {
-            self.remove(old, scratch);
-            self.insert(id, new, scratch);
+    /// Empties every ordering (they stay registered).
+    pub fn clear(&mut self) {
+        for o in self.slots.iter_mut().flatten() {
+            o.map.clear();
         }
-    }
-}
-
-/// The ordering key of `row`: its prefix cells, then its sort key (`out` cleared first).
-pub(crate) fn encode(out: &mut Vec<u8>, prefix: &[usize], order: &[(usize, bool)], row: &[Value]) {
-    out.clear();
-    for &c in prefix {
-        push_cell(out, &row[c], false);
-    }
-    for &(c, desc) in order {
-        push_cell(out, &row[c], desc);
     }
 }
