@@ -213,6 +213,29 @@ fn w3_ast(creator: usize) -> String {
     )
 }
 
+/// Creators in the boot-storm room (the issues are spread over them).
+const BOOT_STORM_CREATORS: usize = 250;
+
+/// 1,000 distinct W1-like queries: W1's `open = true` and a creator, newest (or by
+/// another order) first, 50 of them, with their creator.
+fn boot_storm_asts() -> Vec<String> {
+    let orders = [
+        r#"[["created","desc"]]"#,
+        r#"[["modified","desc"]]"#,
+        r#"[["title","asc"]]"#,
+        r#"[["created","asc"]]"#,
+    ];
+    let mut out = Vec::new();
+    for creator in 0..BOOT_STORM_CREATORS {
+        for order in orders {
+            out.push(format!(
+                r#"{{"table":"issue","where":{{"type":"and","conditions":[{{"type":"simple","op":"=","left":{{"type":"column","name":"open"}},"right":{{"type":"literal","value":true}}}},{{"type":"simple","op":"=","left":{{"type":"column","name":"creatorID"}},"right":{{"type":"literal","value":{creator}}}}}]}},"orderBy":{order},"limit":50,"related":[{{"correlation":{{"parentField":["creatorID"],"childField":["id"]}},"subquery":{{"table":"user","alias":"creator"}}}}]}}"#
+            ));
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------------------
 // Faces and scripts.
 // ---------------------------------------------------------------------------------------
@@ -785,6 +808,45 @@ fn main() {
             "| W3 Q=1000: per view | {:.1} µs | {:.1} µs |",
             median(&ts) / q as f64 / 1000.0,
             median(&js) / q as f64 / 1000.0
+        );
+    }
+
+    // --- Boot storm ----------------------------------------------------------------
+    if selected("boot storm") {
+        // A room that just booted: N = 10k issues, 1,000 subscribers on 1,000 distinct
+        // W1-like queries (250 creators × 4 orders) subscribing one after the other on
+        // a fresh room, through the JSON contract as a host would.
+        let asts = boot_storm_asts();
+        let (mut totals, mut longest) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            let mut subject = Subject::load(true, w3_n, BOOT_STORM_CREATORS);
+            let Face::Json(room) = &mut subject.face else {
+                unreachable!("a JSON subject")
+            };
+            let mut worst = 0f64;
+            let t = Instant::now();
+            for (i, ast) in asts.iter().enumerate() {
+                let one = Instant::now();
+                black_box(
+                    room.subscribe(&format!("b{i:04}"), 1.0, ast, 0.0)
+                        .expect("subscribe"),
+                );
+                worst = worst.max(one.elapsed().as_nanos() as f64);
+            }
+            totals.push(t.elapsed().as_nanos() as f64);
+            longest.push(worst);
+            assert_eq!(room.materialization_count(), asts.len() as u64);
+        }
+        println!();
+        println!("## Boot storm: 1,000 distinct W1-like subscribes on a fresh room (N=10k, JSON)");
+        println!();
+        println!("| total | longest single subscribe | mean per subscribe |");
+        println!("|---:|---:|---:|");
+        println!(
+            "| {:.1} ms | {:.0} µs | {:.0} µs |",
+            median(&totals) / 1e6,
+            median(&longest) / 1e3,
+            median(&totals) / asts.len() as f64 / 1e3
         );
     }
 

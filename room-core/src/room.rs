@@ -190,18 +190,18 @@ impl Room {
     ) -> Result<Subscribed, Error> {
         self.require_live()?;
         let canonical = canonical_text(query, &self.store);
-        let (p, reused) = match self.server.by_canonical.get(&canonical) {
+        let (p, reused) = match self.server.by_canonical.get(canonical.as_str()) {
             Some(&p) => (p, true),
             None => {
                 let p = self.engine.build(&mut self.store, query);
-                let tables = hello_tables(query, &self.store);
-                let normalized_fp: Arc<str> = Arc::from(normalized_fp(tables.iter()));
+                let (tables, normalized_fp) = self.hello_of(query);
                 let mut h = Fnv64::new();
                 h.bytes(canonical.as_bytes());
+                let canonical: Arc<str> = Arc::from(canonical);
                 let served = Served {
                     key: Arc::from(h.hex()),
                     canonical: canonical.clone(),
-                    tables: tables.into(),
+                    tables,
                     normalized_fp,
                     subs: Vec::new(),
                     idle_since: None,
@@ -333,7 +333,7 @@ impl Room {
             .collect();
         for &p in &expired {
             if let Some(served) = self.server.served.remove(&p) {
-                self.server.by_canonical.remove(&served.canonical);
+                self.server.by_canonical.remove(&*served.canonical);
             }
             self.engine.destroy(&mut self.store, p);
         }
@@ -345,7 +345,7 @@ impl Room {
     pub fn is_materialized(&self, query: &Query) -> bool {
         self.server
             .by_canonical
-            .contains_key(&canonical_text(query, &self.store))
+            .contains_key(canonical_text(query, &self.store).as_str())
     }
 
     /// Reclaims idle queries, longest idle first and regardless of the TTL, until at
@@ -367,7 +367,7 @@ impl Room {
         idle.truncate(count - keep);
         for &(_, p) in &idle {
             if let Some(served) = self.server.served.remove(&p) {
-                self.server.by_canonical.remove(&served.canonical);
+                self.server.by_canonical.remove(&*served.canonical);
             }
             self.engine.destroy(&mut self.store, p);
         }
@@ -493,27 +493,53 @@ fn internal_missing_pipeline() -> Error {
 
 /// The tables a query's footprint can draw rows from (D5): the root, related levels, and
 /// the children of witness-shipping EXISTS gates — sorted by name, full width.
-fn hello_tables(q: &Query, store: &Store) -> Vec<TableSchema> {
-    fn walk(q: &Query, out: &mut Vec<usize>) {
-        if !out.contains(&q.table) {
-            out.push(q.table);
+impl Room {
+    /// The hello tables of a query and their fingerprint: built once per table set and
+    /// shared by every query over it.
+    fn hello_of(&mut self, q: &Query) -> (Arc<[TableSchema]>, Arc<str>) {
+        let mut ids = Vec::new();
+        hello_table_ids(q, &mut ids);
+        ids.sort_unstable();
+        if let Some((tables, fp)) = self.server.hellos.get(&ids) {
+            return (tables.clone(), fp.clone());
         }
-        if let Some(c) = &q.filter {
-            cond(c, out);
+        let tables: Arc<[TableSchema]> = hello_tables(q, &self.store).into();
+        let fp: Arc<str> = Arc::from(normalized_fp(tables.iter()));
+        // A cache: bounded however many table sets clients name.
+        if self.server.hellos.len() >= MAX_CACHED_HELLOS {
+            self.server.hellos.clear();
         }
-        for r in &q.related {
-            walk(&r.query, out);
-        }
+        self.server.hellos.insert(ids, (tables.clone(), fp.clone()));
+        (tables, fp)
     }
+}
+
+/// How many table sets' hellos [`Room::hello_of`] keeps.
+const MAX_CACHED_HELLOS: usize = 64;
+
+/// The tables a query's hello names (unsorted, each once).
+fn hello_table_ids(q: &Query, out: &mut Vec<usize>) {
     fn cond(c: &Cond, out: &mut Vec<usize>) {
         match c {
             Cond::And(items) | Cond::Or(items) => items.iter().for_each(|c| cond(c, out)),
-            Cond::Exists(e) if !e.negated && !e.permissions => walk(&e.query, out),
+            Cond::Exists(e) if !e.negated && !e.permissions => hello_table_ids(&e.query, out),
             _ => {}
         }
     }
+    if !out.contains(&q.table) {
+        out.push(q.table);
+    }
+    if let Some(c) = &q.filter {
+        cond(c, out);
+    }
+    for r in &q.related {
+        hello_table_ids(&r.query, out);
+    }
+}
+
+fn hello_tables(q: &Query, store: &Store) -> Vec<TableSchema> {
     let mut ids = Vec::new();
-    walk(q, &mut ids);
+    hello_table_ids(q, &mut ids);
     let mut tables: Vec<TableSchema> = ids.iter().map(|&t| store.table(t).schema.clone()).collect();
     tables.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     tables

@@ -2,7 +2,6 @@
 //! epoch/seq envelopes, and op netting (DECISIONS D5).
 
 use alloc::collections::BTreeMap;
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -149,7 +148,8 @@ pub struct Subscribed {
 #[derive(Debug)]
 pub(crate) struct Served {
     pub key: Arc<str>,
-    pub canonical: String,
+    /// The canonical text, shared with the `by_canonical` key.
+    pub canonical: Arc<str>,
     pub tables: Arc<[TableSchema]>,
     pub normalized_fp: Arc<str>,
     /// The attached subscribers' keys.
@@ -167,11 +167,16 @@ pub(crate) struct Subscriber {
     pub stash: Option<Vec<NetOp>>,
 }
 
+/// A query hello's tables and their fingerprint, shared by the queries over them.
+pub(crate) type SharedHello = (Arc<[TableSchema]>, Arc<str>);
+
 /// Subscribers and the pipelines they share.
 #[derive(Debug, Default)]
 pub(crate) struct Server {
     pub served: HashMap<PipelineId, Served>,
-    pub by_canonical: HashMap<String, PipelineId>,
+    pub by_canonical: HashMap<Arc<str>, PipelineId>,
+    /// Hello tables and their fingerprint per table set, shared by the queries over it.
+    pub hellos: HashMap<Vec<usize>, SharedHello>,
     pub subs: BTreeMap<Arc<str>, Subscriber>,
     /// Subscribers holding a stash (owed ops), drained at the next commit.
     pub stashed: Vec<Arc<str>>,

@@ -62,7 +62,8 @@ impl Engine {
             self.register(n);
         }
         self.demand_inc(store, root, &[]);
-        self.pipeline_mut(p).footprint.dirty.clear();
+        // Hydration touched every member: start the drain point with no capacity held.
+        self.pipeline_mut(p).footprint.dirty = HashMap::new();
         p
     }
 

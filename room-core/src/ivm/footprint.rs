@@ -92,6 +92,10 @@ impl Footprint {
             }
             out.push((key.0, before, after));
         }
+        // A burst of changes leaves no large table behind on a standing query.
+        if self.dirty.capacity() > 64 {
+            self.dirty = HashMap::new();
+        }
         out
     }
 

@@ -147,8 +147,10 @@ impl Node {
     }
 }
 
-/// Finds an equality the filter requires, for dispatch: a top-level `col = literal`
-/// (or `col IS literal`) leaf, alone or inside the top-level AND.
+/// Finds an equality the filter requires, for dispatch and reading: a top-level
+/// `col = literal` (or `col IS literal`) leaf, alone or inside the top-level AND. Among
+/// several, one on a non-boolean literal is preferred: a boolean column splits a table
+/// in two at best, an id-like column into small groups.
 pub(crate) fn find_guard(filter: &Filter) -> Option<(usize, Value)> {
     fn leaf(f: &Filter) -> Option<(usize, Value)> {
         match f {
@@ -158,7 +160,16 @@ pub(crate) fn find_guard(filter: &Filter) -> Option<(usize, Value)> {
         }
     }
     match filter {
-        Filter::And(items) => items.iter().find_map(leaf),
+        Filter::And(items) => {
+            let mut first = None;
+            for g in items.iter().filter_map(leaf) {
+                if !matches!(g.1, Value::Bool(_)) {
+                    return Some(g);
+                }
+                first.get_or_insert(g);
+            }
+            first
+        }
         f => leaf(f),
     }
 }
