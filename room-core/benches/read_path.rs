@@ -788,6 +788,13 @@ fn main() {
             median(&ts) / 1000.0,
             median(&js) / 1000.0
         );
+        // The first subscribe of a room builds what later ones share (an ordering).
+        println!(
+            "| W1 query, N={}, first on the room | {:.0} µs | {:.0} µs |",
+            kilo(n),
+            ts[0] / 1000.0,
+            js[0] / 1000.0
+        );
     }
     if selected("hydrate W3 Q=1000") {
         let q = 1_000usize;

@@ -92,7 +92,7 @@ impl Room {
 
     /// Testing knob: queries subscribed from now on read a guard value's rows through
     /// the guard index (sorting them) when it has at most `rows` rows, and through a
-    /// maintained table ordering otherwise (default 256). Results do not depend on it;
+    /// maintained table ordering otherwise (default 1024). Results do not depend on it;
     /// the differential tests run both ways.
     #[doc(hidden)]
     pub fn set_window_small_group(&mut self, rows: usize) {

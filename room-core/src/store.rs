@@ -21,9 +21,11 @@ use crate::schema::TableSchema;
 use crate::value::Value;
 
 mod ordering;
+mod pk_index;
 #[cfg(test)]
 use ordering::MAX_IDLE_ORDERINGS;
 pub(crate) use ordering::{Ordering, Orderings};
+use pk_index::PkIndex;
 
 /// A row image, shared between the store, queries and emitted ops.
 pub type Row = Arc<[Value]>;
@@ -43,7 +45,7 @@ struct SecondaryIndex {
 #[derive(Debug)]
 pub(crate) struct Table {
     pub schema: TableSchema,
-    by_key: HashMap<Key, RowId>,
+    by_key: PkIndex,
     rows: Vec<Option<Row>>,
     free: Vec<RowId>,
     quarantine: Vec<RowId>,
@@ -64,7 +66,7 @@ impl Table {
     fn new(schema: TableSchema) -> Table {
         Table {
             schema,
-            by_key: HashMap::new(),
+            by_key: PkIndex::default(),
             rows: Vec::new(),
             free: Vec::new(),
             quarantine: Vec::new(),
@@ -86,18 +88,26 @@ impl Table {
 
     /// Looks up a row id by an encoded primary key.
     pub fn id_by_key(&self, key: &[u8]) -> Option<RowId> {
-        self.by_key.get(key).copied()
+        self.by_key.get(&self.rows, &self.schema.primary_key, key)
     }
 
     /// The ids of the live rows, in no particular order.
     pub fn ids(&self) -> impl Iterator<Item = RowId> + '_ {
-        self.by_key.values().copied()
+        self.by_key.ids()
     }
 
     /// Rows in primary-key order (sorted on each call: diagnostics and tests).
     pub fn iter(&self) -> impl Iterator<Item = (RowId, &Row)> + '_ {
-        let mut by_key: Vec<(&Key, RowId)> = self.by_key.iter().map(|(k, &id)| (k, id)).collect();
-        by_key.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut by_key: Vec<(Vec<u8>, RowId)> = self
+            .by_key
+            .ids()
+            .filter_map(|id| {
+                let mut key = Vec::new();
+                self.key_of(self.row(id)?, &mut key);
+                Some((key, id))
+            })
+            .collect();
+        by_key.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         by_key
             .into_iter()
             .filter_map(move |(_, id)| self.row(id).map(|r| (id, r)))
@@ -144,11 +154,11 @@ impl Table {
             None => self.rows.len() as RowId,
         };
         // One search: the entry either takes the new id or reports the existing key.
-        match self.by_key.entry(Key::from(scratch.as_slice())) {
-            hashbrown::hash_map::Entry::Occupied(_) => return Err(StoreRefusal::KeyExists),
-            hashbrown::hash_map::Entry::Vacant(v) => {
-                v.insert(next);
-            }
+        if !self
+            .by_key
+            .insert(&self.rows, &self.schema.primary_key, scratch, next)
+        {
+            return Err(StoreRefusal::KeyExists);
         }
         let id = match self.free.pop() {
             Some(id) => id,
@@ -179,7 +189,7 @@ impl Table {
     pub fn remove(&mut self, id: RowId, scratch: &mut Vec<u8>) -> Option<Row> {
         let old = self.rows.get_mut(id as usize)?.take()?;
         self.key_of(&old, scratch);
-        self.by_key.remove(scratch.as_slice());
+        self.by_key.remove(scratch, id);
         self.index_remove(id, &old, scratch);
         self.orderings.on_remove(&old, scratch);
         self.quarantine.push(id);
@@ -283,11 +293,10 @@ impl Table {
             // The index leaves NULL cells out.
             (Some((col, v)), _) => self
                 .by_key
-                .values()
-                .copied()
+                .ids()
                 .filter(|&id| self.row(id).is_some_and(|r| r[col] == *v))
                 .collect(),
-            (None, _) => self.by_key.values().copied().collect(),
+            (None, _) => self.by_key.ids().collect(),
         };
         ids.sort_unstable();
         let rows = &self.rows;
@@ -422,7 +431,7 @@ impl Store {
     /// indexes and orderings (which stay registered).
     pub fn clear_tables(&mut self, tables: usize) {
         for t in self.tables.iter_mut().take(tables) {
-            t.by_key = HashMap::new();
+            t.by_key = PkIndex::default();
             t.rows = Vec::new();
             t.free.clear();
             t.quarantine.clear();

@@ -99,7 +99,7 @@ enum Step {
 #[derive(Clone, Debug)]
 struct Scenario {
     /// The room's small-group knob: 0 reads every guarded window through an ordering,
-    /// 256 through the guard index.
+    /// 1024 through the guard index.
     small_group: usize,
     rows: Vec<(u8, u8, u8)>,
     queries: Vec<GenQuery>,
@@ -132,7 +132,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         1 => Just(Step::Sweep),
     ];
     (
-        prop_oneof![Just(0usize), Just(256usize)],
+        prop_oneof![Just(0usize), Just(1024usize)],
         prop::collection::vec((0u8..24, 0u8..4, 0u8..6), 0..16),
         prop::collection::vec(query, 1..5),
         prop::collection::vec(step, 1..40),

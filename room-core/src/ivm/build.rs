@@ -312,7 +312,7 @@ impl Engine {
 
 /// A guard value with at most this many rows is read through the guard index (sorting
 /// its rows when a window reads on) instead of a maintained ordering.
-pub(crate) const SMALL_GROUP: usize = 256;
+pub(crate) const SMALL_GROUP: usize = 1024;
 
 /// Whether a query's root level is windowed: it has a positive `limit`, so it holds a
 /// prefix of its qualifying rows read from an ordering instead of all of them.
