@@ -13,7 +13,6 @@
 
 use alloc::vec::Vec;
 
-use crate::cells::{CellRef, Cells};
 use crate::value::Value;
 
 const TAG_NULL: u8 = 0x01;
@@ -36,25 +35,19 @@ pub(crate) fn total_order_bits(f: f64) -> u64 {
 }
 
 /// Appends the encoding of one cell.
-#[inline]
 pub(crate) fn push_cell(out: &mut Vec<u8>, v: &Value, desc: bool) {
-    push_cell_ref(out, CellRef::of(v), desc);
-}
-
-/// Appends the encoding of one borrowed cell.
-pub(crate) fn push_cell_ref(out: &mut Vec<u8>, v: CellRef<'_>, desc: bool) {
     let start = out.len();
     match v {
-        CellRef::Null => out.push(TAG_NULL),
-        CellRef::Bool(b) => {
+        Value::Null => out.push(TAG_NULL),
+        Value::Bool(b) => {
             out.push(TAG_BOOL);
-            out.push(b as u8);
+            out.push(*b as u8);
         }
-        CellRef::Num(f) => {
+        Value::Num(f) => {
             out.push(TAG_NUM);
-            out.extend_from_slice(&total_order_bits(f).to_be_bytes());
+            out.extend_from_slice(&total_order_bits(*f).to_be_bytes());
         }
-        CellRef::Str(s) => {
+        Value::Str(s) => {
             out.push(TAG_STR);
             for &b in s.as_bytes() {
                 out.push(b);
@@ -75,35 +68,31 @@ pub(crate) fn push_cell_ref(out: &mut Vec<u8>, v: CellRef<'_>, desc: bool) {
 
 /// Writes the key of `row` under a resolved `(column, descending)` order into `out`
 /// (cleared first).
-pub(crate) fn sort_key_into<R: Cells + ?Sized>(
-    out: &mut Vec<u8>,
-    row: &R,
-    order: &[(usize, bool)],
-) {
+pub(crate) fn sort_key_into(out: &mut Vec<u8>, row: &[Value], order: &[(usize, bool)]) {
     out.clear();
     for &(col, desc) in order {
-        push_cell_ref(out, row.cell(col), desc);
+        push_cell(out, &row[col], desc);
     }
 }
 
 /// Writes the ascending key of `row`'s cells at `cols` into `out` (cleared first).
-pub(crate) fn cells_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols: &[usize]) {
+pub(crate) fn cells_key_into(out: &mut Vec<u8>, row: &[Value], cols: &[usize]) {
     out.clear();
     for &col in cols {
-        push_cell_ref(out, row.cell(col), false);
+        push_cell(out, &row[col], false);
     }
 }
 
 /// Like [`cells_key_into`], but refuses (returns false) when any cell is NULL: a
 /// correlation never matches a NULL cell, so such a row belongs to no partition.
-pub(crate) fn join_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols: &[usize]) -> bool {
+pub(crate) fn join_key_into(out: &mut Vec<u8>, row: &[Value], cols: &[usize]) -> bool {
     out.clear();
     for &col in cols {
-        let v = row.cell(col);
-        if matches!(v, CellRef::Null) {
+        let v = &row[col];
+        if v.is_null() {
             return false;
         }
-        push_cell_ref(out, v, false);
+        push_cell(out, v, false);
     }
     true
 }

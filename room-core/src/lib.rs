@@ -40,7 +40,6 @@ extern crate alloc;
 pub mod ast;
 pub mod calls;
 mod canonical;
-mod cells;
 pub mod contract;
 pub mod error;
 pub mod fingerprint;

@@ -16,7 +16,6 @@ use crate::serve::{
     compose, ops_from_changes, sort_ops, Batch, DownstreamHello, Frame, NetOp, Served, Server,
     Subscribed, Subscriber,
 };
-use crate::store::Packed;
 use crate::store::{Row, Store, StoreRefusal};
 
 pub use crate::upstream::{ApplyStatus, UpstreamBatch};
@@ -148,12 +147,11 @@ impl Room {
     pub(crate) fn insert_row(&mut self, t: usize, row: Row) -> Result<(), String> {
         let name = self.store.table(t).schema.name.clone();
         let (table, scratch) = self.store.table_mut(t);
-        let rid = table.insert(&row, scratch).map_err(|e| match e {
+        let rid = table.insert(row.clone(), scratch).map_err(|e| match e {
             StoreRefusal::KeyExists => format!("add of an existing key in {name:?}"),
             StoreRefusal::WrongWidth => format!("a {name:?} row has the wrong width"),
         })?;
-        self.engine
-            .on_change::<Packed>(&self.store, t, rid, None, Some(&row));
+        self.engine.on_change(&self.store, t, rid, None, Some(&row));
         Ok(())
     }
 
@@ -168,7 +166,7 @@ impl Room {
     /// Replaces a row's image (same key) and maintains every query.
     pub(crate) fn replace_row(&mut self, t: usize, rid: crate::store::RowId, row: Row) {
         let (table, scratch) = self.store.table_mut(t);
-        if let Some(old) = table.replace(rid, &row, scratch) {
+        if let Some(old) = table.replace(rid, row.clone(), scratch) {
             self.engine
                 .on_change(&self.store, t, rid, Some(&old), Some(&row));
         }

@@ -16,22 +16,18 @@ use alloc::vec::Vec;
 
 use hashbrown::{HashMap, HashSet};
 
-use crate::cells::{CellRef, Cells};
 use crate::keys::{cells_key_into, join_key_into, Key};
 use crate::schema::TableSchema;
 use crate::value::Value;
 
 mod ordering;
-mod packed;
 mod pk_index;
 #[cfg(test)]
 use ordering::MAX_IDLE_ORDERINGS;
 pub(crate) use ordering::{Ordering, Orderings};
-pub(crate) use packed::Packed;
 use pk_index::PkIndex;
 
-/// A row image, shared between queries and emitted ops. (The store keeps rows
-/// [packed](Packed).)
+/// A row image, shared between the store, queries and emitted ops.
 pub type Row = Arc<[Value]>;
 
 /// A row's handle within its table.
@@ -50,7 +46,7 @@ struct SecondaryIndex {
 pub(crate) struct Table {
     pub schema: TableSchema,
     by_key: PkIndex,
-    rows: Vec<Option<Packed>>,
+    rows: Vec<Option<Row>>,
     free: Vec<RowId>,
     quarantine: Vec<RowId>,
     indexes: Vec<Option<SecondaryIndex>>,
@@ -79,21 +75,14 @@ impl Table {
         }
     }
 
-    /// The packed row for an id, if live.
+    /// The row for an id, if live.
     #[inline]
-    pub fn packed(&self, id: RowId) -> Option<&Packed> {
+    pub fn row(&self, id: RowId) -> Option<&Row> {
         self.rows.get(id as usize).and_then(Option::as_ref)
     }
 
-    /// The image of the row for an id, if live (unpacked: one allocation per call plus
-    /// one per text cell; hot paths hold images instead).
-    #[inline]
-    pub fn row(&self, id: RowId) -> Option<Row> {
-        self.packed(id).map(Packed::unpack)
-    }
-
     /// Encodes the primary key of a full-width row.
-    pub fn key_of<R: Cells + ?Sized>(&self, row: &R, out: &mut Vec<u8>) {
+    pub fn key_of(&self, row: &[Value], out: &mut Vec<u8>) {
         cells_key_into(out, row, &self.schema.primary_key);
     }
 
@@ -108,13 +97,13 @@ impl Table {
     }
 
     /// Rows in primary-key order (sorted on each call: diagnostics and tests).
-    pub fn iter(&self) -> impl Iterator<Item = (RowId, Row)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (RowId, &Row)> + '_ {
         let mut by_key: Vec<(Vec<u8>, RowId)> = self
             .by_key
             .ids()
             .filter_map(|id| {
                 let mut key = Vec::new();
-                self.key_of(self.packed(id)?, &mut key);
+                self.key_of(self.row(id)?, &mut key);
                 Some((key, id))
             })
             .collect();
@@ -124,7 +113,7 @@ impl Table {
             .filter_map(move |(_, id)| self.row(id).map(|r| (id, r)))
     }
 
-    fn index_insert<R: Cells + ?Sized>(&mut self, id: RowId, row: &R, scratch: &mut Vec<u8>) {
+    fn index_insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
         for ix in self.indexes.iter_mut().flatten() {
             if join_key_into(scratch, row, &ix.cols) {
                 match ix.map.get_mut(scratch.as_slice()) {
@@ -141,7 +130,7 @@ impl Table {
         }
     }
 
-    fn index_remove<R: Cells + ?Sized>(&mut self, id: RowId, row: &R, scratch: &mut Vec<u8>) {
+    fn index_remove(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
         for ix in self.indexes.iter_mut().flatten() {
             if join_key_into(scratch, row, &ix.cols) {
                 if let Some(set) = ix.map.get_mut(scratch.as_slice()) {
@@ -155,11 +144,11 @@ impl Table {
     }
 
     /// Inserts a new row; refuses an existing key or a wrong width.
-    pub fn insert(&mut self, row: &[Value], scratch: &mut Vec<u8>) -> Result<RowId, StoreRefusal> {
+    pub fn insert(&mut self, row: Row, scratch: &mut Vec<u8>) -> Result<RowId, StoreRefusal> {
         if row.len() != self.schema.columns.len() {
             return Err(StoreRefusal::WrongWidth);
         }
-        self.key_of(row, scratch);
+        self.key_of(&row, scratch);
         let next = match self.free.last() {
             Some(&id) => id,
             None => self.rows.len() as RowId,
@@ -178,26 +167,26 @@ impl Table {
                 (self.rows.len() - 1) as RowId
             }
         };
-        self.index_insert(id, row, scratch);
-        self.orderings.on_insert(id, row, scratch);
-        self.rows[id as usize] = Some(Packed::pack(row));
+        self.index_insert(id, &row, scratch);
+        self.orderings.on_insert(id, &row, scratch);
+        self.rows[id as usize] = Some(row);
         Ok(id)
     }
 
-    /// Replaces the image of a live row whose key does not change; returns the old row.
-    pub fn replace(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) -> Option<Packed> {
+    /// Replaces the image of a live row whose key does not change; returns the old image.
+    pub fn replace(&mut self, id: RowId, row: Row, scratch: &mut Vec<u8>) -> Option<Row> {
         let old = self.rows.get_mut(id as usize)?.take()?;
         if !self.indexes.is_empty() {
             self.index_remove(id, &old, scratch);
-            self.index_insert(id, row, scratch);
+            self.index_insert(id, &row, scratch);
         }
-        self.orderings.on_replace(id, &old, row, scratch);
-        self.rows[id as usize] = Some(Packed::pack(row));
+        self.orderings.on_replace(id, &old, &row, scratch);
+        self.rows[id as usize] = Some(row);
         Some(old)
     }
 
     /// Removes a live row; its id is quarantined until [`Store::end_drain`].
-    pub fn remove(&mut self, id: RowId, scratch: &mut Vec<u8>) -> Option<Packed> {
+    pub fn remove(&mut self, id: RowId, scratch: &mut Vec<u8>) -> Option<Row> {
         let old = self.rows.get_mut(id as usize)?.take()?;
         self.key_of(&old, scratch);
         self.by_key.remove(scratch, id);
@@ -305,10 +294,7 @@ impl Table {
             (Some((col, v)), _) => self
                 .by_key
                 .ids()
-                .filter(|&id| {
-                    self.packed(id)
-                        .is_some_and(|r| r.cell(col) == CellRef::of(v))
-                })
+                .filter(|&id| self.row(id).is_some_and(|r| r[col] == *v))
                 .collect(),
             (None, _) => self.by_key.ids().collect(),
         };
@@ -317,7 +303,7 @@ impl Table {
         let found = ids.into_iter().filter_map(|id| {
             rows.get(id as usize)
                 .and_then(Option::as_ref)
-                .map(|r| (id, r))
+                .map(|r| (id, &r[..]))
         });
         self.orderings.add(
             guard.map(|(c, v)| (c, v.clone())),
@@ -418,9 +404,9 @@ impl Store {
         .or_else(|| self.table_id(name))
     }
 
-    /// The image of the row for `(table, id)` (unpacked; see [`Table::row`]).
+    /// The row for `(table, id)`.
     #[inline]
-    pub fn row(&self, t: usize, id: RowId) -> Option<Row> {
+    pub fn row(&self, t: usize, id: RowId) -> Option<&Row> {
         self.tables[t].row(id)
     }
 
@@ -501,8 +487,8 @@ mod tests {
     use super::*;
     use alloc::vec;
 
-    fn row(cells: &[Value]) -> Vec<Value> {
-        cells.to_vec()
+    fn row(cells: &[Value]) -> Row {
+        Arc::from(cells.to_vec())
     }
 
     #[test]
@@ -510,17 +496,17 @@ mod tests {
         let mut store = Store::new(vec![TableSchema::new("t", &["id", "v"], &[0])]);
         let (t, scratch) = store.table_mut(0);
         let a = t
-            .insert(&row(&[Value::num(2.0), Value::str("b")]), scratch)
+            .insert(row(&[Value::num(2.0), Value::str("b")]), scratch)
             .unwrap();
         let b = t
-            .insert(&row(&[Value::num(1.0), Value::str("a")]), scratch)
+            .insert(row(&[Value::num(1.0), Value::str("a")]), scratch)
             .unwrap();
         assert_eq!(
-            t.insert(&row(&[Value::num(1.0), Value::Null]), scratch),
+            t.insert(row(&[Value::num(1.0), Value::Null]), scratch),
             Err(StoreRefusal::KeyExists)
         );
         assert_eq!(
-            t.insert(&row(&[Value::num(3.0)]), scratch),
+            t.insert(row(&[Value::num(3.0)]), scratch),
             Err(StoreRefusal::WrongWidth)
         );
         let order: Vec<RowId> = t.iter().map(|(id, _)| id).collect();
@@ -528,13 +514,13 @@ mod tests {
         t.remove(a, scratch).unwrap();
         // The freed id is not reused before the drain ends.
         let c = t
-            .insert(&row(&[Value::num(5.0), Value::Null]), scratch)
+            .insert(row(&[Value::num(5.0), Value::Null]), scratch)
             .unwrap();
         assert_ne!(c, a);
         store.end_drain();
         let (t, scratch) = store.table_mut(0);
         let d = t
-            .insert(&row(&[Value::num(6.0), Value::Null]), scratch)
+            .insert(row(&[Value::num(6.0), Value::Null]), scratch)
             .unwrap();
         assert_eq!(d, a);
         assert_eq!(store.find_by_pk(0, &[Value::num(6.0)]), Some(d));
@@ -545,21 +531,21 @@ mod tests {
         let mut store = Store::new(vec![TableSchema::new("t", &["id", "g"], &[0])]);
         let (t, scratch) = store.table_mut(0);
         let a = t
-            .insert(&row(&[Value::num(1.0), Value::num(7.0)]), scratch)
+            .insert(row(&[Value::num(1.0), Value::num(7.0)]), scratch)
             .unwrap();
         let ix = t.ensure_index(&[1], scratch);
         let b = t
-            .insert(&row(&[Value::num(2.0), Value::num(7.0)]), scratch)
+            .insert(row(&[Value::num(2.0), Value::num(7.0)]), scratch)
             .unwrap();
         let _n = t
-            .insert(&row(&[Value::num(3.0), Value::Null]), scratch)
+            .insert(row(&[Value::num(3.0), Value::Null]), scratch)
             .unwrap();
         let mut key = Vec::new();
         join_key_into(&mut key, &[Value::Null, Value::num(7.0)], &[1]);
         let mut got: Vec<RowId> = t.index_lookup(ix, &key).collect();
         got.sort();
         assert_eq!(got, vec![a, b]);
-        t.replace(b, &row(&[Value::num(2.0), Value::num(8.0)]), scratch);
+        t.replace(b, row(&[Value::num(2.0), Value::num(8.0)]), scratch);
         assert_eq!(t.index_lookup(ix, &key).collect::<Vec<_>>(), vec![a]);
         assert_eq!(t.ensure_index(&[1], scratch), ix);
         t.release_index(ix);
@@ -573,25 +559,25 @@ mod tests {
         let mut store = Store::new(vec![TableSchema::new("t", &["id", "g", "s"], &[0])]);
         let (t, scratch) = store.table_mut(0);
         let cells = |id: f64, g: f64, s: f64| row(&[Value::num(id), Value::num(g), Value::num(s)]);
-        let a = t.insert(&cells(1.0, 0.0, 5.0), scratch).unwrap();
+        let a = t.insert(cells(1.0, 0.0, 5.0), scratch).unwrap();
         let order = [(2, true), (0, false)];
         let zero = Value::num(0.0);
         let o = t.ensure_ordering(Some((1, &zero)), &order, scratch);
         let all = t.ensure_ordering(None, &order, scratch);
-        let b = t.insert(&cells(2.0, 0.0, 7.0), scratch).unwrap();
-        let c = t.insert(&cells(3.0, 1.0, 9.0), scratch).unwrap();
+        let b = t.insert(cells(2.0, 0.0, 7.0), scratch).unwrap();
+        let c = t.insert(cells(3.0, 1.0, 9.0), scratch).unwrap();
         let ids = |t: &Table, o: usize| -> Vec<RowId> {
             t.ordering(o).unwrap().map.values().copied().collect()
         };
         // s descending; the guarded ordering holds only g = 0.
         assert_eq!(ids(t, o), vec![b, a]);
         assert_eq!(ids(t, all), vec![c, b, a]);
-        t.replace(a, &cells(1.0, 0.0, 8.0), scratch);
+        t.replace(a, cells(1.0, 0.0, 8.0), scratch);
         assert_eq!(ids(t, o), vec![a, b]);
         // A row moving to another guard value leaves the ordering.
-        t.replace(b, &cells(2.0, 1.0, 7.0), scratch);
+        t.replace(b, cells(2.0, 1.0, 7.0), scratch);
         assert_eq!(ids(t, o), vec![a]);
-        t.replace(c, &cells(3.0, 0.0, 9.0), scratch);
+        t.replace(c, cells(3.0, 0.0, 9.0), scratch);
         assert_eq!(ids(t, o), vec![c, a]);
         t.remove(a, scratch);
         assert_eq!(ids(t, o), vec![c]);

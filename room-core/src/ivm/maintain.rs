@@ -15,7 +15,6 @@
 //! Every step costs in proportion to what changes, plus `O(log n)` per ordered-set
 //! operation.
 
-use crate::cells::{CellRef, Cells};
 use crate::keys::Key;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -31,56 +30,32 @@ use super::part::WindowEvent;
 use super::{Engine, NodeId};
 
 impl Engine {
-    /// Applies one base-row change (already written to `store`) to every query. `old` is
-    /// the row as the store held it, `new` its image now (the only row whose image the
-    /// queries may not hold yet).
-    pub(crate) fn on_change<O: Cells + ?Sized>(
+    /// Applies one base-row change (already written to `store`) to every query.
+    pub(crate) fn on_change(
         &mut self,
         store: &Store,
         table: usize,
         rid: RowId,
-        old: Option<&O>,
-        new: Option<&Row>,
+        old: Option<&[Value]>,
+        new: Option<&[Value]>,
     ) {
         let d = &self.dispatch[table];
         self.work.extend(d.unguarded.iter().map(|&n| (n, rid)));
         for (col, by_value) in &d.guarded {
             if let Some(o) = old {
-                if let Some(nodes) = by_value.get(&o.cell(*col)) {
+                if let Some(nodes) = by_value.get(&o[*col]) {
                     self.work.extend(nodes.iter().map(|&n| (n, rid)));
                 }
             }
             if let Some(nw) = new {
-                if old.is_none_or(|o| o.cell(*col) != CellRef::of(&nw[*col])) {
+                if old.is_none_or(|o| o[*col] != nw[*col]) {
                     if let Some(nodes) = by_value.get(&nw[*col]) {
                         self.work.extend(nodes.iter().map(|&n| (n, rid)));
                     }
                 }
             }
         }
-        self.current = Some((table, rid, new.cloned()));
         self.run(store);
-        self.current = None;
-    }
-
-    /// The current image of `(table, rid)`: the changing row's new image, or `held` (a
-    /// query's image of an unchanged row is the store's), or the store's, unpacked.
-    fn image_of(&self, store: &Store, table: usize, rid: RowId, held: Option<&Row>) -> Option<Row> {
-        match &self.current {
-            Some((t, r, new)) if *t == table && *r == rid => new.clone(),
-            _ => match held {
-                Some(h) => Some(h.clone()),
-                None => store.row(table, rid),
-            },
-        }
-    }
-
-    /// The changing row's new image, if `(table, rid)` is it.
-    fn current_image(&self, table: usize, rid: RowId) -> Option<Row> {
-        match &self.current {
-            Some((t, r, Some(new))) if *t == table && *r == rid => Some(new.clone()),
-            _ => None,
-        }
     }
 
     /// Drains the refresh queue.
@@ -93,9 +68,10 @@ impl Engine {
     /// Re-decides row `rid` in node `n` against the store's current image.
     pub(crate) fn refresh(&mut self, store: &Store, n: NodeId, rid: RowId) {
         let node = self.node(n);
-        let now = self
-            .image_of(store, node.table, rid, node.rows.get(&rid))
-            .filter(|r| self.qualifies(node, r));
+        let now = match store.row(node.table, rid) {
+            Some(r) if self.qualifies(node, r) => Some(r.clone()),
+            _ => None,
+        };
         let held = node.rows.get(&rid).cloned();
         match (held, now) {
             (None, None) => {}
@@ -221,9 +197,10 @@ impl Engine {
             // A held row the table has at a new place waits for its own refresh.
             let fresh = |rid: &RowId| !node.rows.contains_key(rid);
             let qualifying = |rid: RowId| {
-                self.image_of(store, node.table, rid, None)
+                table
+                    .row(rid)
                     .filter(|row| self.qualifies(node, row))
-                    .map(|row| (rid, row))
+                    .map(|row| (rid, row.clone()))
             };
             match (w.ordering, &node.guard, node.guard_index) {
                 (Some(o), _, _) => {
@@ -253,7 +230,7 @@ impl Engine {
                     let mut sk = Vec::new();
                     let mut past: Vec<(Key, RowId)> = Vec::new();
                     for rid in table.index_lookup(ix, &key).filter(fresh) {
-                        if let Some(row) = table.packed(rid) {
+                        if let Some(row) = table.row(rid) {
                             sort_key_into(&mut sk, row, &node.order);
                             let after = match last {
                                 Some(last) => sk.as_slice() > last.as_bytes(),
@@ -460,10 +437,8 @@ impl Engine {
     pub(crate) fn member_enter(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
         // The footprint holds the store's current image: a node not yet refreshed for
         // this change may bring the row in with the image it still holds.
-        let current = self.current_image(self.node(n).table, rid);
-        self.footprint_of(n, |fp, table| match current {
-            Some(img) => fp.enter(table, rid, &img),
-            None => fp.enter(table, rid, row),
+        self.footprint_of(n, |fp, table| {
+            fp.enter(table, rid, store.row(table, rid).unwrap_or(row));
         });
         self.children_demand(store, n, row, true);
     }
@@ -475,10 +450,8 @@ impl Engine {
     }
 
     fn member_image(&mut self, store: &Store, n: NodeId, rid: RowId, old: &Row, new: &Row) {
-        let current = self.current_image(self.node(n).table, rid);
-        self.footprint_of(n, |fp, table| match current {
-            Some(img) => fp.image(table, rid, &img),
-            None => fp.image(table, rid, new),
+        self.footprint_of(n, |fp, table| {
+            fp.image(table, rid, store.row(table, rid).unwrap_or(new));
         });
         let count = self.node(n).demanded_children.len();
         for i in 0..count {

@@ -65,8 +65,6 @@ pub(crate) struct Engine {
     bufs: Vec<Vec<u8>>,
     /// A key buffer for `&self` paths (taken and put back, never held across calls).
     scratch: Scratch,
-    /// The row being changed by [`Engine::on_change`]: its table, id and new image.
-    current: Option<(usize, RowId, Option<crate::store::Row>)>,
     /// Guard values with at most this many rows are read through the guard index
     /// ([`build::SMALL_GROUP`] unless a test says otherwise).
     pub(crate) small_group: usize,

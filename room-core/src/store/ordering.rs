@@ -18,7 +18,6 @@ use alloc::vec::Vec;
 
 use hashbrown::HashMap;
 
-use crate::cells::Cells;
 use crate::keys::{sort_key_into, Key};
 use crate::value::Value;
 
@@ -46,19 +45,19 @@ impl Ordering {
         self.guard.as_ref().map(|(c, v)| (*c, v)) == guard && &*self.order == order
     }
 
-    fn insert<R: Cells + ?Sized>(&mut self, id: RowId, row: &R, scratch: &mut Vec<u8>) {
+    fn insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
         sort_key_into(scratch, row, &self.order);
         self.map.insert(Key::from(scratch.as_slice()), id);
     }
 
-    fn remove<R: Cells + ?Sized>(&mut self, row: &R, scratch: &mut Vec<u8>) {
+    fn remove(&mut self, row: &[Value], scratch: &mut Vec<u8>) {
         sort_key_into(scratch, row, &self.order);
         self.map.remove(scratch.as_slice());
     }
 
     /// Whether a change from `old` to `new` moves the row in this ordering.
-    fn moves<O: Cells + ?Sized, N: Cells + ?Sized>(&self, old: &O, new: &N) -> bool {
-        self.order.iter().any(|&(c, _)| old.cell(c) != new.cell(c))
+    fn moves(&self, old: &[Value], new: &[Value]) -> bool {
+        self.order.iter().any(|&(c, _)| old[c] != new[c])
     }
 }
 
@@ -93,12 +92,12 @@ impl Orderings {
 
     /// Adds an ordering built from `rows` (the rows with the guard value, or all), with
     /// one user.
-    pub fn add<'a, R: Cells + 'a>(
+    pub fn add<'a>(
         &mut self,
         guard: Option<(usize, Value)>,
         order: &[(usize, bool)],
         index: Option<usize>,
-        rows: impl Iterator<Item = (RowId, &'a R)>,
+        rows: impl Iterator<Item = (RowId, &'a [Value])>,
         scratch: &mut Vec<u8>,
     ) -> usize {
         let mut entries: Vec<(Key, RowId)> = rows
@@ -206,14 +205,14 @@ impl Orderings {
     }
 
     /// Calls `f` on every ordering `row` belongs to.
-    fn each_of<R: Cells + ?Sized>(&mut self, row: &R, mut f: impl FnMut(&mut Ordering)) {
+    fn each_of(&mut self, row: &[Value], mut f: impl FnMut(&mut Ordering)) {
         for &i in &self.unguarded {
             if let Some(o) = self.slots[i].as_mut() {
                 f(o);
             }
         }
         for (col, by_value) in &self.guarded {
-            if let Some(list) = by_value.get(&row.cell(*col)) {
+            if let Some(list) = by_value.get(&row[*col]) {
                 for &i in list {
                     if let Some(o) = self.slots[i].as_mut() {
                         f(o);
@@ -223,28 +222,19 @@ impl Orderings {
         }
     }
 
-    pub fn on_insert<R: Cells + ?Sized>(&mut self, id: RowId, row: &R, scratch: &mut Vec<u8>) {
+    pub fn on_insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
         self.each_of(row, |o| o.insert(id, row, scratch));
     }
 
-    pub fn on_remove<R: Cells + ?Sized>(&mut self, row: &R, scratch: &mut Vec<u8>) {
+    pub fn on_remove(&mut self, row: &[Value], scratch: &mut Vec<u8>) {
         self.each_of(row, |o| o.remove(row, scratch));
     }
 
-    pub fn on_replace<O: Cells + ?Sized, N: Cells + ?Sized>(
-        &mut self,
-        id: RowId,
-        old: &O,
-        new: &N,
-        scratch: &mut Vec<u8>,
-    ) {
+    pub fn on_replace(&mut self, id: RowId, old: &[Value], new: &[Value], scratch: &mut Vec<u8>) {
         if self.slots.is_empty() {
             return;
         }
-        let guards_kept = self
-            .guarded
-            .iter()
-            .all(|&(c, _)| old.cell(c) == new.cell(c));
+        let guards_kept = self.guarded.iter().all(|&(c, _)| old[c] == new[c]);
         if guards_kept {
             self.each_of(new, |o| {
                 if o.moves(old, new) {

@@ -11,8 +11,10 @@ use core::hash::BuildHasher;
 use hashbrown::hash_table::Entry;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use super::{Packed, RowId};
 use crate::keys::cells_key_into;
+use crate::value::Value;
+
+use super::{Row, RowId};
 
 /// Row ids by primary key.
 #[derive(Default)]
@@ -32,8 +34,10 @@ impl core::fmt::Debug for PkIndex {
 }
 
 /// The live row of `id` in the slab (present for every id the index holds).
-fn row_of(rows: &[Option<Packed>], id: RowId) -> Option<&Packed> {
-    rows.get(id as usize).and_then(Option::as_ref)
+fn row_of(rows: &[Option<Row>], id: RowId) -> Option<&[Value]> {
+    rows.get(id as usize)
+        .and_then(Option::as_ref)
+        .map(|r| &r[..])
 }
 
 impl PkIndex {
@@ -42,7 +46,7 @@ impl PkIndex {
     }
 
     /// Whether `id`'s row has the encoded primary key `key`.
-    fn matches(&self, rows: &[Option<Packed>], pk: &[usize], id: RowId, key: &[u8]) -> bool {
+    fn matches(&self, rows: &[Option<Row>], pk: &[usize], id: RowId, key: &[u8]) -> bool {
         let Some(row) = row_of(rows, id) else {
             return false;
         };
@@ -54,14 +58,14 @@ impl PkIndex {
     }
 
     /// The id of the row with encoded primary key `key`.
-    pub fn get(&self, rows: &[Option<Packed>], pk: &[usize], key: &[u8]) -> Option<RowId> {
+    pub fn get(&self, rows: &[Option<Row>], pk: &[usize], key: &[u8]) -> Option<RowId> {
         self.ids
             .find(self.hash(key), |&id| self.matches(rows, pk, id, key))
             .copied()
     }
 
     /// Records `id` under `key` unless a row has that key already (`false`).
-    pub fn insert(&mut self, rows: &[Option<Packed>], pk: &[usize], key: &[u8], id: RowId) -> bool {
+    pub fn insert(&mut self, rows: &[Option<Row>], pk: &[usize], key: &[u8], id: RowId) -> bool {
         let hash = self.hash(key);
         let (ids, hasher, probe) = (&mut self.ids, &self.hasher, &self.probe);
         let eq = |&other: &RowId| {

@@ -197,7 +197,7 @@ impl Room {
                 .store
                 .table(*t)
                 .id_by_key(key)
-                .and_then(|r| self.store.row(*t, r));
+                .and_then(|r| self.store.row(*t, r).cloned());
             let name = &self.store.table(*t).schema.name;
             match FlushChange::between(name, d.base.clone(), head.clone()) {
                 Some(change) => data.push((name.clone(), key.clone(), change, head)),
@@ -354,7 +354,7 @@ impl Room {
             .store
             .table(t)
             .id_by_key(key)
-            .and_then(|rid| self.store.row(t, rid));
+            .and_then(|rid| self.store.row(t, rid).cloned());
         if same_image(&head, &image) {
             return Ok(false);
         }
@@ -439,7 +439,7 @@ impl Room {
                         .store
                         .table(t)
                         .id_by_key(&key)
-                        .and_then(|rid| self.store.row(t, rid));
+                        .and_then(|rid| self.store.row(t, rid).cloned());
                     let differs = match (&head, &current) {
                         (None, None) => false,
                         (Some(a), Some(b)) => a[..] != b[..],

@@ -151,7 +151,7 @@ impl Room {
         self.store
             .table(t)
             .id_by_key(key)
-            .and_then(|rid| self.store.row(t, rid))
+            .and_then(|rid| self.store.row(t, rid).cloned())
     }
 
     fn pk_key(&self, t: usize, pk: &[Value], what: &str) -> Result<Key, Error> {
@@ -211,7 +211,7 @@ impl Room {
             .store
             .table(t)
             .id_by_key(&key)
-            .and_then(|rid| self.store.row(t, rid));
+            .and_then(|rid| self.store.row(t, rid).cloned());
         let tx = self.writes_mut()?.tx.as_mut().ok_or_else(no_tx)?;
         match tx.staged.get_mut(&(t, key.clone())) {
             Some(s) => s.after = after,
