@@ -224,34 +224,43 @@ impl Engine {
                     complete
                 }
                 (None, Some((_, v)), Some(ix)) => {
-                    // Few rows: sort the guard value's rows past the last held one.
+                    // Few rows: the guard value's qualifying rows past the last held
+                    // one; sorted only when more than wanted.
                     let mut key = self.scratch.take();
                     join_key_into(&mut key, core::slice::from_ref(v), &[0]);
+                    let bounded = last.is_some() || !w.from.is_empty();
                     let mut sk = Vec::new();
-                    let mut past: Vec<(Key, RowId)> = Vec::new();
+                    let mut past: Vec<(RowId, Row)> = Vec::new();
                     for rid in table.index_lookup(ix, &key).filter(fresh) {
-                        if let Some(row) = table.row(rid) {
+                        if bounded {
+                            let Some(row) = table.row(rid) else { continue };
                             sort_key_into(&mut sk, row, &node.order);
                             let after = match last {
                                 Some(last) => sk.as_slice() > last.as_bytes(),
                                 None => sk.as_slice() >= w.from.as_slice(),
                             };
-                            if after {
-                                past.push((Key::from(sk.as_slice()), rid));
+                            if !after {
+                                continue;
                             }
                         }
+                        past.extend(qualifying(rid));
                     }
                     self.scratch.set(key);
-                    past.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                    let mut complete = true;
-                    for (_, rid) in past {
-                        if found.len() >= want {
-                            complete = false;
-                            break;
-                        }
-                        found.extend(qualifying(rid));
+                    if past.len() <= want {
+                        found = past;
+                        true
+                    } else {
+                        let mut keyed: Vec<(Key, RowId, Row)> = past
+                            .into_iter()
+                            .map(|(rid, row)| {
+                                sort_key_into(&mut sk, &row, &node.order);
+                                (Key::from(sk.as_slice()), rid, row)
+                            })
+                            .collect();
+                        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                        found.extend(keyed.into_iter().take(want).map(|(_, rid, row)| (rid, row)));
+                        false
                     }
-                    complete
                 }
                 _ => return,
             }
