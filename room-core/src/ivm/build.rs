@@ -12,6 +12,7 @@ use crate::store::{RowId, Store};
 
 use super::footprint::Footprint;
 use super::node::{find_guard, Filter, Link, Node, Role, Windowed};
+use super::part::ByPart;
 use super::{Engine, NodeId, Pipeline, PipelineId};
 
 /// How a child node hangs off its parent.
@@ -147,8 +148,8 @@ impl Engine {
             guard_index,
             window: None,
             rows: HashMap::new(),
-            parts: HashMap::new(),
-            demand: HashMap::new(),
+            parts: ByPart::new(role == Role::Root),
+            demand: ByPart::new(role == Role::Root),
         });
         order.push(n);
         n

@@ -332,10 +332,7 @@ impl Engine {
             }
             node.rows.insert(rid, new);
             let limit = node.limit;
-            let part = match node.parts.get_mut(pk.as_slice()) {
-                Some(p) => p,
-                None => node.parts.entry(Key::from(pk.as_slice())).or_default(),
-            };
+            let part = node.parts.get_or_default(pk.as_slice());
             let was_empty = part.is_empty();
             part.insert(Key::from(sk.as_slice()), rid, limit, &mut events);
             (
@@ -493,16 +490,9 @@ impl Engine {
     pub(crate) fn demand_inc(&mut self, store: &Store, c: NodeId, key: &[u8]) {
         let first = {
             let node = self.node_mut(c);
-            match node.demand.get_mut(key) {
-                Some(d) => {
-                    *d += 1;
-                    false
-                }
-                None => {
-                    node.demand.insert(Key::from(key), 1);
-                    true
-                }
-            }
+            let d = node.demand.get_or_default(key);
+            *d += 1;
+            *d == 1
         };
         if first {
             for (r, img) in self.window_rows(c, key) {
@@ -520,11 +510,11 @@ impl Engine {
                     *d -= 1;
                     false
                 }
-                Some(_) => {
+                Some(d) if *d == 1 => {
                     node.demand.remove(key);
                     true
                 }
-                None => false,
+                _ => false,
             }
         };
         if last {

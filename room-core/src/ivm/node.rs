@@ -18,7 +18,7 @@ use crate::predicate::Pred;
 use crate::store::{Row, RowId};
 use crate::value::Value;
 
-use super::part::Part;
+use super::part::{ByPart, Part};
 use super::{NodeId, PipelineId};
 
 /// What a node is to its parent.
@@ -127,9 +127,9 @@ pub(crate) struct Node {
     /// with.
     pub rows: HashMap<RowId, Row>,
     /// Qualifying rows by partition key (the root uses the empty key).
-    pub parts: HashMap<Key, Part>,
+    pub parts: ByPart<Part>,
     /// How many member parents demand each partition.
-    pub demand: HashMap<Key, u32>,
+    pub demand: ByPart<u32>,
 }
 
 impl Node {

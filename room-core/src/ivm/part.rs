@@ -10,8 +10,65 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::ops::Bound;
 
+use hashbrown::HashMap;
+
 use crate::keys::Key;
 use crate::store::RowId;
+
+/// Per-partition state of a level: for the root, its one partition (keyed by the empty
+/// key) held inline; for a child level, a map by partition key. A root view then pays
+/// for no hash table where it has one entry.
+#[derive(Debug)]
+pub(crate) enum ByPart<T> {
+    /// The root's single partition (the key is always empty).
+    One(Option<T>),
+    /// Partitions by key.
+    Keyed(HashMap<Key, T>),
+}
+
+impl<T: Default> ByPart<T> {
+    /// Empty state for a root level (`one`) or a child level.
+    pub fn new(one: bool) -> ByPart<T> {
+        if one {
+            ByPart::One(None)
+        } else {
+            ByPart::Keyed(HashMap::new())
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<&T> {
+        match self {
+            ByPart::One(v) => v.as_ref(),
+            ByPart::Keyed(m) => m.get(key),
+        }
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut T> {
+        match self {
+            ByPart::One(v) => v.as_mut(),
+            ByPart::Keyed(m) => m.get_mut(key),
+        }
+    }
+
+    /// The state of `key`, created empty if absent.
+    pub fn get_or_default(&mut self, key: &[u8]) -> &mut T {
+        match self {
+            ByPart::One(v) => v.get_or_insert_with(T::default),
+            ByPart::Keyed(m) => m.entry(Key::from(key)).or_default(),
+        }
+    }
+
+    pub fn remove(&mut self, key: &[u8]) {
+        match self {
+            ByPart::One(v) => *v = None,
+            ByPart::Keyed(m) => {
+                m.remove(key);
+            }
+        }
+    }
+}
 
 /// A row entering or leaving a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
