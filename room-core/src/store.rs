@@ -414,7 +414,9 @@ impl Store {
     pub fn find(&mut self, t: usize, row: &[Value]) -> Option<RowId> {
         let table = &self.tables[t];
         table.key_of(row, &mut self.scratch);
-        table.id_by_key(&self.scratch)
+        table
+            .by_key
+            .get_like(&table.rows, &table.schema.primary_key, &self.scratch, row)
     }
 
     /// Looks up a row by its primary-key cells (in primary-key order).

@@ -64,6 +64,22 @@ impl PkIndex {
             .copied()
     }
 
+    /// The id of the row whose primary key equals `probe`'s (a full-width image whose
+    /// encoded key is `key`): candidates are compared cell by cell, not re-encoded.
+    pub fn get_like(
+        &self,
+        rows: &[Option<Row>],
+        pk: &[usize],
+        key: &[u8],
+        probe: &[Value],
+    ) -> Option<RowId> {
+        self.ids
+            .find(self.hash(key), |&id| {
+                row_of(rows, id).is_some_and(|row| pk.iter().all(|&c| row[c] == probe[c]))
+            })
+            .copied()
+    }
+
     /// Records `id` under `key` unless a row has that key already (`false`).
     pub fn insert(&mut self, rows: &[Option<Row>], pk: &[usize], key: &[u8], id: RowId) -> bool {
         let hash = self.hash(key);
