@@ -67,6 +67,16 @@ pub(crate) fn stream_snapshot(text: &str, room: &mut Room) -> Option<ApplyStatus
     }
 }
 
+/// A batch's header fields as read so far.
+#[derive(Default)]
+struct Header {
+    epoch: Option<u64>,
+    seq: Option<u64>,
+    /// Whether `normalizedFp` was read (and matched).
+    fp: bool,
+    cv: Option<Option<f64>>,
+}
+
 /// A cursor over the text. Every method returns `None` to give up.
 struct Parser<'a> {
     text: &'a str,
@@ -458,61 +468,65 @@ impl<'a> Parser<'a> {
 
     /// The batch object.
     fn batch(&mut self, room: &Room) -> Option<UpstreamBatch> {
-        let mut epoch = None;
-        let mut seq = None;
-        let mut fp = false;
-        let mut cv: Option<Option<f64>> = None;
+        let mut head = Header::default();
         let mut ops = None;
         if self.open(b'{', b'}')? {
             loop {
                 let key = self.string()?;
                 self.eat(b':')?;
                 match &*key {
-                    "epoch" if epoch.is_none() => epoch = Some(self.safe_uint()?),
-                    "seq" if seq.is_none() => seq = Some(self.safe_uint()?),
-                    "normalizedFp" if !fp => {
-                        if !room.upstream_fp_is(&self.string()?) {
-                            return None;
-                        }
-                        fp = true;
-                    }
-                    "cv" if cv.is_none() => {
-                        cv = Some(if self.peek()? == b'n' {
-                            self.literal(b"null")?;
-                            None
-                        } else {
-                            Some(self.number()?)
-                        });
-                    }
                     "ops" if ops.is_none() => ops = Some(self.ops(room)?),
-                    // A duplicate field.
-                    "epoch" | "seq" | "normalizedFp" | "cv" | "ops" => return None,
-                    _ => self.skip_value(0)?,
+                    "ops" => return None,
+                    _ => self.header_field(&key, room, &mut head)?,
                 }
                 if !self.more(b'}')? {
                     break;
                 }
             }
         }
-        if !fp {
+        if !head.fp {
             return None;
         }
         Some(UpstreamBatch {
-            epoch: epoch?,
-            seq: seq?,
+            epoch: head.epoch?,
+            seq: head.seq?,
             normalized_fp: String::new(),
-            cv: cv.flatten(),
+            cv: head.cv.flatten(),
             ops: ops?,
         })
+    }
+
+    /// One header field of a batch (`epoch`, `seq`, `normalizedFp`, `cv`; any other key
+    /// is skipped). Gives up on a duplicate, a bad value or another fingerprint.
+    fn header_field(&mut self, key: &str, room: &Room, head: &mut Header) -> Option<()> {
+        match key {
+            "epoch" if head.epoch.is_none() => head.epoch = Some(self.safe_uint()?),
+            "seq" if head.seq.is_none() => head.seq = Some(self.safe_uint()?),
+            "normalizedFp" if !head.fp => {
+                if !room.upstream_fp_is(&self.string()?) {
+                    return None;
+                }
+                head.fp = true;
+            }
+            "cv" if head.cv.is_none() => {
+                head.cv = Some(if self.peek()? == b'n' {
+                    self.literal(b"null")?;
+                    None
+                } else {
+                    Some(self.number()?)
+                });
+            }
+            // A duplicate field.
+            "epoch" | "seq" | "normalizedFp" | "cv" => return None,
+            _ => self.skip_value(0)?,
+        }
+        Some(())
     }
 
     /// A whole snapshot batch, its ops applied as they come: how many, and the `cv`.
     /// `applied` turns true once the room was changed.
     fn snapshot(&mut self, room: &mut Room, applied: &mut bool) -> Option<(usize, Option<f64>)> {
-        let mut epoch = None;
-        let mut seq = None;
-        let mut fp = false;
-        let mut cv: Option<Option<f64>> = None;
+        let mut head = Header::default();
         let mut rows = None;
         if !self.open(b'{', b'}')? {
             return None;
@@ -521,25 +535,10 @@ impl<'a> Parser<'a> {
             let key = self.string()?;
             self.eat(b':')?;
             match &*key {
-                "epoch" if epoch.is_none() => epoch = Some(self.safe_uint()?),
-                "seq" if seq.is_none() => seq = Some(self.safe_uint()?),
-                "normalizedFp" if !fp => {
-                    if !room.upstream_fp_is(&self.string()?) {
-                        return None;
-                    }
-                    fp = true;
-                }
-                "cv" if cv.is_none() => {
-                    cv = Some(if self.peek()? == b'n' {
-                        self.literal(b"null")?;
-                        None
-                    } else {
-                        Some(self.number()?)
-                    });
-                }
                 "ops" if rows.is_none() => {
-                    let ready =
-                        fp && seq == Some(0) && epoch.is_some_and(|e| room.streams_snapshot(e));
+                    let ready = head.fp
+                        && head.seq == Some(0)
+                        && head.epoch.is_some_and(|e| room.streams_snapshot(e));
                     if !ready {
                         return None;
                     }
@@ -559,14 +558,14 @@ impl<'a> Parser<'a> {
                     }
                     rows = Some(n);
                 }
-                "epoch" | "seq" | "normalizedFp" | "cv" | "ops" => return None,
-                _ => self.skip_value(0)?,
+                "ops" => return None,
+                _ => self.header_field(&key, &*room, &mut head)?,
             }
             if !self.more(b'}')? {
                 break;
             }
         }
-        Some((rows?, cv.flatten()))
+        Some((rows?, head.cv.flatten()))
     }
 
     /// The `ops` array.
