@@ -544,3 +544,46 @@ fn hello_tables(q: &Query, store: &Store) -> Vec<TableSchema> {
     tables.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     tables
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// However many table sets clients' queries name, the shared-hello cache stays
+    /// within [`MAX_CACHED_HELLOS`], and every query still gets its own tables.
+    #[test]
+    fn the_shared_hello_cache_is_bounded() {
+        let names: Vec<String> = (0..MAX_CACHED_HELLOS + 6)
+            .map(|i| format!("t{i}"))
+            .collect();
+        let tables: Vec<TableSchema> = names
+            .iter()
+            .map(|n| TableSchema::new(n, &["id"], &[0]))
+            .collect();
+        let normalized_fp = normalized_fp(tables.iter());
+        let hello = Hello {
+            epoch: 1,
+            comparator_version: crate::value::COMPARATOR_VERSION,
+            tables,
+            normalized_fp: normalized_fp.clone(),
+        };
+        let mut room = Room::open(hello, 0).unwrap();
+        room.apply(&UpstreamBatch {
+            epoch: 1,
+            seq: 0,
+            normalized_fp,
+            cv: None,
+            ops: vec![],
+        })
+        .unwrap();
+        for (i, name) in names.iter().enumerate() {
+            let q = room
+                .parse_query(&format!(r#"{{"table":"{name}"}}"#))
+                .unwrap();
+            let s = room.subscribe(&format!("s{i}"), 1, &q, 0).unwrap();
+            assert_eq!(&*s.hello.tables[0].name, name.as_str());
+            assert!(room.server.hellos.len() <= MAX_CACHED_HELLOS);
+        }
+    }
+}
