@@ -961,6 +961,34 @@ fn main() {
             "Retained bytes per standing W3 view (Q=1000, N=10k): {:.0}",
             views as f64 / (q - 1) as f64
         );
+        // Where they go: a view of a creator with no issues (the fixed cost of a
+        // pipeline and its subscriber), and one more subscriber of an existing view.
+        let empty: Vec<_> = (0..q)
+            .map(|i| room.parse_query(&w3_ast(q + i)).expect("query"))
+            .collect();
+        let base = count_start();
+        for (i, query) in empty.iter().enumerate() {
+            black_box(
+                room.subscribe(&format!("w3-empty-{i:04}"), 1, query, 0)
+                    .expect("subscribe"),
+            );
+        }
+        let (_, empty_views) = count_stop(base);
+        let base = count_start();
+        for i in 0..q {
+            black_box(
+                room.subscribe(&format!("w3-again-{i:04}"), 1, &queries[7], 0)
+                    .expect("subscribe"),
+            );
+        }
+        let (_, again) = count_stop(base);
+        println!(
+            "  of which: a view with no rows {:.0}, a further subscriber of one view {:.0}, \
+             so per held row (10 each) {:.0}",
+            empty_views as f64 / q as f64,
+            again as f64 / q as f64,
+            (views as f64 / (q - 1) as f64 - empty_views as f64 / q as f64) / 10.0
+        );
         black_box(&subject);
     }
     if filter.is_some() {

@@ -6,11 +6,10 @@
 //! constant false. Cells of a different type than the literal are simply "not identical"
 //! and order by type rank.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use crate::value::{compare, Value};
+use crate::value::{compare, Text, Value};
 
 pub use like::LikeMatcher;
 
@@ -28,7 +27,7 @@ pub enum Lit {
     /// Any other number.
     Float(f64),
     /// A string.
-    Str(Box<str>),
+    Str(Text),
     /// The right-hand side of `IN` / `NOT IN`.
     List(Vec<Lit>),
 }

@@ -4,22 +4,20 @@
 //! JavaScript sees them. Cells are immutable once built; rows share them through
 //! [`Row`](crate::Row) (`Arc<[Value]>`), so the store and every query hold the same image.
 
-use alloc::boxed::Box;
 use alloc::string::String;
 use core::cmp::Ordering;
 use core::hash::{Hash, Hasher};
 
+#[allow(unsafe_code)]
+pub mod text;
+pub use text::Text;
+
 /// The comparator version every hello carries; clients refuse any other.
 pub const COMPARATOR_VERSION: u32 = 2;
 
-/// One wire cell.
-///
-/// The tag is a full word (`repr(u64)`): every variant's payload then sits at offset 8,
-/// and a cell moves as three aligned words. With a byte tag, rustc moved cells in odd
-/// pieces (bytes 1..24), which stalled store-to-load forwarding when a parsed cell was
-/// copied into its row (~10 % of parsing a batch).
+/// One wire cell: two words. Text of up to [`text::INLINE`] bytes sits in the cell
+/// itself; longer text owns one exact-size allocation (see [`Text`]).
 #[derive(Clone, Debug)]
-#[repr(u64)]
 pub enum Value {
     /// SQL NULL; sorts before everything.
     Null,
@@ -28,10 +26,10 @@ pub enum Value {
     /// A double; ordered by IEEE-754 totalOrder.
     Num(f64),
     /// UTF-8 text (also JSON columns, which travel as their text); ordered byte-wise.
-    Str(Box<str>),
+    Str(Text),
 }
 
-const _: () = assert!(core::mem::size_of::<Value>() == 24);
+const _: () = assert!(core::mem::size_of::<Value>() == 16);
 
 impl Value {
     /// A number cell. `-0` becomes `+0`: JSON can carry `-0` but JavaScript prints it as
@@ -44,12 +42,12 @@ impl Value {
 
     /// A text cell.
     pub fn str(s: &str) -> Value {
-        Value::Str(Box::from(s))
+        Value::Str(Text::new(s))
     }
 
     /// A text cell from an owned string.
     pub fn string(s: String) -> Value {
-        Value::Str(s.into_boxed_str())
+        Value::Str(Text::new(&s))
     }
 
     /// Whether this is NULL.
