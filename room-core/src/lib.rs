@@ -47,6 +47,7 @@ mod canonical;
 pub mod contract;
 pub mod error;
 pub mod fingerprint;
+pub mod fleet;
 pub mod host;
 mod ivm;
 pub mod json;

@@ -14,7 +14,7 @@ use rindle_room_core::fingerprint::normalized_fp;
 use rindle_room_core::host::{
     ApplyResult, AuthorityError, AuthorityReply, Backlog, ConnId, ControlReply, ControlRequest,
     Driver, FlushRecord, Host, HostConfig, Input, IoId, JournalContents, JournalEntry, Level,
-    MutatorOutcome, Output, SendClass, WriteSettings,
+    MutatorOutcome, Output, Placement, SendClass, WriteSettings,
 };
 use rindle_room_core::{MutationTx, TableSchema, Value as Cell};
 use serde_json::{json, Value};
@@ -57,6 +57,8 @@ pub struct Daemon {
     pub hold: bool,
     pub held: bool,
     pub subscribes: usize,
+    /// The lease token of every upstream subscribe, in order.
+    pub leases: Vec<String>,
     pub fail_mint: bool,
     pub mints: usize,
     /// Refuse new upstream connections (each fails at once).
@@ -221,6 +223,8 @@ pub struct Options {
     pub authority: bool,
     pub send_budget: usize,
     pub first_frame_timeout_ms: u64,
+    /// What room-boot granted (fleet mode); `None`: claim and mint at start-up.
+    pub placement: Option<Placement>,
 }
 
 impl Default for Options {
@@ -230,6 +234,7 @@ impl Default for Options {
             authority: false,
             send_budget: 4 * 1024 * 1024,
             first_frame_timeout_ms: 30_000,
+            placement: None,
         }
     }
 }
@@ -255,6 +260,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.send_budget_bytes = o.send_budget;
     cfg.first_frame_timeout_ms = o.first_frame_timeout_ms;
     cfg.entropy = [7; 32];
+    cfg.placement = o.placement.clone();
     if o.writes {
         cfg.writes = Some(WriteSettings {
             owned_tables: vec!["note".into(), "tally".into()],
@@ -303,6 +309,7 @@ impl Pair {
                 hold: false,
                 held: false,
                 subscribes: 0,
+                leases: Vec::new(),
                 fail_mint: false,
                 mints: 0,
                 refuse: false,
@@ -474,6 +481,8 @@ impl Pair {
                 let v: Value = serde_json::from_str(&text).expect("upstream frames are JSON");
                 if v["t"] == "subscribe" && self.daemon.link == Some(link) {
                     self.daemon.subscribes += 1;
+                    let lease = v["leaseToken"].as_str().unwrap_or_default();
+                    self.daemon.leases.push(lease.to_string());
                     if self.daemon.hold {
                         self.daemon.held = true;
                     } else {

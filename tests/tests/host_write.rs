@@ -3,7 +3,7 @@
 //! authority (outage, fencing, drain, boot settlement), shutdown, and the clientID
 //! binding. Virtual clock, scripted inputs (tests/src/pair.rs).
 
-use rindle_room_core::host::{ControlReply, ControlRequest};
+use rindle_room_core::host::{ControlReply, ControlRequest, Placement};
 use rindle_room_tests::pair::*;
 use serde_json::{json, Value};
 
@@ -378,4 +378,53 @@ fn another_subject_cannot_push_under_a_bound_client_id() {
     let bob = p.subscriber("A", "bob", false);
     p.send(bob, &push("A", 3, "addNote", r#"{"id":77,"body":"b"}"#));
     assert_eq!(p.expect_t(bob, "error")["t"], "error");
+}
+
+#[test]
+fn a_room_boot_placement_stands_in_for_the_claim_and_the_first_mint() {
+    let placement = Placement {
+        epoch: 7,
+        lease_token: "boot-lease".into(),
+    };
+    let o = Options {
+        placement: Some(placement),
+        ..with_authority()
+    };
+    let authority = Authority {
+        epoch: 7, // room-boot claimed it
+        ..Authority::default()
+    };
+    let mut p = Pair::new(&o, Journal::default(), authority);
+    p.start();
+    assert!(p.host.is_live(), "{:?}", p.logs);
+    assert_eq!(p.authority.epoch, 7, "no second claim");
+    assert_eq!(p.daemon.mints, 0, "no lease mint");
+    assert_eq!(p.daemon.leases, ["boot-lease"]);
+    assert_eq!(p.host.placement_epoch(), 7);
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.advance(30);
+    assert_eq!(p.authority.bodies.len(), 1);
+    assert!(
+        p.authority.bodies[0].contains("\"epoch\":7"),
+        "{}",
+        p.authority.bodies[0]
+    );
+    assert_eq!(p.stopped, None, "the flush was not fenced");
+}
+
+#[test]
+fn a_read_only_room_boot_placement_goes_live_without_a_mint() {
+    let o = Options {
+        writes: false,
+        placement: Some(Placement {
+            epoch: 2,
+            lease_token: "boot-lease".into(),
+        }),
+        ..Options::default()
+    };
+    let mut p = Pair::new(&o, Journal::default(), Authority::default());
+    p.start();
+    assert!(p.host.is_live(), "{:?}", p.logs);
+    assert_eq!((p.daemon.mints, p.daemon.leases.len()), (0, 1));
 }

@@ -53,7 +53,17 @@ impl Host {
             Ok(contents) => {
                 self.flush_seq = contents.max_flush_seq + 1;
                 self.last_committed_flush_seq = contents.max_flush_seq;
-                self.call(Purpose::Claim, Request::Claim);
+                match &self.cfg.placement {
+                    Some(p) => {
+                        self.placement_epoch = p.epoch;
+                        self.log(
+                            Level::Info,
+                            format!("placement epoch {} (room-boot)", p.epoch),
+                        );
+                        self.first_lease();
+                    }
+                    None => self.call(Purpose::Claim, Request::Claim),
+                }
             }
         }
     }
@@ -69,6 +79,17 @@ impl Host {
                 "claiming the placement epoch failed: unexpected reply {other:?}"
             )),
             Err(e) => self.start_failed(format!("claiming the placement epoch failed: {e}")),
+        }
+    }
+
+    /// Mints the first lease, or takes the one room-boot granted.
+    pub(super) fn first_lease(&mut self) {
+        match &self.cfg.placement {
+            Some(p) => {
+                let token = p.lease_token.clone();
+                self.on_start_lease(Ok(token));
+            }
+            None => self.push(Output::MintLease),
         }
     }
 

@@ -26,6 +26,17 @@ pub struct WriteSettings {
     pub authority: bool,
 }
 
+/// A placement granted by the API server's room-boot (fleet.md F2): the epoch it
+/// claimed and the upstream lease it minted. A host started with one claims no epoch
+/// and mints no first lease itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The claimed placement epoch.
+    pub epoch: u64,
+    /// The daemon lease for the footprint.
+    pub lease_token: String,
+}
+
 /// Everything the host reads from the configuration.
 #[derive(Clone, Debug)]
 pub struct HostConfig {
@@ -56,6 +67,9 @@ pub struct HostConfig {
     /// Random bytes from the driver (a CSPRNG): the host derives every incarnation's
     /// bootId from them, since it reads no entropy of its own.
     pub entropy: [u8; 32],
+    /// A placement granted by room-boot (fleet mode); `None`: claim the epoch (with an
+    /// authority) and mint the first lease at start-up.
+    pub placement: Option<Placement>,
 }
 
 impl HostConfig {
@@ -76,6 +90,7 @@ impl HostConfig {
             upstream_client_id: None,
             writes: None,
             entropy: [0; 32],
+            placement: None,
         }
     }
 

@@ -34,7 +34,8 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// sweepIntervalMs?, revocationWindowMs?, sendBudgetBytes?, firstFrameTimeoutMs?,
 /// maxSubscriptionsPerConn?, maxSnapshotBytes?, maxMaterializations?,
 /// upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
-/// flushDebounceMs?, flushDirtyMax?, authority}}`.
+/// flushDebounceMs?, flushDirtyMax?, authority}, placement?: {epoch, leaseToken}}`
+/// (`placement`: what room-boot granted; see [`Placement`](super::Placement)).
 pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| format!("config: {e}"))?;
     let doc = v["docId"]
@@ -71,6 +72,18 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
                 .ok_or_else(|| String::from("`entropy` must be 64 hex characters"))?;
         }
+    }
+    if let Some(p) = v.get("placement").filter(|p| !p.is_null()) {
+        cfg.placement = Some(super::Placement {
+            epoch: p["epoch"]
+                .as_u64()
+                .ok_or_else(|| String::from("`placement.epoch` must be a non-negative integer"))?,
+            lease_token: p["leaseToken"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| String::from("`placement.leaseToken` must be a non-empty string"))?
+                .to_string(),
+        });
     }
     if let Some(w) = v.get("writes").filter(|w| !w.is_null()) {
         cfg.writes = Some(WriteSettings {

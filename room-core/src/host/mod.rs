@@ -49,7 +49,7 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::contract::JsonRoom;
 
-pub use config::{HostConfig, WriteSettings};
+pub use config::{HostConfig, Placement, WriteSettings};
 pub use control::{bearer_matches, error_body, route_control, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
 pub use flush::{flush_body, pad_offset};
@@ -340,7 +340,9 @@ impl Host {
 
     /// Starts: with a write plane and an authority, read the journal's flush records and
     /// claim the placement epoch; then mint the upstream lease. [`Output::Started`] (then
-    /// the upstream link) or [`Output::StartFailed`] follows.
+    /// the upstream link) or [`Output::StartFailed`] follows. With a
+    /// [`Placement`](HostConfig::placement) from room-boot, its epoch and lease stand in
+    /// for the claim and the mint.
     pub fn start(&mut self, now: u64) {
         self.now = now;
         if self.phase != Phase::New {
@@ -352,7 +354,7 @@ impl Host {
             self.start_io = Some(io);
             self.push(Output::JournalRead { io });
         } else {
-            self.push(Output::MintLease);
+            self.first_lease();
         }
     }
 

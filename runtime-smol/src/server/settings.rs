@@ -43,6 +43,7 @@ pub(crate) fn host_config(
         upstream_client_id,
         writes,
         entropy,
+        placement: None,
     };
     cfg.validate()?;
     Ok(cfg)

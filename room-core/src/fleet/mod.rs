@@ -1,0 +1,18 @@
+//! The box's rules for serving many rooms (`shared/spec/fleet.md`): which room a
+//! downstream URL names, the room-boot wire that places a room on this box, where a
+//! room's files live, and the rendezvous score placement ranks boxes by.
+//!
+//! Like the [host](crate::host), this is sans-IO: a driver (the smol server's fleet
+//! mode) does the HTTP and the file system, and asks here what the bytes mean.
+
+mod boot_wire;
+mod path;
+mod placement;
+
+pub use boot_wire::{
+    boot_authorization, boot_backoff_ms, boot_body, boot_reply, BootFailure, BootGrant,
+    FlushEndpoints, BOOT_BACKOFF_MAX_MS, BOOT_BACKOFF_START_MS, CLOSE_BOOT_FAILED,
+    CLOSE_BOOT_TIMED_OUT, CLOSE_BOX_BUDGET, CLOSE_NO_ROOM, DEFAULT_BOOT_PATH,
+};
+pub use path::{doc_from_path, room_path, PathError, ROOMS_PREFIX};
+pub use placement::{locate_room, rendezvous_score, room_dir_name, DIR_DOC_BYTES};
