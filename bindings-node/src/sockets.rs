@@ -96,6 +96,7 @@ impl Sockets {
             limits: Arc::new(limits),
             metrics: metrics.clone(),
             gauge: gauge.clone(),
+            router: None,
         };
         smol::spawn(accept_loop(listener, ctx, stop_rx)).detach();
         // Moves events into the inbox; wakes the JS thread when the inbox was empty

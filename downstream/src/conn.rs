@@ -7,6 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use async_tungstenite::tungstenite::http;
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use async_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use async_tungstenite::tungstenite::{Error as WsError, Message};
@@ -92,9 +94,35 @@ where
     E: From<ConnEvent> + Send + 'static,
 {
     let _ = stream.set_nodelay(true);
-    let handshake =
-        async_tungstenite::accept_async_with_config(stream.clone(), Some(ws_config(&ctx.limits)));
-    let ws = match with_timeout(ctx.limits.handshake_timeout, handshake).await {
+    // With a router, the request path picks the owner; a path naming none is refused
+    // with an HTTP error during the upgrade.
+    let key = Arc::new(std::sync::Mutex::new(None::<String>));
+    let router = ctx.router.clone();
+    let found = key.clone();
+    #[allow(clippy::result_large_err)] // tungstenite's callback signature
+    let callback = move |req: &Request, res: Response| -> Result<Response, ErrorResponse> {
+        let Some(router) = &router else {
+            return Ok(res);
+        };
+        match router.check(req.uri().path()) {
+            Ok(k) => {
+                *found.lock().unwrap_or_else(|p| p.into_inner()) = Some(k);
+                Ok(res)
+            }
+            Err((status, body)) => {
+                let mut refusal = ErrorResponse::new(Some(body));
+                *refusal.status_mut() =
+                    http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::NOT_FOUND);
+                Err(refusal)
+            }
+        }
+    };
+    let handshake = async_tungstenite::accept_hdr_async_with_config(
+        stream.clone(),
+        callback,
+        Some(ws_config(&ctx.limits)),
+    );
+    let mut ws = match with_timeout(ctx.limits.handshake_timeout, handshake).await {
         Some(Ok(ws)) => ws,
         Some(Err(_)) => return, // not a websocket client: nothing was registered
         None => {
@@ -102,6 +130,26 @@ where
             let _ = stream.shutdown(Shutdown::Both);
             return;
         }
+    };
+    let key = key.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let (events, _hold) = match (&ctx.router, key) {
+        (Some(router), Some(key)) => match router.route(key).await {
+            Ok(route) => (route.events, Some(route.hold)),
+            Err((code, reason)) => {
+                let frame = CloseFrame {
+                    code: CloseCode::from(code),
+                    reason: close_reason(&reason).into(),
+                };
+                let _ = with_timeout(ctx.limits.close_grace, async {
+                    let _ = ws.close(Some(frame)).await;
+                    while let Some(Ok(_)) = ws.next().await {}
+                })
+                .await;
+                let _ = stream.shutdown(Shutdown::Both);
+                return;
+            }
+        },
+        _ => (ctx.events.clone(), None),
     };
     let (mut sink, mut source) = ws.split();
     let (tx, out_rx) = async_channel::unbounded();
@@ -114,7 +162,6 @@ where
         tcp: Some(stream.clone()),
         is_closing: false,
     };
-    let events = ctx.events.clone();
     if events
         .send(E::from(ConnEvent::Open { id, out }))
         .await
@@ -215,7 +262,7 @@ where
     reader.or(writer).or(grace).await;
     window.close();
     let _ = stream.shutdown(Shutdown::Both);
-    let _ = ctx.events.send(E::from(ConnEvent::Closed { id })).await;
+    let _ = events.send(E::from(ConnEvent::Closed { id })).await;
 }
 
 #[cfg(test)]

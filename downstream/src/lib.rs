@@ -28,6 +28,7 @@ mod accept;
 mod conn;
 mod inbound;
 mod out;
+mod route;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,6 +41,7 @@ use async_channel::Sender;
 pub use accept::{accept_loop, SocketGauge};
 pub use inbound::{InboundSlot, InboundWindow, INBOUND_WINDOW_FRAMES};
 pub use out::ConnOut;
+pub use route::{Route, RouteFuture, Router};
 
 /// A downstream connection's id, unique for the accept loop's lifetime (from 1).
 pub type ConnId = u64;
@@ -123,6 +125,9 @@ pub struct ConnCtx<E> {
     pub metrics: Arc<ConnMetrics>,
     /// The socket counts.
     pub gauge: Arc<SocketGauge>,
+    /// Routes each connection to its owner by request path (fleet mode); `None`: every
+    /// connection goes to `events`, whatever its path.
+    pub router: Option<Arc<dyn Router<E>>>,
 }
 
 impl<E> Clone for ConnCtx<E> {
@@ -133,6 +138,7 @@ impl<E> Clone for ConnCtx<E> {
             limits: self.limits.clone(),
             metrics: self.metrics.clone(),
             gauge: self.gauge.clone(),
+            router: self.router.clone(),
         }
     }
 }

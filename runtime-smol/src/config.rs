@@ -23,7 +23,10 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 use crate::mutators::declarative::{self, MutatorSpec};
+
+mod fleet;
 use crate::mutators::{crud, Registry};
+pub use fleet::{AckMode, FleetConfig, ENV_SHELL_SECRET};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, Deserialize)]
@@ -47,6 +50,9 @@ pub struct Config {
     /// Declarative mutators by name.
     #[serde(default)]
     pub mutators: BTreeMap<String, MutatorSpec>,
+    /// Fleet mode: many rooms, booted on demand through room-boot (instead of one
+    /// `downstream.doc_id` with `[upstream]` / `[demo]` and `[authority]`).
+    pub fleet: Option<FleetConfig>,
 }
 
 /// The downstream listener.
@@ -149,7 +155,9 @@ pub struct DemoConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DownstreamConfig {
-    /// This room's document id.
+    /// This room's document id (single-room mode; left out in fleet mode, where the URL
+    /// names the doc).
+    #[serde(default)]
     pub doc_id: String,
     /// Token key ring `kid → secret` (env `RINDLE_TOKEN_KEYS` as `kid=secret,kid2=secret2`).
     #[serde(default)]
@@ -495,6 +503,9 @@ impl Config {
                 self.downstream.token_keys.insert(kid, secret);
             }
         }
+        if let (Some(fleet), Some(secret)) = (self.fleet.as_mut(), get(ENV_SHELL_SECRET)) {
+            fleet.shell_secret = secret;
+        }
         if let (Some(control), Some(token)) = (self.control.as_mut(), get(ENV_CONTROL_AUTH_TOKEN)) {
             control.auth_token = token;
         }
@@ -508,8 +519,14 @@ impl Config {
         Ok(())
     }
 
-    /// Resolves relative `demo.data` and `writes.journal.path` against `dir`.
+    /// Resolves relative `demo.data`, `writes.journal.path` and `fleet.data_dir`
+    /// against `dir`.
     pub fn resolve_paths(&mut self, dir: &Path) {
+        if let Some(data_dir) = self.fleet.as_mut().and_then(|f| f.data_dir.as_mut()) {
+            if data_dir.is_relative() {
+                *data_dir = dir.join(&*data_dir);
+            }
+        }
         if let Some(demo) = self.demo.as_mut() {
             if demo.data.is_relative() {
                 demo.data = dir.join(&demo.data);
@@ -529,33 +546,12 @@ impl Config {
     /// Checks every rule that needs no room schema; the first violation is returned.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_server()?;
-        match (&self.upstream, &self.demo) {
-            (Some(_), Some(_)) => {
-                return Err(invalid(
-                    "upstream",
-                    "both [upstream] and [demo] are set: a room has one source of rows; keep \
-                     [upstream] to follow rindled, or [demo] to serve a local JSON file",
-                ))
-            }
-            (None, None) => {
-                return Err(invalid(
-                    "upstream",
-                    "neither [upstream] nor [demo] is set: add [upstream] (ws_url, \
-                     control_url, footprint_ast) to follow rindled, or [demo] (data = \
-                     \"rows.json\") to serve a local JSON file",
-                ))
-            }
-            (Some(upstream), None) => upstream.validate()?,
-            (None, Some(demo)) => {
-                if demo.data.as_os_str().is_empty() {
-                    return Err(invalid(
-                        "demo.data",
-                        "`demo.data` is empty: set it to the JSON file holding the tables",
-                    ));
-                }
-            }
+        if let Some(fleet) = &self.fleet {
+            self.validate_fleet(fleet)?;
+        } else {
+            self.validate_sources()?;
         }
-        self.downstream.validate()?;
+        self.downstream.validate(self.fleet.is_some())?;
         if let Some(control) = &self.control {
             if control.auth_token.is_empty() {
                 return Err(invalid(
@@ -595,6 +591,75 @@ impl Config {
             })?;
         }
         self.validate_mutators()
+    }
+
+    /// Single-room mode: exactly one source of rows.
+    fn validate_sources(&self) -> Result<(), ConfigError> {
+        match (&self.upstream, &self.demo) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "upstream",
+                    "both [upstream] and [demo] are set: a room has one source of rows; keep \
+                     [upstream] to follow rindled, or [demo] to serve a local JSON file",
+                ))
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "upstream",
+                    "neither [upstream] nor [demo] is set: add [upstream] (ws_url, \
+                     control_url, footprint_ast) to follow rindled, or [demo] (data = \
+                     \"rows.json\") to serve a local JSON file",
+                ))
+            }
+            (Some(upstream), None) => upstream.validate()?,
+            (None, Some(demo)) => {
+                if demo.data.as_os_str().is_empty() {
+                    return Err(invalid(
+                        "demo.data",
+                        "`demo.data` is empty: set it to the JSON file holding the tables",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fleet mode: the API server hands each room its doc, lease and flush endpoints.
+    fn validate_fleet(&self, fleet: &FleetConfig) -> Result<(), ConfigError> {
+        fleet.validate()?;
+        let single = [
+            ("upstream", self.upstream.is_some(), "[upstream]"),
+            ("demo", self.demo.is_some(), "[demo]"),
+            ("authority", self.authority.is_some(), "[authority]"),
+            (
+                "downstream.doc_id",
+                !self.downstream.doc_id.is_empty(),
+                "`downstream.doc_id`",
+            ),
+        ];
+        if let Some((option, _, name)) = single.iter().find(|(_, set, _)| *set) {
+            return Err(invalid(
+                *option,
+                format!(
+                    "{name} is set together with [fleet]: in fleet mode every room's doc, \
+                     upstream lease and flush endpoints come from the API server's room-boot; \
+                     remove {name} (or [fleet] to serve one room)"
+                ),
+            ));
+        }
+        if let Some(WritesConfig {
+            journal: JournalConfig::File { .. },
+            ..
+        }) = &self.writes
+        {
+            return Err(invalid(
+                "writes.journal",
+                "`writes.journal` names a file together with [fleet]: each room gets its own \
+                 journal under `fleet.data_dir`; remove [writes.journal] and set \
+                 `fleet.data_dir`",
+            ));
+        }
+        Ok(())
     }
 
     fn validate_server(&self) -> Result<(), ConfigError> {
@@ -823,12 +888,13 @@ impl UpstreamConfig {
 }
 
 impl DownstreamConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
-        if self.doc_id.is_empty() {
+    fn validate(&self, fleet: bool) -> Result<(), ConfigError> {
+        if self.doc_id.is_empty() && !fleet {
             return Err(invalid(
                 "downstream.doc_id",
-                "`downstream.doc_id` is empty: set it to the document id lease tokens are \
-                 minted for",
+                "`downstream.doc_id` is empty or missing: set `doc_id = …` under [downstream] \
+                 to the document id lease tokens are minted for (or add [fleet] to serve many \
+                 rooms, each named by its URL)",
             ));
         }
         if self.token_keys.is_empty() {

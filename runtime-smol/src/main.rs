@@ -25,7 +25,7 @@ use futures_lite::{FutureExt, StreamExt};
 use rindle_room_core::json::tree::JsValue;
 use rindle_room_smol::config::Config;
 use rindle_room_smol::server::demo::{self, DemoData, DemoUpstream};
-use rindle_room_smol::server::{Clock, RoomServer, SystemClock};
+use rindle_room_smol::server::{Clock, FleetServer, RoomServer, SystemClock};
 
 const USAGE: &str = "\
 usage:
@@ -34,7 +34,8 @@ usage:
   rindle-room journal check PATH
   rindle-room journal salvage PATH OUT
 
-  --config FILE    run the room a TOML file describes (see docs/config.md)
+  --config FILE    run the room a TOML file describes (see docs/config.md); with
+                   [fleet], many rooms booted on demand (see docs/fleet.md)
   demo             run a self-contained room on demo data (no rindled, no authority):
     --data FILE    tables and rows as JSON (default: a built-in issue tracker)
     --port N       downstream websocket port (default 0: any free port)
@@ -140,10 +141,35 @@ async fn run_config(path: &str) -> i32 {
             return 1;
         }
     };
+    if config.fleet.is_some() {
+        return match FleetServer::builder(config).start().await {
+            Ok(fleet) => serve_fleet(fleet).await,
+            Err(e) => {
+                eprintln!("rindle-room: cannot start the fleet: {e}");
+                1
+            }
+        };
+    }
     match RoomServer::builder(config).start().await {
         Ok(server) => serve(server).await,
         Err(e) => {
             eprintln!("rindle-room: cannot start: {e}");
+            1
+        }
+    }
+}
+
+/// Runs a fleet until a signal: every room shuts down gracefully, then exit 0.
+async fn serve_fleet(fleet: FleetServer) -> i32 {
+    match Signals::new([Signal::Int, Signal::Term]) {
+        Ok(mut signals) => {
+            let _ = signals.next().await;
+            fleet.shutdown().await;
+            0
+        }
+        Err(e) => {
+            eprintln!("rindle-room: cannot install signal handlers: {e}");
+            fleet.shutdown().await;
             1
         }
     }

@@ -140,7 +140,7 @@ fn missing_required_options() {
     check(
         &MINIMAL.replace("doc_id = \"d\"\n", ""),
         "downstream.doc_id",
-        &["missing required option `downstream.doc_id`: add `doc_id = …` under [downstream]"],
+        &["`downstream.doc_id` is empty or missing: set `doc_id = …` under [downstream]"],
     );
     check(
         &upstream().replace("ws_url = \"ws://127.0.0.1:7601\"\n", ""),

@@ -238,6 +238,7 @@ impl RoomServerBuilder {
                 limits: Arc::new(limits),
                 metrics: metrics.conn.clone(),
                 gauge: gauge.clone(),
+                router: None,
             },
             stop_rx.clone(),
         ));
@@ -259,7 +260,7 @@ impl RoomServerBuilder {
     }
 }
 
-fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, String> {
+pub(crate) fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, String> {
     Ok(match cfg {
         JournalConfig::Memory => Arc::new(MemoryJournal::new()),
         JournalConfig::File { path } => {

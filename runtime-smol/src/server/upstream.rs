@@ -79,7 +79,7 @@ impl UpstreamConnector for WsUpstream {
 
     fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>> {
         let url = self.ws_url.clone();
-        Box::pin(async move { connect_ws(&url).await })
+        Box::pin(async move { connect_ws(&url, None).await })
     }
 
     fn client_id(&self) -> Option<String> {
@@ -146,15 +146,28 @@ pub fn ws_host_port(url: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-/// Opens a websocket and pumps it through a pair of channels.
-pub async fn connect_ws(url: &str) -> Result<UpstreamLink, String> {
+/// Opens a websocket and pumps it through a pair of channels. `protocols` is offered as
+/// `Sec-WebSocket-Protocol` (a room-boot affinity ticket: `rindle.v1, <ticket>`).
+pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLink, String> {
+    use async_tungstenite::tungstenite::client::IntoClientRequest;
+    use async_tungstenite::tungstenite::http::HeaderValue;
+    let mut request = url
+        .into_client_request()
+        .map_err(|e| format!("{url:?} is not a websocket URL: {e}"))?;
+    if let Some(p) = protocols {
+        let value = HeaderValue::from_str(p)
+            .map_err(|_| format!("the upstream subprotocols {p:?} are not a header value"))?;
+        request
+            .headers_mut()
+            .insert("sec-websocket-protocol", value);
+    }
     let (host, port) = ws_host_port(url)?;
     let connect = async {
         let stream = TcpStream::connect((host.as_str(), port))
             .await
             .map_err(|e| format!("upstream connect to {url} failed: {e}"))?;
         let _ = stream.set_nodelay(true);
-        async_tungstenite::client_async(url, stream)
+        async_tungstenite::client_async(request, stream)
             .await
             .map(|(ws, _)| ws)
             .map_err(|e| format!("upstream websocket handshake with {url} failed: {e}"))

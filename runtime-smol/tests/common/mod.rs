@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod api;
 pub mod authority;
 pub mod bin;
 pub mod raw;
@@ -45,6 +46,21 @@ pub fn token_at(ast: &str, sub: &str, iat: u64, ttl_ms: u64) -> String {
     let ast = JsValue::parse(ast).expect("the test AST is JSON");
     rindle_room_smol::server::demo::mint_token(DOC, &ast, sub, KID, KEY, ttl_ms, iat)
         .expect("minting works")
+}
+
+/// A lease token for `doc` (fleet rooms), `ast` and `sub`.
+pub fn token_for(doc: &str, ast: &str, sub: &str) -> String {
+    let ast = JsValue::parse(ast).expect("the test AST is JSON");
+    rindle_room_smol::server::demo::mint_token(
+        doc,
+        &ast,
+        sub,
+        KID,
+        KEY,
+        600_000,
+        SystemClock.now_ms(),
+    )
+    .expect("minting works")
 }
 
 /// The note query every test subscribes.

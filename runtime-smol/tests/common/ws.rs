@@ -31,16 +31,30 @@ pub struct WsClient {
 impl WsClient {
     /// Connects to the room on `port`.
     pub async fn connect(port: u16) -> WsClient {
+        WsClient::connect_path(port, "/").await
+    }
+
+    /// Connects to `path` on `port` (a fleet room: `/rooms/<doc>`).
+    pub async fn connect_path(port: u16, path: &str) -> WsClient {
+        match WsClient::try_connect_path(port, path).await {
+            Ok(c) => c,
+            Err(status) => panic!("the upgrade of {path} was refused with HTTP {status}"),
+        }
+    }
+
+    /// Connects to `path` on `port`; `Err(status)` when the upgrade is refused.
+    pub async fn try_connect_path(port: u16, path: &str) -> Result<WsClient, u16> {
         let stream = TcpStream::connect(("127.0.0.1", port))
             .await
             .expect("the room accepts connections");
-        let url = format!("ws://127.0.0.1:{port}/");
-        let (ws, _) = async_tungstenite::client_async(url, stream)
-            .await
-            .expect("the websocket handshake succeeds");
-        WsClient {
-            ws,
-            log: Vec::new(),
+        let url = format!("ws://127.0.0.1:{port}{path}");
+        match async_tungstenite::client_async(url, stream).await {
+            Ok((ws, _)) => Ok(WsClient {
+                ws,
+                log: Vec::new(),
+            }),
+            Err(async_tungstenite::tungstenite::Error::Http(res)) => Err(res.status().as_u16()),
+            Err(e) => panic!("the websocket handshake failed: {e}"),
         }
     }
 

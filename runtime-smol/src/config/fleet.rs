@@ -1,0 +1,163 @@
+//! `[fleet]`: one process serving many rooms, booted on demand through the API server's
+//! room-boot (`shared/spec/fleet.md`; docs/config.md "[fleet]").
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::{invalid, ConfigError};
+
+/// Env: overrides `fleet.shell_secret`.
+pub const ENV_SHELL_SECRET: &str = "RINDLE_ROOM_SHELL_SECRET";
+
+/// When a mutation's lmid ack goes out (fleet.md F4).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AckMode {
+    /// After the local fsync (the seed's behaviour): survives a crash of the process,
+    /// not the loss of the box's disk.
+    #[default]
+    Journaled,
+    /// After the authority confirmed the flush holding the mutation: survives the loss
+    /// of the box.
+    Flushed,
+}
+
+/// `[fleet]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetConfig {
+    /// The API server's origin, e.g. `http://127.0.0.1:3000`; room-boot is called at
+    /// `<api_url><boot_path>` and the flush routes it returns are resolved against it.
+    pub api_url: String,
+    /// room-boot's route path (default `/api/rindle/room-boot`).
+    #[serde(default = "defaults::boot_path")]
+    pub boot_path: String,
+    /// The bearer secret room-boot checks (env `RINDLE_ROOM_SHELL_SECRET`).
+    #[serde(default)]
+    pub shell_secret: String,
+    /// This box's instance id, sent with every boot (default `<host name>-<pid>`).
+    pub instance: Option<String>,
+    /// rindled's websocket endpoint, for boots whose answer names none.
+    pub upstream_ws_url: Option<String>,
+    /// The upstream `init` clientID prefix (default `room-shell-<bootId>`).
+    pub upstream_client_id: Option<String>,
+    /// Where per-room journals live (`<data_dir>/rooms/<hash>-<doc>/journal`); absent:
+    /// journals in memory (nothing survives the process).
+    pub data_dir: Option<PathBuf>,
+    /// How long a connection waits for its room's boot (default 10000 ms).
+    #[serde(default = "defaults::boot_timeout_ms")]
+    pub boot_timeout_ms: u64,
+    /// A room with no connection for this long, all of whose writes are confirmed,
+    /// hibernates (default 60000 ms).
+    #[serde(default = "defaults::idle_evict_ms")]
+    pub idle_evict_ms: u64,
+    /// The most rooms live or booting at once (default 10000); past it, new boots are
+    /// refused with close 1013.
+    #[serde(default = "defaults::max_rooms")]
+    pub max_rooms: usize,
+    /// When acks go out: `journaled` (default) or `flushed`.
+    #[serde(default)]
+    pub ack: AckMode,
+}
+
+/// `[fleet]` defaults.
+pub mod defaults {
+    /// `/api/rindle/room-boot`.
+    pub fn boot_path() -> String {
+        String::from(rindle_room_core::fleet::DEFAULT_BOOT_PATH)
+    }
+    /// 10 s.
+    pub fn boot_timeout_ms() -> u64 {
+        10_000
+    }
+    /// 60 s.
+    pub fn idle_evict_ms() -> u64 {
+        60_000
+    }
+    /// 10,000 rooms.
+    pub fn max_rooms() -> usize {
+        10_000
+    }
+}
+
+impl FleetConfig {
+    /// The room-boot URL.
+    pub fn boot_url(&self) -> String {
+        format!("{}{}", self.api_url.trim_end_matches('/'), self.boot_path)
+    }
+
+    /// This box's instance id.
+    pub fn instance_id(&self) -> String {
+        self.instance.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME")
+                .ok()
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| String::from("rindle-room"));
+            format!("{host}-{}", std::process::id())
+        })
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.api_url.starts_with("http://") || self.api_url.starts_with("https://")) {
+            return Err(invalid(
+                "fleet.api_url",
+                format!(
+                    "`fleet.api_url` = {:?} is not an http(s) URL: set it to the API server's \
+                     origin, e.g. \"http://127.0.0.1:3000\"",
+                    self.api_url
+                ),
+            ));
+        }
+        if self.api_url.starts_with("https://") {
+            return Err(invalid(
+                "fleet.api_url",
+                "`fleet.api_url` uses https://, which this build does not speak: reach the API \
+                 server over http:// on a private network, or through a local TLS proxy",
+            ));
+        }
+        if !self.boot_path.starts_with('/') {
+            return Err(invalid(
+                "fleet.boot_path",
+                format!(
+                    "`fleet.boot_path` = {:?} must be a root-relative path such as \
+                     \"/api/rindle/room-boot\"",
+                    self.boot_path
+                ),
+            ));
+        }
+        if self.shell_secret.is_empty() {
+            return Err(invalid(
+                "fleet.shell_secret",
+                format!(
+                    "`fleet.shell_secret` is empty: set it under [fleet] or in \
+                     {ENV_SHELL_SECRET} to the API server's realtime shell secret"
+                ),
+            ));
+        }
+        if let Some(url) = &self.upstream_ws_url {
+            crate::server::upstream::ws_host_port(url)
+                .map_err(|e| invalid("fleet.upstream_ws_url", e))?;
+        }
+        if self.boot_timeout_ms == 0 {
+            return Err(invalid(
+                "fleet.boot_timeout_ms",
+                "`fleet.boot_timeout_ms` must be at least 1 (default 10000)",
+            ));
+        }
+        if self.ack == AckMode::Flushed {
+            return Err(invalid(
+                "fleet.ack",
+                "`fleet.ack = \"flushed\"` is not available in this build yet (acks follow the \
+                 local fsync); remove it or set \"journaled\"",
+            ));
+        }
+        if self.max_rooms == 0 {
+            return Err(invalid(
+                "fleet.max_rooms",
+                "`fleet.max_rooms` must be at least 1 (default 10000)",
+            ));
+        }
+        Ok(())
+    }
+}

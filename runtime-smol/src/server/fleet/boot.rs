@@ -1,0 +1,197 @@
+//! Booting one room of the fleet (fleet.md F2): the room-boot call, retried with backoff
+//! until the boot timeout, and the room built from its grant — the placement epoch and
+//! lease for the host, the flush endpoints for the authority client, a journal under
+//! the data directory, the upstream endpoint and affinity ticket.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rindle_room_core::fleet::{
+    boot_authorization, boot_backoff_ms, boot_body, boot_reply, room_dir_name, BootFailure,
+    BootGrant,
+};
+use rindle_room_core::host::{Host, Placement};
+
+use super::upstream::FleetUpstream;
+use super::Shared;
+use crate::authority::HttpAuthority;
+use crate::config::{AuthorityConfig, JournalConfig};
+use crate::http;
+use crate::journal::memory::MemoryJournal;
+use crate::journal::Journal;
+use crate::server::actor::{self, Actor, Parts};
+use crate::server::authority::Authority;
+use crate::server::metrics::Metrics;
+use crate::server::room_server::open_journal;
+
+/// A room the fleet started: its task's event channel and its end.
+pub(crate) struct Started {
+    pub events: async_channel::Sender<actor::Event>,
+    /// Closed when the room task has stopped.
+    pub done: async_channel::Receiver<()>,
+    pub epoch: u64,
+}
+
+/// Calls room-boot for `doc` until it grants the room, fails for good, or `deadline`
+/// passes (the last retryable failure is returned then).
+pub(crate) async fn call_room_boot(
+    shared: &Shared,
+    doc: &str,
+    deadline: Instant,
+) -> Result<BootGrant, BootFailure> {
+    let url = shared.fleet.boot_url();
+    let headers = [
+        (
+            String::from("content-type"),
+            String::from("application/json"),
+        ),
+        (
+            String::from("authorization"),
+            boot_authorization(&shared.fleet.shell_secret),
+        ),
+    ];
+    let body = boot_body(doc, &shared.instance);
+    let mut attempt = 0u32;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let reply = http::request("POST", &url, &headers, body.as_bytes(), left).await;
+        let outcome = match reply {
+            Ok(res) => boot_reply(&url, doc, res.status, &String::from_utf8_lossy(&res.body)),
+            Err(e) => Err(BootFailure::Retryable(format!("POST {url} for {doc}: {e}"))),
+        };
+        let failure = match outcome {
+            Ok(grant) => return Ok(grant),
+            Err(f) if f.is_retryable() => f,
+            Err(f) => return Err(f),
+        };
+        attempt += 1;
+        let delay = Duration::from_millis(boot_backoff_ms(attempt));
+        if Instant::now() + delay >= deadline {
+            return Err(failure);
+        }
+        shared.log.warn(&format!(
+            "room boot for {doc} failed, retrying in {} ms: {failure}",
+            delay.as_millis()
+        ));
+        smol::Timer::after(delay).await;
+    }
+}
+
+/// Starts `doc`'s room from its grant and waits for its start-up (the journal's flush
+/// records); the room then connects upstream by itself.
+pub(crate) async fn start_room(
+    shared: &Shared,
+    doc: &str,
+    grant: BootGrant,
+) -> Result<Started, String> {
+    let log = (shared.room_log)(doc);
+    let mut config = (*shared.config).clone();
+    config.downstream.doc_id = doc.to_string();
+    let writes = config.writes.is_some();
+    let authority: Option<Arc<dyn Authority>> = if writes {
+        let cfg = AuthorityConfig {
+            apply_url: grant.flush.apply.clone(),
+            claim_url: grant.flush.claim.clone(),
+            lmids_url: grant.flush.lmids.clone(),
+            headers: grant
+                .flush
+                .headers
+                .iter()
+                .cloned()
+                .collect::<BTreeMap<_, _>>(),
+        };
+        let client = HttpAuthority::new(&cfg)
+            .map_err(|e| format!("room-boot's flush endpoints are unusable: {e}"))?;
+        Some(Arc::new(client))
+    } else {
+        None
+    };
+    let journal: Option<Arc<dyn Journal>> = match (writes, &shared.fleet.data_dir) {
+        (false, _) => None,
+        (true, None) => Some(Arc::new(MemoryJournal::new())),
+        (true, Some(dir)) => {
+            let room_dir = dir.join("rooms").join(room_dir_name(doc));
+            std::fs::create_dir_all(&room_dir).map_err(|e| {
+                format!(
+                    "cannot create the room directory {}: {e} (check `fleet.data_dir` and \
+                     its permissions)",
+                    room_dir.display()
+                )
+            })?;
+            let path = room_dir.join("journal");
+            Some(open_journal(&JournalConfig::File { path }, &log)?)
+        }
+    };
+    let ws_url = grant
+        .upstream_ws_endpoint
+        .clone()
+        .or_else(|| shared.fleet.upstream_ws_url.clone())
+        .ok_or_else(|| {
+            String::from(
+                "room-boot named no upstreamWsEndpoint and `fleet.upstream_ws_url` is not set: \
+                 set it to rindled's websocket endpoint",
+            )
+        })?;
+    let upstream = Arc::new(FleetUpstream {
+        doc: doc.to_string(),
+        ws_url,
+        protocols: grant
+            .upstream_affinity
+            .as_ref()
+            .map(|ticket| format!("rindle.v1, {ticket}")),
+        client_id: shared.fleet.upstream_client_id.clone(),
+        relet: shared.relet.clone(),
+    });
+    let mut host_cfg = crate::server::settings::host_config(
+        &config,
+        shared.fleet.upstream_client_id.clone(),
+        authority.is_some(),
+        actor::entropy(),
+    )?;
+    if let Some(w) = host_cfg.writes.as_mut() {
+        w.scopes = grant.scopes.clone();
+    }
+    host_cfg.placement = Some(Placement {
+        epoch: grant.epoch,
+        lease_token: grant.upstream_lease_token.clone(),
+    });
+    host_cfg.validate()?;
+    let host = Host::new(host_cfg)?;
+    let registry_config = (writes
+        && (!config.mutators.is_empty() || config.writes.as_ref().is_some_and(|w| w.crud)))
+    .then(|| Arc::new(config.clone()));
+    let metrics = Arc::new(Metrics::default());
+    let (started_tx, started_rx) = async_channel::bounded(1);
+    let (stop_tx, _stop_rx) = async_channel::bounded::<()>(1);
+    let (room, rx) = Actor::new(Parts {
+        env: shared.env.clone(),
+        log: log.clone(),
+        metrics,
+        host,
+        host_registry: shared.registry.clone(),
+        config: registry_config,
+        journal,
+        authority,
+        upstream,
+        stop_listeners: stop_tx,
+        started: started_tx,
+    });
+    let events = room.sender();
+    let (done_tx, done_rx) = async_channel::bounded::<()>(1);
+    shared.env.spawn(async move {
+        room.run(rx).await;
+        drop(done_tx);
+    });
+    match started_rx.recv().await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(String::from("the room stopped during start-up")),
+    }
+    log.info(&format!("booted: placement epoch {}", grant.epoch));
+    Ok(Started {
+        events,
+        done: done_rx,
+        epoch: grant.epoch,
+    })
+}

@@ -1,0 +1,302 @@
+//! Fleet mode (`[fleet]`, `shared/spec/fleet.md`): one process, many rooms. Clients open
+//! `ws://<box>/rooms/<doc>`; the first connection for a doc the box does not serve boots
+//! its room through the API server's room-boot, later ones share it; a room without
+//! connections for `idle_evict_ms` drains and hibernates, and its next connection boots
+//! it again (a new placement epoch).
+//!
+//! ```text
+//!  client ──ws /rooms/<doc>──▶ accept loop ──route──▶ room table ──▶ room task (host) per doc
+//!                                                     │   boot: POST room-boot → grant
+//!                                                     └── sweeper: hibernate idle rooms
+//! ```
+//!
+//! The rules (what the URL names, what the grant means, what each boot failure closes
+//! with) are the core's [`rindle_room_core::fleet`]; this module does the I/O.
+
+mod boot;
+mod rooms;
+mod upstream;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_channel::{Receiver, Sender};
+use futures_lite::FutureExt;
+use smol::net::TcpListener;
+
+use super::actor::{Control, Event};
+use super::clock::Env;
+use super::log::Logger;
+use crate::config::{Config, FleetConfig, LogFormat};
+use crate::mutators::Registry;
+use rindle_room_downstream as conn;
+
+pub use rooms::RoomInfo;
+use rooms::{RoomRouter, Rooms};
+
+/// How long a closing downstream socket waits for the peer's close reply.
+const CLOSE_GRACE_MS: u64 = 2_000;
+
+/// Makes a room's logger (its lines carry the doc).
+type RoomLog = Arc<dyn Fn(&str) -> Logger + Send + Sync>;
+
+/// What every room of the fleet is built from.
+pub(crate) struct Shared {
+    pub config: Arc<Config>,
+    pub fleet: FleetConfig,
+    pub instance: String,
+    pub env: Env,
+    /// The box's own log lines.
+    pub log: Logger,
+    pub room_log: RoomLog,
+    pub registry: Registry,
+    /// Rooms that need a new lease (a re-boot).
+    pub relet: Sender<String>,
+}
+
+/// Configures and starts a [`FleetServer`].
+pub struct FleetServerBuilder {
+    config: Config,
+    registry: Registry,
+    env: Option<Env>,
+    sink: Option<super::log::LogSink>,
+}
+
+impl std::fmt::Debug for FleetServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetServerBuilder").finish_non_exhaustive()
+    }
+}
+
+impl FleetServerBuilder {
+    /// The host's own mutators (they join the configuration's in every room).
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// The clock and spawner (default: the system's).
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// Hands every log line to `sink` instead of stderr (tests, embedders).
+    pub fn log_sink(mut self, sink: super::log::LogSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Binds the listener and starts serving; rooms boot as clients arrive.
+    pub async fn start(self) -> Result<FleetServer, String> {
+        let config = self.config;
+        let fleet = config
+            .fleet
+            .clone()
+            .ok_or("the configuration has no [fleet] section")?;
+        let env = self.env.unwrap_or_else(Env::system);
+        let format = config.server.log_format;
+        let sink = self.sink;
+        let room_log: RoomLog = Arc::new(move |doc: &str| logger(doc, format, sink.clone()));
+        let log = room_log("(fleet)");
+        let bind = config.server.bind.clone();
+        let port = config.server.port;
+        let listener = TcpListener::bind((bind.as_str(), port))
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot listen on {bind}:{port}: {e} (choose another `server.port`, or 0 \
+                     for an ephemeral one)"
+                )
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("the listener has no address: {e}"))?;
+        let (relet_tx, relet_rx) = async_channel::unbounded::<String>();
+        let shared = Arc::new(Shared {
+            instance: fleet.instance_id(),
+            fleet,
+            config: Arc::new(config.clone()),
+            env: env.clone(),
+            log: log.clone(),
+            room_log,
+            registry: self.registry,
+            relet: relet_tx,
+        });
+        let rooms = Rooms::new(shared.clone());
+        let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
+        let limits = conn::ConnLimits {
+            max_frame_bytes: config.server.max_frame_bytes,
+            max_inbound_bytes: config.server.max_inbound_bytes,
+            max_connections: config
+                .server
+                .max_connections_or_default(super::process::nofile_limit()),
+            handshake_timeout: Duration::from_millis(config.server.handshake_timeout_ms),
+            close_grace: Duration::from_millis(CLOSE_GRACE_MS),
+            frame_limit_name: "server.max_frame_bytes",
+        };
+        // Every upgrade is routed to its room; nothing reaches this channel.
+        let (unrouted, _) = async_channel::bounded::<Event>(1);
+        let gauge = Arc::new(conn::SocketGauge::default());
+        env.spawn(conn::accept_loop(
+            listener,
+            conn::ConnCtx {
+                events: unrouted,
+                spawn: {
+                    let env = env.clone();
+                    Arc::new(move |fut| env.spawn(fut))
+                },
+                limits: Arc::new(limits),
+                metrics: Arc::new(conn::ConnMetrics::default()),
+                gauge: gauge.clone(),
+                router: Some(Arc::new(RoomRouter(rooms.clone()))),
+            },
+            stop_rx.clone(),
+        ));
+        env.spawn(sweep(rooms.clone(), stop_rx.clone()));
+        env.spawn(relet(rooms.clone(), relet_rx));
+        log.info(&format!(
+            "fleet listening on ws://{addr}/rooms/<doc> (instance {}, room-boot at {})",
+            shared.instance,
+            shared.fleet.boot_url()
+        ));
+        Ok(FleetServer {
+            addr,
+            rooms,
+            stop: stop_tx,
+            gauge,
+        })
+    }
+}
+
+fn logger(doc: &str, format: LogFormat, sink: Option<super::log::LogSink>) -> Logger {
+    match sink {
+        Some(sink) => Logger::with_sink(doc, format, sink),
+        None => Logger::stderr(doc, format),
+    }
+}
+
+/// Hibernates rooms idle for `idle_evict_ms`, checking a few times per period.
+async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
+    let idle_ms = rooms.shared.fleet.idle_evict_ms;
+    let tick = Duration::from_millis((idle_ms / 4).clamp(10, 1_000));
+    loop {
+        let stopped = async {
+            let _ = stop.recv().await;
+            true
+        }
+        .or(async {
+            smol::Timer::after(tick).await;
+            false
+        })
+        .await;
+        if stopped {
+            return;
+        }
+        let now = rooms.shared.env.now_ms();
+        for room in rooms.idle_rooms(now, idle_ms) {
+            // Everything acknowledged must be confirmed upstream first: drain, then stop.
+            let (tx, rx) = async_channel::bounded(1);
+            if room
+                .events
+                .send(Event::Control(Control::Drain(tx)))
+                .await
+                .is_err()
+            {
+                continue;
+            }
+            match rx.recv().await {
+                Ok(Ok(_)) | Err(_) => {
+                    rooms.stop_room(&room.doc);
+                }
+                Ok(Err(e)) => rooms.shared.log.warn(&format!(
+                    "room {} stays up: its writes are not confirmed yet ({e})",
+                    room.doc
+                )),
+            }
+        }
+    }
+}
+
+/// Re-boots rooms whose lease died.
+async fn relet(rooms: Arc<Rooms>, requests: Receiver<String>) {
+    while let Ok(doc) = requests.recv().await {
+        rooms.shared.log.info(&format!(
+            "room {doc} needs a new upstream lease: re-booting it"
+        ));
+        rooms.stop_room(&doc);
+    }
+}
+
+/// A running fleet.
+pub struct FleetServer {
+    addr: SocketAddr,
+    rooms: Arc<Rooms>,
+    stop: Sender<()>,
+    gauge: Arc<conn::SocketGauge>,
+}
+
+impl std::fmt::Debug for FleetServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FleetServer {
+    /// A builder for `config` (which must have `[fleet]`).
+    pub fn builder(config: Config) -> FleetServerBuilder {
+        FleetServerBuilder {
+            config,
+            registry: Registry::new(),
+            env: None,
+            sink: None,
+        }
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Every room the box knows, by doc.
+    pub fn rooms(&self) -> Vec<RoomInfo> {
+        self.rooms.list()
+    }
+
+    /// Hibernates `doc`'s room now (drain, stop); `false` when it is not live.
+    pub fn hibernate(&self, doc: &str) -> bool {
+        self.rooms.stop_room(doc)
+    }
+
+    /// Graceful shutdown: stop accepting, then shut every room down (each journals its
+    /// group commit, drains and closes its sockets with 1001) and wait for them.
+    pub async fn shutdown(&self) {
+        let _ = self.stop.try_send(());
+        self.stop.close();
+        let live = self.rooms.live_rooms();
+        for room in &live {
+            let (tx, _rx) = async_channel::bounded(1);
+            let _ = room
+                .events
+                .send(Event::Control(Control::Shutdown(tx)))
+                .await;
+        }
+        for room in &live {
+            let _ = room.done.recv().await;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        while self.gauge.active.load(std::sync::atomic::Ordering::SeqCst) > 0
+            && std::time::Instant::now() < deadline
+        {
+            smol::Timer::after(Duration::from_millis(10)).await;
+        }
+    }
+}

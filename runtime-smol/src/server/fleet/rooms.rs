@@ -1,0 +1,364 @@
+//! The fleet's room table and the connection router (fleet.md F1, F2, F5).
+//!
+//! A doc's slot is `Booting` (connections wait on the one boot), `Live`, `Stopping`
+//! (hibernating or re-booting: connections wait, then boot it again) or `Hibernated` (a
+//! small record). Concurrent first connections cause one boot; a connection waits at
+//! most `boot_timeout_ms`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_channel::{Receiver, Sender};
+use futures_lite::FutureExt;
+use rindle_room_core::fleet::{doc_from_path, CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT};
+use rindle_room_downstream::{Route, RouteFuture, Router};
+
+use super::boot::{call_room_boot, start_room};
+use super::Shared;
+use crate::server::actor::{Control, Event};
+
+/// A close code and reason for a connection that gets no room.
+pub(crate) type Refusal = (u16, String);
+
+/// One live room.
+pub(crate) struct LiveRoom {
+    pub doc: String,
+    pub events: Sender<Event>,
+    pub epoch: u64,
+    /// Closed once the room task has stopped.
+    pub done: Receiver<()>,
+    pub conns: AtomicUsize,
+    /// When the last connection went (ms, the fleet's clock).
+    pub idle_since: AtomicU64,
+}
+
+/// A hibernated (or stopped) room's record.
+#[derive(Clone, Debug)]
+pub(crate) struct Record {
+    pub epoch: u64,
+    pub since_ms: u64,
+}
+
+type Waiter = Sender<Result<Arc<LiveRoom>, Refusal>>;
+
+enum Slot {
+    Booting(Vec<Waiter>),
+    Live(Arc<LiveRoom>),
+    Stopping {
+        room: Arc<LiveRoom>,
+        waiters: Vec<Waiter>,
+    },
+    Hibernated(Record),
+}
+
+/// What `/rooms` says about one room.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoomInfo {
+    /// The doc.
+    pub doc: String,
+    /// `booting`, `live`, `stopping` or `hibernated`.
+    pub state: &'static str,
+    /// Open connections.
+    pub connections: usize,
+    /// The placement epoch (0 while booting for the first time).
+    pub epoch: u64,
+    /// When it hibernated (ms), for a hibernated room.
+    pub hibernated_at_ms: Option<u64>,
+}
+
+/// The room table.
+pub(crate) struct Rooms {
+    pub shared: Arc<Shared>,
+    table: Mutex<HashMap<String, Slot>>,
+}
+
+/// Held by a connection for its lifetime: counts it against its room.
+struct ConnHold {
+    room: Arc<LiveRoom>,
+    clock: crate::server::clock::Env,
+}
+
+impl Drop for ConnHold {
+    fn drop(&mut self) {
+        if self.room.conns.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.room
+                .idle_since
+                .store(self.clock.now_ms(), Ordering::SeqCst);
+        }
+    }
+}
+
+impl Rooms {
+    pub fn new(shared: Arc<Shared>) -> Arc<Rooms> {
+        Arc::new(Rooms {
+            shared,
+            table: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn table(&self) -> MutexGuard<'_, HashMap<String, Slot>> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Rooms booting, live or stopping.
+    fn active(table: &HashMap<String, Slot>) -> usize {
+        table
+            .values()
+            .filter(|s| !matches!(s, Slot::Hibernated(_)))
+            .count()
+    }
+
+    /// The live room of `doc`, booting it if needed; waits at most the boot timeout.
+    pub async fn room_for(self: &Arc<Self>, doc: &str) -> Result<Arc<LiveRoom>, Refusal> {
+        let (tx, rx) = async_channel::bounded(1);
+        {
+            let mut table = self.table();
+            match table.get_mut(doc) {
+                Some(Slot::Live(room)) if !room.done.is_closed() => return Ok(room.clone()),
+                Some(Slot::Booting(waiters)) | Some(Slot::Stopping { waiters, .. }) => {
+                    waiters.push(tx)
+                }
+                _ => {
+                    if Self::active(&table) >= self.shared.fleet.max_rooms {
+                        return Err((
+                            1013,
+                            format!(
+                                "box room limit reached ({} rooms; fleet.max_rooms)",
+                                self.shared.fleet.max_rooms
+                            ),
+                        ));
+                    }
+                    table.insert(doc.to_string(), Slot::Booting(vec![tx]));
+                    self.spawn_boot(doc.to_string());
+                }
+            }
+        }
+        let wait = Duration::from_millis(self.shared.fleet.boot_timeout_ms);
+        let timeout = async {
+            smol::Timer::after(wait).await;
+            Err((CLOSE_BOOT_TIMED_OUT.0, CLOSE_BOOT_TIMED_OUT.1.to_string()))
+        };
+        async {
+            rx.recv()
+                .await
+                .unwrap_or_else(|_| Err((CLOSE_BOOT_FAILED.0, CLOSE_BOOT_FAILED.1.to_string())))
+        }
+        .or(timeout)
+        .await
+    }
+
+    fn spawn_boot(self: &Arc<Self>, doc: String) {
+        let me = self.clone();
+        self.shared.env.spawn(async move {
+            let result = me.boot(&doc).await;
+            me.booted(&doc, result);
+        });
+    }
+
+    async fn boot(&self, doc: &str) -> Result<Arc<LiveRoom>, Refusal> {
+        let shared = &self.shared;
+        let deadline = Instant::now() + Duration::from_millis(shared.fleet.boot_timeout_ms);
+        let grant = call_room_boot(shared, doc, deadline).await.map_err(|f| {
+            match f {
+                rindle_room_core::fleet::BootFailure::Refused(_) => shared.log.error(f.message()),
+                rindle_room_core::fleet::BootFailure::NoRoom(_) => shared.log.info(f.message()),
+                _ => shared.log.warn(&format!("room boot for {doc} failed: {f}")),
+            }
+            let (code, reason) = f.close();
+            (code, reason.to_string())
+        })?;
+        let started = start_room(shared, doc, grant).await.map_err(|e| {
+            shared
+                .log
+                .error(&format!("room {doc} failed to start: {e}"));
+            (CLOSE_BOOT_FAILED.0, CLOSE_BOOT_FAILED.1.to_string())
+        })?;
+        Ok(Arc::new(LiveRoom {
+            doc: doc.to_string(),
+            events: started.events.clone(),
+            epoch: started.epoch,
+            done: started.done.clone(),
+            conns: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(shared.env.now_ms()),
+        }))
+    }
+
+    /// A boot finished: wake its waiters; watch the room for its end.
+    fn booted(self: &Arc<Self>, doc: &str, result: Result<Arc<LiveRoom>, Refusal>) {
+        let waiters = {
+            let mut table = self.table();
+            let waiters = match table.remove(doc) {
+                Some(Slot::Booting(w)) => w,
+                other => {
+                    // Only a boot puts `Booting`; keep whatever replaced it.
+                    if let Some(slot) = other {
+                        table.insert(doc.to_string(), slot);
+                    }
+                    Vec::new()
+                }
+            };
+            if let Ok(room) = &result {
+                table.insert(doc.to_string(), Slot::Live(room.clone()));
+            }
+            waiters
+        };
+        if let Ok(room) = &result {
+            let me = self.clone();
+            let room = room.clone();
+            self.shared.env.spawn(async move {
+                let _ = room.done.recv().await;
+                me.stopped(&room);
+            });
+        }
+        for w in waiters {
+            let _ = w.try_send(result.clone());
+        }
+    }
+
+    /// A room task ended (hibernated, re-booting, fenced, failed): record it, and boot it
+    /// again if connections are waiting.
+    fn stopped(self: &Arc<Self>, room: &Arc<LiveRoom>) {
+        let mut table = self.table();
+        let record = Record {
+            epoch: room.epoch,
+            since_ms: self.shared.env.now_ms(),
+        };
+        let slot = table.remove(&room.doc);
+        let ours = match &slot {
+            Some(Slot::Live(r)) | Some(Slot::Stopping { room: r, .. }) => Arc::ptr_eq(r, room),
+            _ => false,
+        };
+        if !ours {
+            // The slot moved on (a newer boot): leave it untouched.
+            if let Some(slot) = slot {
+                table.insert(room.doc.clone(), slot);
+            }
+            return;
+        }
+        match slot {
+            Some(Slot::Stopping { waiters, .. }) if !waiters.is_empty() => {
+                table.insert(room.doc.clone(), Slot::Booting(waiters));
+                self.spawn_boot(room.doc.clone());
+            }
+            _ => {
+                self.shared.log.info(&format!(
+                    "room {} hibernated (placement epoch {})",
+                    room.doc, room.epoch
+                ));
+                table.insert(room.doc.clone(), Slot::Hibernated(record));
+            }
+        }
+    }
+
+    /// Starts hibernating (or re-booting) `doc`'s live room: it drains and shuts down;
+    /// connections that arrive meanwhile wait and boot it again. Returns whether a live
+    /// room was found.
+    pub fn stop_room(&self, doc: &str) -> bool {
+        let room = {
+            let mut table = self.table();
+            match table.remove(doc) {
+                Some(Slot::Live(room)) => {
+                    table.insert(
+                        doc.to_string(),
+                        Slot::Stopping {
+                            room: room.clone(),
+                            waiters: Vec::new(),
+                        },
+                    );
+                    room
+                }
+                Some(other) => {
+                    table.insert(doc.to_string(), other);
+                    return false;
+                }
+                None => return false,
+            }
+        };
+        let (tx, _rx) = async_channel::bounded(1);
+        let _ = room.events.try_send(Event::Control(Control::Shutdown(tx)));
+        true
+    }
+
+    /// Live rooms with no connection for at least `idle_ms` at `now`.
+    pub fn idle_rooms(&self, now: u64, idle_ms: u64) -> Vec<Arc<LiveRoom>> {
+        self.table()
+            .values()
+            .filter_map(|s| match s {
+                Slot::Live(r)
+                    if r.conns.load(Ordering::SeqCst) == 0
+                        && now.saturating_sub(r.idle_since.load(Ordering::SeqCst)) >= idle_ms =>
+                {
+                    Some(r.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every live room.
+    pub fn live_rooms(&self) -> Vec<Arc<LiveRoom>> {
+        self.table()
+            .values()
+            .filter_map(|s| match s {
+                Slot::Live(r) | Slot::Stopping { room: r, .. } => Some(r.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The table, sorted by doc.
+    pub fn list(&self) -> Vec<RoomInfo> {
+        let mut out: Vec<RoomInfo> = self
+            .table()
+            .iter()
+            .map(|(doc, slot)| {
+                let (state, connections, epoch, hibernated_at_ms) = match slot {
+                    Slot::Booting(_) => ("booting", 0, 0, None),
+                    Slot::Live(r) => ("live", r.conns.load(Ordering::SeqCst), r.epoch, None),
+                    Slot::Stopping { room, .. } => (
+                        "stopping",
+                        room.conns.load(Ordering::SeqCst),
+                        room.epoch,
+                        None,
+                    ),
+                    Slot::Hibernated(rec) => ("hibernated", 0, rec.epoch, Some(rec.since_ms)),
+                };
+                RoomInfo {
+                    doc: doc.clone(),
+                    state,
+                    connections,
+                    epoch,
+                    hibernated_at_ms,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.doc.cmp(&b.doc));
+        out
+    }
+}
+
+/// The downstream router over the room table.
+pub(crate) struct RoomRouter(pub Arc<Rooms>);
+
+impl Router<Event> for RoomRouter {
+    fn check(&self, path: &str) -> Result<String, (u16, String)> {
+        doc_from_path(path).map_err(|e| (404, format!("{e}\n")))
+    }
+
+    fn route(&self, doc: String) -> RouteFuture<Event> {
+        let me = self.0.clone();
+        Box::pin(async move {
+            let room = me.room_for(&doc).await?;
+            room.conns.fetch_add(1, Ordering::SeqCst);
+            Ok(Route {
+                events: room.events.clone(),
+                hold: Box::new(ConnHold {
+                    room,
+                    clock: me.shared.env.clone(),
+                }),
+            })
+        })
+    }
+}

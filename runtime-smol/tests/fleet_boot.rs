@@ -1,0 +1,213 @@
+//! Fleet mode over real sockets: rooms booted on demand through a fake API server's
+//! room-boot, one boot for concurrent first connections, the failure closes, and
+//! hibernation of an idle room (fleet.md F1, F2, F5).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::api::{FakeApi, SHELL_SECRET};
+use common::ws::Next;
+use common::*;
+use rindle_room_smol::config::Config;
+use rindle_room_smol::server::{FleetServer, Level};
+
+struct Box_ {
+    server: FleetServer,
+    api: FakeApi,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+fn fleet_config(api: &FakeApi, secret: &str, extra: &str) -> Config {
+    let text = format!(
+        r#"
+[fleet]
+api_url = "{}"
+shell_secret = "{secret}"
+instance = "box-test"
+boot_timeout_ms = 3000
+{extra}
+
+[downstream.token_keys]
+{KID} = "{KEY}"
+"#,
+        api.url
+    );
+    Config::from_toml_str_with_env(&text, |_| None).expect("a valid fleet config")
+}
+
+async fn start(secret: &str, extra: &str) -> Box_ {
+    let rindled = FakeRindled::notes().await;
+    let api = FakeApi::start(&rindled.ws_url).await;
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let sink_logs = logs.clone();
+    let server = FleetServer::builder(fleet_config(&api, secret, extra))
+        .log_sink(Arc::new(move |_: Level, line: &str| {
+            sink_logs.lock().unwrap().push(line.to_string())
+        }))
+        .start()
+        .await
+        .expect("the fleet starts");
+    Box_ { server, api, logs }
+}
+
+/// Connects to `doc`'s room and subscribes the notes with a token for `token_doc`.
+async fn reader(port: u16, doc: &str, token_doc: &str) -> WsClient {
+    let path = rindle_room_core::fleet::room_path(doc);
+    let mut c = WsClient::connect_path(port, &path).await;
+    c.send(&subscribe(1, &token_for(token_doc, NOTES, "u1")))
+        .await;
+    c
+}
+
+fn note_count(snapshot: &serde_json::Value) -> usize {
+    snapshot["batch"]["ops"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn the_first_connection_boots_the_room_and_later_ones_share_it() {
+    smol::block_on(within(async {
+        let b = start(SHELL_SECRET, "").await;
+        let port = b.server.port();
+        let mut a = reader(port, "deck/1", "deck/1").await;
+        assert_eq!(note_count(&a.subscribed().await), 3);
+        let mut c = reader(port, "deck/1", "deck/1").await;
+        assert_eq!(note_count(&c.subscribed().await), 3);
+        let mut other = reader(port, "deck/2", "deck/2").await;
+        assert_eq!(note_count(&other.subscribed().await), 3);
+        assert_eq!(b.api.boots_of("deck/1"), 1);
+        assert_eq!(b.api.boots_of("deck/2"), 1);
+        let rooms = b.server.rooms();
+        assert_eq!(rooms.len(), 2, "{rooms:?}");
+        assert_eq!(
+            (
+                rooms[0].doc.as_str(),
+                rooms[0].state,
+                rooms[0].connections,
+                rooms[0].epoch
+            ),
+            ("deck/1", "live", 2, 1)
+        );
+        let instances: Vec<String> = {
+            let state = b.api.state.lock().unwrap();
+            state.boots.iter().map(|(_, i)| i.clone()).collect()
+        };
+        assert!(instances.iter().all(|i| i == "box-test"), "{instances:?}");
+        b.server.shutdown().await;
+    }));
+}
+
+#[test]
+fn concurrent_first_connections_cause_one_boot() {
+    smol::block_on(within(async {
+        let b = start(SHELL_SECRET, "").await;
+        b.api.state.lock().unwrap().delay_ms = 300;
+        let port = b.server.port();
+        let clients: Vec<_> = (0..5)
+            .map(|_| smol::spawn(async move { reader(port, "d", "d").await }))
+            .collect();
+        let mut held = Vec::new();
+        for c in clients {
+            let mut c = c.await;
+            assert_eq!(note_count(&c.subscribed().await), 3);
+            held.push(c);
+        }
+        assert_eq!(b.api.boots_of("d"), 1);
+        assert_eq!(b.server.rooms()[0].connections, 5);
+        b.server.shutdown().await;
+    }));
+}
+
+#[test]
+fn a_token_for_another_doc_is_refused() {
+    smol::block_on(within(async {
+        let b = start(SHELL_SECRET, "").await;
+        let mut c = reader(b.server.port(), "d1", "d2").await;
+        let answer = c.next().await;
+        assert_ne!(answer["t"], "nhello", "{answer}");
+        assert!(answer.to_string().contains("wrong document"), "{answer}");
+        b.server.shutdown().await;
+    }));
+}
+
+#[test]
+fn an_unknown_doc_closes_4404_and_other_paths_get_http_404() {
+    smol::block_on(within(async {
+        let b = start(SHELL_SECRET, "").await;
+        let port = b.server.port();
+        let mut c = WsClient::connect_path(port, "/rooms/missing-1").await;
+        assert_eq!(
+            c.closed().await,
+            Next::Closed(Some((4404, "no room for doc".into())))
+        );
+        for path in ["/", "/rooms/", "/rooms/a/b", "/other/x", "/rooms/%zz"] {
+            assert_eq!(
+                WsClient::try_connect_path(port, path).await.err(),
+                Some(404),
+                "{path}"
+            );
+        }
+        assert!(b.server.rooms().is_empty(), "{:?}", b.server.rooms());
+        b.server.shutdown().await;
+    }));
+}
+
+#[test]
+fn a_busy_api_server_is_retried_with_backoff() {
+    smol::block_on(within(async {
+        let b = start(SHELL_SECRET, "").await;
+        b.api.state.lock().unwrap().fail_next = 2;
+        let mut c = reader(b.server.port(), "d", "d").await;
+        assert_eq!(note_count(&c.subscribed().await), 3);
+        assert_eq!(b.api.state.lock().unwrap().requests, 3);
+        b.server.shutdown().await;
+    }));
+}
+
+#[test]
+fn a_refused_shell_secret_closes_1013_and_says_why() {
+    smol::block_on(within(async {
+        let b = start("not-the-secret", "").await;
+        let mut c = WsClient::connect_path(b.server.port(), "/rooms/d").await;
+        assert_eq!(
+            c.closed().await,
+            Next::Closed(Some((1013, "room boot failed".into())))
+        );
+        let logs = b.logs.lock().unwrap().join("\n");
+        assert!(
+            logs.contains("HTTP 403") && logs.contains("shell_secret"),
+            "{logs}"
+        );
+        assert_eq!(b.api.state.lock().unwrap().requests, 1, "not retried");
+        b.server.shutdown().await;
+    }));
+}
+
+#[test]
+fn an_idle_room_hibernates_and_its_next_connection_boots_it_again() {
+    smol::block_on(within(async {
+        let b = start(SHELL_SECRET, "idle_evict_ms = 200").await;
+        let port = b.server.port();
+        let mut c = reader(port, "d", "d").await;
+        c.subscribed().await;
+        drop(c);
+        let server = &b.server;
+        for _ in 0..200 {
+            if server
+                .rooms()
+                .first()
+                .is_some_and(|r| r.state == "hibernated")
+            {
+                break;
+            }
+            sleep(20).await;
+        }
+        let room = &server.rooms()[0];
+        assert_eq!((room.state, room.epoch), ("hibernated", 1), "{room:?}");
+        let mut again = reader(port, "d", "d").await;
+        assert_eq!(note_count(&again.subscribed().await), 3);
+        assert_eq!(b.api.boots_of("d"), 2);
+        assert_eq!(server.rooms()[0].epoch, 2, "a new placement");
+        server.shutdown().await;
+    }));
+}
