@@ -4,70 +4,16 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
-use common::api::{FakeApi, SHELL_SECRET};
+use common::api::SHELL_SECRET;
+use common::fleet::*;
 use common::ws::Next;
 use common::*;
-use rindle_room_smol::config::Config;
-use rindle_room_smol::server::{FleetServer, Level};
-
-struct Box_ {
-    server: FleetServer,
-    api: FakeApi,
-    logs: Arc<Mutex<Vec<String>>>,
-}
-
-fn fleet_config(api: &FakeApi, secret: &str, extra: &str) -> Config {
-    let text = format!(
-        r#"
-[fleet]
-api_url = "{}"
-shell_secret = "{secret}"
-instance = "box-test"
-boot_timeout_ms = 3000
-{extra}
-
-[downstream.token_keys]
-{KID} = "{KEY}"
-"#,
-        api.url
-    );
-    Config::from_toml_str_with_env(&text, |_| None).expect("a valid fleet config")
-}
-
-async fn start(secret: &str, extra: &str) -> Box_ {
-    let rindled = FakeRindled::notes().await;
-    let api = FakeApi::start(&rindled.ws_url).await;
-    let logs = Arc::new(Mutex::new(Vec::new()));
-    let sink_logs = logs.clone();
-    let server = FleetServer::builder(fleet_config(&api, secret, extra))
-        .log_sink(Arc::new(move |_: Level, line: &str| {
-            sink_logs.lock().unwrap().push(line.to_string())
-        }))
-        .start()
-        .await
-        .expect("the fleet starts");
-    Box_ { server, api, logs }
-}
-
-/// Connects to `doc`'s room and subscribes the notes with a token for `token_doc`.
-async fn reader(port: u16, doc: &str, token_doc: &str) -> WsClient {
-    let path = rindle_room_core::fleet::room_path(doc);
-    let mut c = WsClient::connect_path(port, &path).await;
-    c.send(&subscribe(1, &token_for(token_doc, NOTES, "u1")))
-        .await;
-    c
-}
-
-fn note_count(snapshot: &serde_json::Value) -> usize {
-    snapshot["batch"]["ops"].as_array().map_or(0, Vec::len)
-}
+use rindle_room_core::fleet::RoomState;
 
 #[test]
 fn the_first_connection_boots_the_room_and_later_ones_share_it() {
     smol::block_on(within(async {
-        let b = start(SHELL_SECRET, "").await;
+        let b = start_fleet(SHELL_SECRET, "").await;
         let port = b.server.port();
         let mut a = reader(port, "deck/1", "deck/1").await;
         assert_eq!(note_count(&a.subscribed().await), 3);
@@ -86,7 +32,7 @@ fn the_first_connection_boots_the_room_and_later_ones_share_it() {
                 rooms[0].connections,
                 rooms[0].epoch
             ),
-            ("deck/1", "live", 2, 1)
+            ("deck/1", RoomState::Live, 2, 1)
         );
         let instances: Vec<String> = {
             let state = b.api.state.lock().unwrap();
@@ -100,7 +46,7 @@ fn the_first_connection_boots_the_room_and_later_ones_share_it() {
 #[test]
 fn concurrent_first_connections_cause_one_boot() {
     smol::block_on(within(async {
-        let b = start(SHELL_SECRET, "").await;
+        let b = start_fleet(SHELL_SECRET, "").await;
         b.api.state.lock().unwrap().delay_ms = 300;
         let port = b.server.port();
         let clients: Vec<_> = (0..5)
@@ -121,7 +67,7 @@ fn concurrent_first_connections_cause_one_boot() {
 #[test]
 fn a_token_for_another_doc_is_refused() {
     smol::block_on(within(async {
-        let b = start(SHELL_SECRET, "").await;
+        let b = start_fleet(SHELL_SECRET, "").await;
         let mut c = reader(b.server.port(), "d1", "d2").await;
         let answer = c.next().await;
         assert_ne!(answer["t"], "nhello", "{answer}");
@@ -133,7 +79,7 @@ fn a_token_for_another_doc_is_refused() {
 #[test]
 fn an_unknown_doc_closes_4404_and_other_paths_get_http_404() {
     smol::block_on(within(async {
-        let b = start(SHELL_SECRET, "").await;
+        let b = start_fleet(SHELL_SECRET, "").await;
         let port = b.server.port();
         let mut c = WsClient::connect_path(port, "/rooms/missing-1").await;
         assert_eq!(
@@ -155,7 +101,7 @@ fn an_unknown_doc_closes_4404_and_other_paths_get_http_404() {
 #[test]
 fn a_busy_api_server_is_retried_with_backoff() {
     smol::block_on(within(async {
-        let b = start(SHELL_SECRET, "").await;
+        let b = start_fleet(SHELL_SECRET, "").await;
         b.api.state.lock().unwrap().fail_next = 2;
         let mut c = reader(b.server.port(), "d", "d").await;
         assert_eq!(note_count(&c.subscribed().await), 3);
@@ -167,7 +113,7 @@ fn a_busy_api_server_is_retried_with_backoff() {
 #[test]
 fn a_refused_shell_secret_closes_1013_and_says_why() {
     smol::block_on(within(async {
-        let b = start("not-the-secret", "").await;
+        let b = start_fleet("not-the-secret", "").await;
         let mut c = WsClient::connect_path(b.server.port(), "/rooms/d").await;
         assert_eq!(
             c.closed().await,
@@ -186,7 +132,7 @@ fn a_refused_shell_secret_closes_1013_and_says_why() {
 #[test]
 fn an_idle_room_hibernates_and_its_next_connection_boots_it_again() {
     smol::block_on(within(async {
-        let b = start(SHELL_SECRET, "idle_evict_ms = 200").await;
+        let b = start_fleet(SHELL_SECRET, "idle_evict_ms = 200").await;
         let port = b.server.port();
         let mut c = reader(port, "d", "d").await;
         c.subscribed().await;
@@ -196,14 +142,18 @@ fn an_idle_room_hibernates_and_its_next_connection_boots_it_again() {
             if server
                 .rooms()
                 .first()
-                .is_some_and(|r| r.state == "hibernated")
+                .is_some_and(|r| r.state == RoomState::Hibernated)
             {
                 break;
             }
             sleep(20).await;
         }
         let room = &server.rooms()[0];
-        assert_eq!((room.state, room.epoch), ("hibernated", 1), "{room:?}");
+        assert_eq!(
+            (room.state, room.epoch),
+            (RoomState::Hibernated, 1),
+            "{room:?}"
+        );
         let mut again = reader(port, "d", "d").await;
         assert_eq!(note_count(&again.subscribed().await), 3);
         assert_eq!(b.api.boots_of("d"), 2);

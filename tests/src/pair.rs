@@ -225,6 +225,8 @@ pub struct Options {
     pub first_frame_timeout_ms: u64,
     /// What room-boot granted (fleet mode); `None`: claim and mint at start-up.
     pub placement: Option<Placement>,
+    /// Revocations carried over from the box: `(user, at ms)`.
+    pub revoked: Vec<(String, u64)>,
 }
 
 impl Default for Options {
@@ -235,6 +237,7 @@ impl Default for Options {
             send_budget: 4 * 1024 * 1024,
             first_frame_timeout_ms: 30_000,
             placement: None,
+            revoked: Vec::new(),
         }
     }
 }
@@ -261,6 +264,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.first_frame_timeout_ms = o.first_frame_timeout_ms;
     cfg.entropy = [7; 32];
     cfg.placement = o.placement.clone();
+    cfg.revoked = o.revoked.clone();
     if o.writes {
         cfg.writes = Some(WriteSettings {
             owned_tables: vec!["note".into(), "tally".into()],

@@ -267,3 +267,32 @@ fn a_snapshot_larger_than_the_send_budget_is_served() {
     let snap = p.subscribed(c);
     assert_eq!(ids(&snap), [1, 2, 3, 9]);
 }
+
+#[test]
+fn a_revocation_carried_over_from_the_box_refuses_older_tokens_only() {
+    // The pair starts at t = 1,000,000; the box revoked u1 at 999,000.
+    let o = Options {
+        revoked: vec![("u1".into(), 999_000)],
+        ..Options::default()
+    };
+    let mut p = Pair::new(&o, Journal::default(), Authority::default());
+    let before = {
+        let mut q = Pair::new(
+            &Options::default(),
+            Journal::default(),
+            Authority::default(),
+        );
+        q.now = 998_000;
+        q.token(NOTES, "u1", 600_000)
+    };
+    p.start();
+    let c = p.connect();
+    p.send(c, &subscribe_frame(1, &before));
+    assert_eq!(
+        p.expect_t(c, "queryError")["message"],
+        "lease token refused: revoked"
+    );
+    let after = p.token(NOTES, "u1", 600_000);
+    p.send(c, &subscribe_frame(2, &after));
+    p.subscribed(c);
+}

@@ -169,7 +169,7 @@ fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
         .and_then(|e| {
             e.as_u64().or_else(|| {
                 e.as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .filter(|f| crate::value::is_integral(*f) && *f >= 0.0)
                     .map(|f| f as u64)
             })
         })

@@ -6,6 +6,7 @@
 //! mode) does the HTTP and the file system, and asks here what the bytes mean.
 
 mod boot_wire;
+mod control;
 mod path;
 mod placement;
 
@@ -14,5 +15,9 @@ pub use boot_wire::{
     FlushEndpoints, BOOT_BACKOFF_MAX_MS, BOOT_BACKOFF_START_MS, CLOSE_BOOT_FAILED,
     CLOSE_BOOT_TIMED_OUT, CLOSE_BOX_BUDGET, CLOSE_NO_ROOM, DEFAULT_BOOT_PATH,
 };
-pub use path::{doc_from_path, room_path, PathError, ROOMS_PREFIX};
+pub use control::{
+    ready_body, revoked_body, rooms_body, route_fleet_control, sorted, stats_body, BoxTotals,
+    FleetRoute, RoomState, RoomSummary,
+};
+pub use path::{doc_from_path, percent_decode, room_path, PathError, ROOMS_PREFIX};
 pub use placement::{locate_room, rendezvous_score, room_dir_name, DIR_DOC_BYTES};

@@ -66,7 +66,12 @@ pub fn doc_from_path(path: &str) -> Result<String, PathError> {
     if segment.contains('/') {
         return Err(PathError::NestedSegment);
     }
-    let bytes = segment.as_bytes();
+    percent_decode(segment)
+}
+
+/// Decodes `%XX` escapes (nothing else: `+` stays `+`) into a UTF-8 string.
+pub fn percent_decode(text: &str) -> Result<String, PathError> {
+    let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {

@@ -70,6 +70,10 @@ pub struct HostConfig {
     /// A placement granted by room-boot (fleet mode); `None`: claim the epoch (with an
     /// authority) and mint the first lease at start-up.
     pub placement: Option<Placement>,
+    /// Revocations made before this host existed, `(user, revoked at ms)`: a fleet box
+    /// hands every room it boots the revocations still within the window, so a room
+    /// that hibernated forgets none.
+    pub revoked: Vec<(String, u64)>,
 }
 
 impl HostConfig {
@@ -91,6 +95,7 @@ impl HostConfig {
             writes: None,
             entropy: [0; 32],
             placement: None,
+            revoked: Vec::new(),
         }
     }
 

@@ -35,7 +35,8 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// maxSubscriptionsPerConn?, maxSnapshotBytes?, maxMaterializations?,
 /// upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
 /// flushDebounceMs?, flushDirtyMax?, authority}, placement?: {epoch, leaseToken}}`
-/// (`placement`: what room-boot granted; see [`Placement`](super::Placement)).
+/// (`placement`: what room-boot granted; see [`Placement`](super::Placement)), revoked?:
+/// [[userId, atMs]] (revocations carried over from the box).
 pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| format!("config: {e}"))?;
     let doc = v["docId"]
@@ -84,6 +85,14 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
                 .ok_or_else(|| String::from("`placement.leaseToken` must be a non-empty string"))?
                 .to_string(),
         });
+    }
+    if let Some(list) = v.get("revoked").filter(|r| !r.is_null()) {
+        let bad = || String::from("`revoked` must be an array of [userId, atMs] pairs");
+        for pair in list.as_array().ok_or_else(bad)? {
+            let user = pair[0].as_str().filter(|u| !u.is_empty()).ok_or_else(bad)?;
+            let at = pair[1].as_u64().ok_or_else(bad)?;
+            cfg.revoked.push((user.to_string(), at));
+        }
     }
     if let Some(w) = v.get("writes").filter(|w| !w.is_null()) {
         cfg.writes = Some(WriteSettings {

@@ -281,7 +281,7 @@ impl Host {
             client_conns: HashMap::new(),
             subs: BTreeMap::new(),
             client_subjects: HashMap::new(),
-            revoked: HashMap::new(),
+            revoked: cfg.revoked.iter().cloned().collect(),
             pending_subs: Vec::new(),
             logged_scope_skew: HashSet::new(),
             pending_mutes: Vec::new(),

@@ -34,6 +34,10 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// control plane is loopback-only, for one operator or probe at a time).
 const MAX_CONNECTIONS: usize = 64;
 
+/// Answers one control-plane request: `(status, content type, body)`.
+pub(crate) type Handler =
+    std::sync::Arc<dyn Fn(http::Request) -> super::clock::BoxFuture<'static, Reply> + Send + Sync>;
+
 /// Serves the control plane until `stop` fires.
 pub(crate) async fn serve(
     listener: TcpListener,
@@ -41,6 +45,18 @@ pub(crate) async fn serve(
     events: Sender<Event>,
     stop: Receiver<()>,
 ) {
+    let handler: Handler = std::sync::Arc::new(move |req: http::Request| {
+        let token = token.clone();
+        let events = events.clone();
+        Box::pin(async move { route(&req, &token, &events).await })
+    });
+    serve_with(listener, handler, stop).await
+}
+
+/// Serves HTTP on `listener` until `stop` fires, each request through `handler`
+/// (bounded: [`MAX_CONNECTIONS`] at once, [`READ_TIMEOUT`] to send a request, bodies of
+/// at most [`MAX_BODY`]).
+pub(crate) async fn serve_with(listener: TcpListener, handler: Handler, stop: Receiver<()>) {
     let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         let accepted = async { Some(listener.accept().await) }
@@ -57,11 +73,10 @@ pub(crate) async fn serve(
                     open.fetch_sub(1, Ordering::SeqCst);
                     continue; // dropped: closes the socket
                 }
-                let events = events.clone();
-                let token = token.clone();
+                let handler = handler.clone();
                 let open = open.clone();
                 smol::spawn(async move {
-                    handle(stream, token, events).await;
+                    handle(stream, handler).await;
                     open.fetch_sub(1, Ordering::SeqCst);
                 })
                 .detach();
@@ -73,13 +88,13 @@ pub(crate) async fn serve(
     }
 }
 
-async fn handle(mut stream: TcpStream, token: String, events: Sender<Event>) {
+async fn handle(mut stream: TcpStream, handler: Handler) {
     let req = http::with_timeout(
         READ_TIMEOUT,
         http::read_request_continue(&mut stream, MAX_BODY),
     );
     let (status, ctype, body) = match req.await {
-        Ok(Some(req)) => route(&req, &token, &events).await,
+        Ok(Some(req)) => handler(req).await,
         Ok(None) => return, // closed before a request
         Err(e) => (
             400,
@@ -97,9 +112,9 @@ async fn ask<T>(events: &Sender<Event>, make: impl FnOnce(Sender<T>) -> Control)
     rx.recv().await.ok()
 }
 
-type Reply = (u16, &'static str, Vec<u8>);
+pub(crate) type Reply = (u16, &'static str, Vec<u8>);
 
-const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 
 /// Routes through the host's router, asks the room task, renders the host's answer.
 async fn route(req: &http::Request, token: &str, events: &Sender<Event>) -> Reply {

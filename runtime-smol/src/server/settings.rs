@@ -44,6 +44,7 @@ pub(crate) fn host_config(
         writes,
         entropy,
         placement: None,
+        revoked: Vec::new(),
     };
     cfg.validate()?;
     Ok(cfg)

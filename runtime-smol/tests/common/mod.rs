@@ -7,6 +7,7 @@
 pub mod api;
 pub mod authority;
 pub mod bin;
+pub mod fleet;
 pub mod raw;
 pub mod rindled;
 pub mod ws;

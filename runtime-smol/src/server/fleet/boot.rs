@@ -152,6 +152,7 @@ pub(crate) async fn start_room(
     if let Some(w) = host_cfg.writes.as_mut() {
         w.scopes = grant.scopes.clone();
     }
+    host_cfg.revoked = shared.revocations(shared.env.now_ms());
     host_cfg.placement = Some(Placement {
         epoch: grant.epoch,
         lease_token: grant.upstream_lease_token.clone(),
@@ -179,8 +180,21 @@ pub(crate) async fn start_room(
     });
     let events = room.sender();
     let (done_tx, done_rx) = async_channel::bounded::<()>(1);
+    let crash_log = log.clone();
+    let counters = shared.counters.clone();
     shared.env.spawn(async move {
-        room.run(rx).await;
+        // A bug in one room must not take the box down: the panic ends this room only
+        // (its sockets drop; its next connection boots it again from its journal).
+        let run = std::panic::AssertUnwindSafe(room.run(rx));
+        if let Err(panic) = futures_lite::FutureExt::catch_unwind(run).await {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| String::from("a panic"));
+            crash_log.error(&format!("the room crashed ({what}); it re-boots on demand"));
+            (counters.crashes).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         drop(done_tx);
     });
     match started_rx.recv().await {

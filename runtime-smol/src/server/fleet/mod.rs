@@ -14,10 +14,12 @@
 //! with) are the core's [`rindle_room_core::fleet`]; this module does the I/O.
 
 mod boot;
+mod control;
 mod rooms;
 mod upstream;
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,7 +34,7 @@ use crate::config::{Config, FleetConfig, LogFormat};
 use crate::mutators::Registry;
 use rindle_room_downstream as conn;
 
-pub use rooms::RoomInfo;
+pub use rindle_room_core::fleet::RoomSummary as RoomInfo;
 use rooms::{RoomRouter, Rooms};
 
 /// How long a closing downstream socket waits for the peer's close reply.
@@ -53,6 +55,31 @@ pub(crate) struct Shared {
     pub registry: Registry,
     /// Rooms that need a new lease (a re-boot).
     pub relet: Sender<String>,
+    pub counters: Arc<Counters>,
+    /// Revocations `(user, at ms)`, handed to every room booted while they are within
+    /// `downstream.revocation_window_ms`.
+    pub revoked: std::sync::Mutex<Vec<(String, u64)>>,
+    /// Start-up settlement done and not shutting down (`/readyz`).
+    pub ready: std::sync::atomic::AtomicBool,
+}
+
+/// The box's counters (`/stats`, `/metrics`).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub boots: AtomicU64,
+    pub boot_failures: AtomicU64,
+    pub hibernations: AtomicU64,
+    pub crashes: AtomicU64,
+}
+
+impl Shared {
+    /// The revocations still within the window at `now`, pruning the rest.
+    pub fn revocations(&self, now: u64) -> Vec<(String, u64)> {
+        let window = self.config.downstream.revocation_window_ms;
+        let mut list = self.revoked.lock().unwrap_or_else(|p| p.into_inner());
+        list.retain(|(_, at)| now.saturating_sub(*at) < window);
+        list.clone()
+    }
 }
 
 /// Configures and starts a [`FleetServer`].
@@ -123,6 +150,9 @@ impl FleetServerBuilder {
             room_log,
             registry: self.registry,
             relet: relet_tx,
+            counters: Arc::new(Counters::default()),
+            revoked: std::sync::Mutex::new(Vec::new()),
+            ready: std::sync::atomic::AtomicBool::new(true),
         });
         let rooms = Rooms::new(shared.clone());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
@@ -154,6 +184,28 @@ impl FleetServerBuilder {
             },
             stop_rx.clone(),
         ));
+        let control_addr = match &config.control {
+            Some(c) => {
+                let l = TcpListener::bind(("127.0.0.1", c.port))
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "cannot listen on 127.0.0.1:{} for the control plane: {e} (choose \
+                         another `control.port`, or 0)",
+                            c.port
+                        )
+                    })?;
+                let a = l.local_addr().ok();
+                env.spawn(control::serve(
+                    l,
+                    c.auth_token.clone(),
+                    rooms.clone(),
+                    stop_rx.clone(),
+                ));
+                a
+            }
+            None => None,
+        };
         env.spawn(sweep(rooms.clone(), stop_rx.clone()));
         env.spawn(relet(rooms.clone(), relet_rx));
         log.info(&format!(
@@ -161,8 +213,12 @@ impl FleetServerBuilder {
             shared.instance,
             shared.fleet.boot_url()
         ));
+        if let Some(c) = control_addr {
+            log.info(&format!("fleet control plane on http://{c}"));
+        }
         Ok(FleetServer {
             addr,
+            control_addr,
             rooms,
             stop: stop_tx,
             gauge,
@@ -207,7 +263,12 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
                 continue;
             }
             match rx.recv().await {
-                Ok(Ok(_)) | Err(_) => {
+                Ok(Ok(seq)) => {
+                    room.final_flush_seq
+                        .store(seq, std::sync::atomic::Ordering::SeqCst);
+                    rooms.stop_room(&room.doc);
+                }
+                Err(_) => {
                     rooms.stop_room(&room.doc);
                 }
                 Ok(Err(e)) => rooms.shared.log.warn(&format!(
@@ -232,6 +293,7 @@ async fn relet(rooms: Arc<Rooms>, requests: Receiver<String>) {
 /// A running fleet.
 pub struct FleetServer {
     addr: SocketAddr,
+    control_addr: Option<SocketAddr>,
     rooms: Arc<Rooms>,
     stop: Sender<()>,
     gauge: Arc<conn::SocketGauge>,
@@ -266,6 +328,11 @@ impl FleetServer {
         self.addr.port()
     }
 
+    /// The bound control-plane port (0 without `[control]`).
+    pub fn control_port(&self) -> u16 {
+        self.control_addr.map_or(0, |a| a.port())
+    }
+
     /// Every room the box knows, by doc.
     pub fn rooms(&self) -> Vec<RoomInfo> {
         self.rooms.list()
@@ -279,19 +346,22 @@ impl FleetServer {
     /// Graceful shutdown: stop accepting, then shut every room down (each journals its
     /// group commit, drains and closes its sockets with 1001) and wait for them.
     pub async fn shutdown(&self) {
-        let _ = self.stop.try_send(());
-        self.stop.close();
+        // Not ready from here on (probes see 503 while the rooms drain), and no new
+        // boots; the listeners close once every room is down.
+        self.rooms
+            .shared
+            .ready
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         let live = self.rooms.live_rooms();
         for room in &live {
             let (tx, _rx) = async_channel::bounded(1);
-            let _ = room
-                .events
-                .send(Event::Control(Control::Shutdown(tx)))
-                .await;
+            let _ = room.events.send(Event::Control(Control::Shutdown(tx))).await;
         }
         for room in &live {
             let _ = room.done.recv().await;
         }
+        let _ = self.stop.try_send(());
+        self.stop.close();
         let deadline = std::time::Instant::now() + Duration::from_secs(3);
         while self.gauge.active.load(std::sync::atomic::Ordering::SeqCst) > 0
             && std::time::Instant::now() < deadline
@@ -299,4 +369,5 @@ impl FleetServer {
             smol::Timer::after(Duration::from_millis(10)).await;
         }
     }
+
 }

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::FutureExt;
-use rindle_room_core::fleet::{doc_from_path, CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT};
+use rindle_room_core::fleet::{
+    doc_from_path, sorted, RoomState, RoomSummary, CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT,
+};
 use rindle_room_downstream::{Route, RouteFuture, Router};
 
 use super::boot::{call_room_boot, start_room};
@@ -32,6 +34,8 @@ pub(crate) struct LiveRoom {
     pub conns: AtomicUsize,
     /// When the last connection went (ms, the fleet's clock).
     pub idle_since: AtomicU64,
+    /// The last committed flush seq its last drain reported (`u64::MAX`: none yet).
+    pub final_flush_seq: AtomicU64,
 }
 
 /// A hibernated (or stopped) room's record.
@@ -39,6 +43,8 @@ pub(crate) struct LiveRoom {
 pub(crate) struct Record {
     pub epoch: u64,
     pub since_ms: u64,
+    /// The last committed flush seq its final drain reported, when it drained.
+    pub final_flush_seq: Option<u64>,
 }
 
 type Waiter = Sender<Result<Arc<LiveRoom>, Refusal>>;
@@ -51,21 +57,6 @@ enum Slot {
         waiters: Vec<Waiter>,
     },
     Hibernated(Record),
-}
-
-/// What `/rooms` says about one room.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RoomInfo {
-    /// The doc.
-    pub doc: String,
-    /// `booting`, `live`, `stopping` or `hibernated`.
-    pub state: &'static str,
-    /// Open connections.
-    pub connections: usize,
-    /// The placement epoch (0 while booting for the first time).
-    pub epoch: u64,
-    /// When it hibernated (ms), for a hibernated room.
-    pub hibernated_at_ms: Option<u64>,
 }
 
 /// The room table.
@@ -121,6 +112,9 @@ impl Rooms {
                     waiters.push(tx)
                 }
                 _ => {
+                    if !self.shared.ready.load(Ordering::SeqCst) {
+                        return Err((1001, String::from("the box is shutting down")));
+                    }
                     if Self::active(&table) >= self.shared.fleet.max_rooms {
                         return Err((
                             1013,
@@ -153,6 +147,11 @@ impl Rooms {
         let me = self.clone();
         self.shared.env.spawn(async move {
             let result = me.boot(&doc).await;
+            let counter = match result {
+                Ok(_) => &me.shared.counters.boots,
+                Err(_) => &me.shared.counters.boot_failures,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
             me.booted(&doc, result);
         });
     }
@@ -182,6 +181,7 @@ impl Rooms {
             done: started.done.clone(),
             conns: AtomicUsize::new(0),
             idle_since: AtomicU64::new(shared.env.now_ms()),
+            final_flush_seq: AtomicU64::new(u64::MAX),
         }))
     }
 
@@ -221,9 +221,11 @@ impl Rooms {
     /// again if connections are waiting.
     fn stopped(self: &Arc<Self>, room: &Arc<LiveRoom>) {
         let mut table = self.table();
+        let seq = room.final_flush_seq.load(Ordering::SeqCst);
         let record = Record {
             epoch: room.epoch,
             since_ms: self.shared.env.now_ms(),
+            final_flush_seq: (seq != u64::MAX).then_some(seq),
         };
         let slot = table.remove(&room.doc);
         let ours = match &slot {
@@ -243,6 +245,10 @@ impl Rooms {
                 self.spawn_boot(room.doc.clone());
             }
             _ => {
+                self.shared
+                    .counters
+                    .hibernations
+                    .fetch_add(1, Ordering::Relaxed);
                 self.shared.log.info(&format!(
                     "room {} hibernated (placement epoch {})",
                     room.doc, room.epoch
@@ -281,6 +287,15 @@ impl Rooms {
         true
     }
 
+    /// `doc`'s live (or stopping) room, or its hibernation record.
+    pub fn lookup(&self, doc: &str) -> Option<Result<Arc<LiveRoom>, Record>> {
+        match self.table().get(doc)? {
+            Slot::Live(r) | Slot::Stopping { room: r, .. } => Some(Ok(r.clone())),
+            Slot::Hibernated(rec) => Some(Err(rec.clone())),
+            Slot::Booting(_) => None,
+        }
+    }
+
     /// Live rooms with no connection for at least `idle_ms` at `now`.
     pub fn idle_rooms(&self, now: u64, idle_ms: u64) -> Vec<Arc<LiveRoom>> {
         self.table()
@@ -309,23 +324,30 @@ impl Rooms {
     }
 
     /// The table, sorted by doc.
-    pub fn list(&self) -> Vec<RoomInfo> {
-        let mut out: Vec<RoomInfo> = self
+    pub fn list(&self) -> Vec<RoomSummary> {
+        let rooms = self
             .table()
             .iter()
             .map(|(doc, slot)| {
                 let (state, connections, epoch, hibernated_at_ms) = match slot {
-                    Slot::Booting(_) => ("booting", 0, 0, None),
-                    Slot::Live(r) => ("live", r.conns.load(Ordering::SeqCst), r.epoch, None),
+                    Slot::Booting(_) => (RoomState::Booting, 0, 0, None),
+                    Slot::Live(r) => (
+                        RoomState::Live,
+                        r.conns.load(Ordering::SeqCst),
+                        r.epoch,
+                        None,
+                    ),
                     Slot::Stopping { room, .. } => (
-                        "stopping",
+                        RoomState::Stopping,
                         room.conns.load(Ordering::SeqCst),
                         room.epoch,
                         None,
                     ),
-                    Slot::Hibernated(rec) => ("hibernated", 0, rec.epoch, Some(rec.since_ms)),
+                    Slot::Hibernated(rec) => {
+                        (RoomState::Hibernated, 0, rec.epoch, Some(rec.since_ms))
+                    }
                 };
-                RoomInfo {
+                RoomSummary {
                     doc: doc.clone(),
                     state,
                     connections,
@@ -334,8 +356,7 @@ impl Rooms {
                 }
             })
             .collect();
-        out.sort_by(|a, b| a.doc.cmp(&b.doc));
-        out
+        sorted(rooms)
     }
 }
 

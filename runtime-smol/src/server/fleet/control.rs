@@ -1,0 +1,213 @@
+//! The fleet's control plane over HTTP: the routes and bodies are the core's
+//! ([`rindle_room_core::fleet::route_fleet_control`]); this file asks the rooms.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_channel::{Receiver, Sender};
+use futures_lite::FutureExt;
+use rindle_room_core::fleet::{
+    ready_body, revoked_body, rooms_body, route_fleet_control, stats_body, BoxTotals, FleetRoute,
+    RoomState,
+};
+use rindle_room_core::host::{error_body, ControlReply, ControlRoute};
+use smol::net::TcpListener;
+
+use super::rooms::Rooms;
+use crate::http;
+use crate::server::actor::{Control, Event};
+use crate::server::control_plane::{serve_with, Handler, Reply, JSON};
+
+/// How long the control plane waits for one room's answer.
+const ROOM_ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Serves the fleet's control plane until `stop` fires.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    token: String,
+    rooms: Arc<Rooms>,
+    stop: Receiver<()>,
+) {
+    let handler: Handler = Arc::new(move |req: http::Request| {
+        let token = token.clone();
+        let rooms = rooms.clone();
+        Box::pin(async move { route(&req, &token, &rooms).await })
+    });
+    serve_with(listener, handler, stop).await
+}
+
+/// Asks one room; `None` when it stopped or did not answer in time.
+async fn ask<T>(events: &Sender<Event>, make: impl FnOnce(Sender<T>) -> Control) -> Option<T> {
+    let (tx, rx) = async_channel::bounded(1);
+    events.send(Event::Control(make(tx))).await.ok()?;
+    async { rx.recv().await.ok() }
+        .or(async {
+            smol::Timer::after(ROOM_ANSWER_TIMEOUT).await;
+            None
+        })
+        .await
+}
+
+fn json((status, body): (u16, String)) -> Reply {
+    (status, JSON, body.into_bytes())
+}
+
+async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
+    let body = req.body_text();
+    let shared = &rooms.shared;
+    match route_fleet_control(
+        &req.method,
+        &req.path,
+        req.header("authorization"),
+        &body,
+        token,
+    ) {
+        FleetRoute::Reply(status, body) => json((status, body)),
+        FleetRoute::Ready => json(ready_body(shared.ready.load(Ordering::SeqCst))),
+        FleetRoute::Rooms => json((200, rooms_body(&rooms.list()))),
+        FleetRoute::Stats => {
+            let list = rooms.list();
+            let mut per_room = Vec::new();
+            for room in rooms.live_rooms() {
+                if let Some(text) = ask(&room.events, Control::Stats).await {
+                    per_room.push((room.doc.clone(), text));
+                }
+            }
+            per_room.sort();
+            json((200, stats_body(&totals(rooms, &list), &per_room)))
+        }
+        FleetRoute::Revoke { user } => {
+            let now = shared.env.now_ms();
+            shared
+                .revoked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((user.clone(), now));
+            let mut n = 0;
+            for room in rooms.live_rooms() {
+                let user = user.clone();
+                n += ask(&room.events, |reply| Control::Revoke { user, reply })
+                    .await
+                    .unwrap_or(0);
+            }
+            shared.log.info(&format!(
+                "revoked {user} across the box: {n} subscription(s)"
+            ));
+            json((200, revoked_body(n)))
+        }
+        FleetRoute::Drain { doc } => match rooms.lookup(&doc) {
+            Some(Ok(room)) => {
+                let reply = ask(&room.events, Control::Drain).await;
+                json(ControlRoute::http(
+                    reply.map(ControlReply::Drained).as_ref(),
+                ))
+            }
+            Some(Err(record)) => match record.final_flush_seq {
+                Some(seq) => json(ControlRoute::http(Some(&ControlReply::Drained(Ok(seq))))),
+                None => json((
+                    409,
+                    error_body(&format!(
+                        "room {doc} is hibernated without a recorded drain; connect to it to \
+                         boot it, then drain"
+                    )),
+                )),
+            },
+            None => json((
+                404,
+                error_body(&format!("no room for doc {doc} on this box")),
+            )),
+        },
+        FleetRoute::Metrics => {
+            let text = metrics(rooms, &rooms.list());
+            (200, "text/plain; version=0.0.4", text.into_bytes())
+        }
+    }
+}
+
+fn totals(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> BoxTotals {
+    let c = &rooms.shared.counters;
+    let mut t = BoxTotals {
+        instance: rooms.shared.instance.clone(),
+        boots: c.boots.load(Ordering::Relaxed),
+        boot_failures: c.boot_failures.load(Ordering::Relaxed),
+        hibernations: c.hibernations.load(Ordering::Relaxed),
+        crashes: c.crashes.load(Ordering::Relaxed),
+        ..BoxTotals::default()
+    };
+    for r in list {
+        t.rooms[state_index(r.state)] += 1;
+        t.connections += r.connections;
+    }
+    t
+}
+
+fn state_index(s: RoomState) -> usize {
+    match s {
+        RoomState::Booting => 0,
+        RoomState::Live => 1,
+        RoomState::Stopping => 2,
+        RoomState::Hibernated => 3,
+    }
+}
+
+/// Box-level families only: no label takes a doc, so the page stays small however
+/// many rooms the box serves.
+fn metrics(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> String {
+    use std::fmt::Write as _;
+    let t = totals(rooms, list);
+    let mut s = String::new();
+    let _ = writeln!(s, "# HELP rindle_fleet_rooms Rooms by state.");
+    let _ = writeln!(s, "# TYPE rindle_fleet_rooms gauge");
+    for state in [
+        RoomState::Booting,
+        RoomState::Live,
+        RoomState::Stopping,
+        RoomState::Hibernated,
+    ] {
+        let _ = writeln!(
+            s,
+            "rindle_fleet_rooms{{state=\"{}\"}} {}",
+            state.as_str(),
+            t.rooms[state_index(state)]
+        );
+    }
+    let families: [(&str, &str, &str, u64); 5] = [
+        (
+            "rindle_fleet_connections",
+            "gauge",
+            "Open room connections.",
+            t.connections as u64,
+        ),
+        (
+            "rindle_fleet_boots_total",
+            "counter",
+            "Room boots granted.",
+            t.boots,
+        ),
+        (
+            "rindle_fleet_boot_failures_total",
+            "counter",
+            "Room boots that failed.",
+            t.boot_failures,
+        ),
+        (
+            "rindle_fleet_hibernations_total",
+            "counter",
+            "Rooms hibernated.",
+            t.hibernations,
+        ),
+        (
+            "rindle_fleet_room_crashes_total",
+            "counter",
+            "Rooms that crashed.",
+            t.crashes,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = writeln!(s, "# HELP {name} {help}");
+        let _ = writeln!(s, "# TYPE {name} {kind}");
+        let _ = writeln!(s, "{name} {value}");
+    }
+    s
+}
