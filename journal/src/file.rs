@@ -44,8 +44,8 @@ use std::sync::{Mutex, MutexGuard};
 pub use super::record::{crc32c, RecordKind, HEADER_LEN, MAGIC, MAX_PAYLOAD, VERSION};
 
 use super::payload::{
-    decode, decode_entry, encode_binding, encode_entry, push_json_string, validate, BindingWire,
-    EntryKey, FlushWire, SeqOnly, Snapshot,
+    decode, decode_entry, encode_binding, encode_doc, encode_entry, push_json_string, validate,
+    BindingWire, DocWire, EntryKey, FlushWire, SeqOnly, Snapshot,
 };
 use super::record::{frame, invalid, scan, survey, with_path};
 use super::{FlushRecord, Journal, JournalEntry};
@@ -260,6 +260,54 @@ impl FileJournal {
         })
     }
 
+    /// Opens the journal of `doc`'s room (fleet mode): a new or empty journal gets a
+    /// doc record first (synced); an existing one must name `doc` — a journal of another
+    /// doc, or one without a doc record, is an `InvalidData` error and is not modified.
+    pub fn open_for_doc(path: impl AsRef<Path>, doc: &str) -> io::Result<FileJournal> {
+        let journal = FileJournal::open(path)?;
+        match journal.doc()? {
+            Some(d) if d == doc => Ok(journal),
+            Some(other) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "journal {} belongs to doc {other:?}, not {doc:?}; the file was not \
+                     modified — move it back under its own room directory",
+                    journal.path.display()
+                ),
+            )),
+            None if journal.len_bytes()? == 0 => {
+                let mut frames = Vec::new();
+                frame(
+                    &journal.path,
+                    &mut frames,
+                    RecordKind::Doc,
+                    encode_doc(doc).as_bytes(),
+                )?;
+                journal.commit("write the doc record", &frames)?;
+                Ok(journal)
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "journal {} has records but no doc record, so it is not a fleet room's \
+                     journal; the file was not modified",
+                    journal.path.display()
+                ),
+            )),
+        }
+    }
+
+    /// The doc its first doc record names, if it has one.
+    pub fn doc(&self) -> io::Result<Option<String>> {
+        let inner = self.lock()?;
+        for (offset, kind, payload) in self.read_locked(&inner)? {
+            if kind == RecordKind::Doc {
+                return Ok(Some(decode::<DocWire>(&self.path, offset, &payload)?.doc));
+            }
+        }
+        Ok(None)
+    }
+
     /// What [`open`](Self::open) found and repaired.
     pub fn recovered(&self) -> RecoveryReport {
         self.recovered
@@ -352,6 +400,7 @@ impl FileJournal {
         // binding outlives its dropped entries.
         let mut bindings: Vec<(String, String)> = Vec::new();
         let mut bound: std::collections::HashSet<String> = Default::default();
+        let mut doc: Option<&[u8]> = None;
         let mut bind = |offset: u64, payload: &[u8]| -> io::Result<()> {
             let b: BindingWire = decode(&self.path, offset, payload)?;
             if !b.sub.is_empty() && bound.insert(b.client_id.clone()) {
@@ -381,6 +430,9 @@ impl FileJournal {
                     let snap: Snapshot = decode(&self.path, *offset, payload)?;
                     max_seq = max_seq.max(snap.max_flush_seq);
                 }
+                RecordKind::Doc => {
+                    doc.get_or_insert(payload);
+                }
             }
         }
         for &i in live_flushes.values() {
@@ -390,7 +442,11 @@ impl FileJournal {
             .iter()
             .zip(&keep)
             .filter(|((_, kind, _), &kept)| {
-                !kept && !matches!(kind, RecordKind::Snapshot | RecordKind::Binding)
+                !kept
+                    && !matches!(
+                        kind,
+                        RecordKind::Snapshot | RecordKind::Binding | RecordKind::Doc
+                    )
             })
             .count();
         if droppable == 0 {
@@ -398,6 +454,9 @@ impl FileJournal {
         }
 
         let mut frames = Vec::new();
+        if let Some(doc) = doc {
+            frame(&self.path, &mut frames, RecordKind::Doc, doc)?;
+        }
         if max_seq > 0 {
             let snap = format!("{{\"maxFlushSeq\":{max_seq}}}");
             frame(
@@ -515,7 +574,7 @@ impl Journal for FileJournal {
         let mut max_seq = 0;
         for (offset, kind, payload) in self.read_locked(&inner)? {
             match kind {
-                RecordKind::Entry | RecordKind::Binding => {}
+                RecordKind::Entry | RecordKind::Binding | RecordKind::Doc => {}
                 RecordKind::Flush => {
                     let record: FlushWire = decode(&self.path, offset, &payload)?;
                     max_seq = max_seq.max(record.seq);

@@ -39,6 +39,7 @@ pub(crate) fn validate(
         RecordKind::Confirm => decode::<SeqOnly>(path, offset, payload).map(drop),
         RecordKind::Snapshot => decode::<Snapshot>(path, offset, payload).map(drop),
         RecordKind::Binding => decode::<BindingWire>(path, offset, payload).map(drop),
+        RecordKind::Doc => decode::<DocWire>(path, offset, payload).map(drop),
     }
 }
 
@@ -161,6 +162,20 @@ pub(crate) struct FlushWire {
 #[derive(Deserialize)]
 pub(crate) struct SeqOnly {
     pub seq: u64,
+}
+
+/// A doc record: `{"doc":…}`.
+#[derive(Deserialize)]
+pub(crate) struct DocWire {
+    pub doc: String,
+}
+
+/// Encodes a doc record.
+pub(crate) fn encode_doc(doc: &str) -> String {
+    let mut out = String::from("{\"doc\":");
+    push_json_string(&mut out, doc);
+    out.push('}');
+    out
 }
 
 #[derive(Deserialize)]

@@ -11,7 +11,7 @@
 //! |---------|-----------------------------------------------------------------------|
 //! | 0       | magic, [`MAGIC`] (`0xB7`)                                             |
 //! | 1       | format version, [`VERSION`] (`1`)                                     |
-//! | 2       | record kind ([`RecordKind`]: 1 entry, 2 flush, 3 confirm, 4 snapshot, 5 binding) |
+//! | 2       | record kind ([`RecordKind`]: 1 entry, 2 flush, 3 confirm, 4 snapshot, 5 binding, 6 doc) |
 //! | 3       | reserved, written `0`, ignored on read                                |
 //! | 4..8    | payload length, `u32` little-endian, at most [`MAX_PAYLOAD`]          |
 //! | 8..12   | CRC-32C (Castagnoli) of header bytes `0..8` followed by the payload   |
@@ -45,6 +45,9 @@ pub enum RecordKind {
     Snapshot,
     /// Written by compaction: a clientID's subject, kept when its entries are dropped.
     Binding,
+    /// Written first in a fleet room's journal: the doc it belongs to (a box never
+    /// derives a doc from a file name). Compaction keeps it first.
+    Doc,
 }
 
 impl RecordKind {
@@ -55,6 +58,7 @@ impl RecordKind {
             RecordKind::Confirm => 3,
             RecordKind::Snapshot => 4,
             RecordKind::Binding => 5,
+            RecordKind::Doc => 6,
         }
     }
 
@@ -65,12 +69,13 @@ impl RecordKind {
             3 => Some(RecordKind::Confirm),
             4 => Some(RecordKind::Snapshot),
             5 => Some(RecordKind::Binding),
+            6 => Some(RecordKind::Doc),
             _ => None,
         }
     }
 
     /// The kind's lowercase name (`"entry"`, `"flush"`, `"confirm"`, `"snapshot"`,
-    /// `"binding"`).
+    /// `"binding"`, `"doc"`).
     pub fn name(self) -> &'static str {
         match self {
             RecordKind::Entry => "entry",
@@ -78,6 +83,7 @@ impl RecordKind {
             RecordKind::Confirm => "confirm",
             RecordKind::Snapshot => "snapshot",
             RecordKind::Binding => "binding",
+            RecordKind::Doc => "doc",
         }
     }
 }

@@ -14,6 +14,8 @@ use serde_json::Value;
 fn probes_answer_without_a_token_and_the_rest_needs_one() {
     smol::block_on(within(async {
         let b = start_fleet(SHELL_SECRET, "").await;
+        let server = &b.server;
+        eventually("ready", || server.is_ready()).await;
         assert_eq!(
             fleet_control(&b, "GET", "/healthz", "", None).await,
             (200, r#"{"live":true}"#.to_string())

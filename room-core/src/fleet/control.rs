@@ -6,7 +6,7 @@
 //! | `GET /healthz` | no | 200 `{"live":true}` (the process serves HTTP) |
 //! | `GET /readyz` | no | 200 `{"ready":true}` once start-up settlement is done and the box is not draining, else 503 `{"ready":false}` |
 //! | `GET /rooms` | yes | 200 `{"rooms":[{doc, state, connections, epoch, hibernatedAtMs?}]}` |
-//! | `GET /stats` | yes | 200 `{"box":{…},"rooms":{doc: <the room's /stats>}}` (live rooms) |
+//! | `GET /stats` | yes | 200 `{"box":{…, "stranded":[{doc, clientID, mid, name}]},"rooms":{doc: <the room's /stats>}}` (live rooms) |
 //! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}` summed over every room; the revocation also holds for rooms booted later |
 //! | `POST /drain?doc=<doc>` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 404 when the box has no such room |
 //! | `GET /metrics` | yes | 200, Prometheus text (box-level families only) |
@@ -190,6 +190,22 @@ pub struct BoxTotals {
     pub hibernations: u64,
     /// Rooms that crashed (a panic) since start.
     pub crashes: u64,
+    /// Mutations this box acknowledged before a restart and could not settle because
+    /// the doc is placed elsewhere now (fleet.md F4).
+    pub stranded: Vec<StrandedMutation>,
+}
+
+/// A mutation acknowledged by this box that its settlement could not deliver.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StrandedMutation {
+    /// The doc.
+    pub doc: String,
+    /// The envelope's clientID.
+    pub client_id: String,
+    /// The envelope's mid.
+    pub mid: u64,
+    /// The mutator name.
+    pub name: String,
 }
 
 /// The `/stats` body: the box's totals and each live room's own `/stats` JSON.
@@ -225,7 +241,22 @@ pub fn stats_body(totals: &BoxTotals, rooms: &[(String, String)]) -> String {
         s.push(':');
         write_i64(&mut s, value as i64);
     }
-    s.push_str("},\"rooms\":{");
+    s.push_str(",\"stranded\":[");
+    for (i, m) in totals.stranded.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str("{\"doc\":");
+        write_str(&mut s, &m.doc);
+        s.push_str(",\"clientID\":");
+        write_str(&mut s, &m.client_id);
+        s.push_str(",\"mid\":");
+        write_i64(&mut s, m.mid as i64);
+        s.push_str(",\"name\":");
+        write_str(&mut s, &m.name);
+        s.push('}');
+    }
+    s.push_str("]},\"rooms\":{");
     for (i, (doc, stats)) in rooms.iter().enumerate() {
         if i > 0 {
             s.push(',');
@@ -344,7 +375,7 @@ mod tests {
         let s = stats_body(&totals, &[("a".into(), "{\"x\":1}".into())]);
         assert_eq!(
             s,
-            r#"{"box":{"instance":"i","rooms":{"booting":0,"live":1,"stopping":0,"hibernated":1},"connections":3,"boots":3,"bootFailures":0,"hibernations":0,"crashes":0},"rooms":{"a":{"x":1}}}"#
+            r#"{"box":{"instance":"i","rooms":{"booting":0,"live":1,"stopping":0,"hibernated":1},"connections":3,"boots":3,"bootFailures":0,"hibernations":0,"crashes":0,"stranded":[]},"rooms":{"a":{"x":1}}}"#
         );
         assert_eq!(ready_body(false).0, 503);
         assert_eq!(revoked_body(4), "{\"revoked\":4}");

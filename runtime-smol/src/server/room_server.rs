@@ -198,6 +198,7 @@ impl RoomServerBuilder {
             upstream,
             stop_listeners: stop_tx,
             started: started_tx,
+            moved: Arc::default(),
         });
         let events = actor.sender();
         let (done_tx, done_rx) = async_channel::bounded::<()>(1);
@@ -260,35 +261,47 @@ impl RoomServerBuilder {
     }
 }
 
-pub(crate) fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, String> {
+fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, String> {
     Ok(match cfg {
         JournalConfig::Memory => Arc::new(MemoryJournal::new()),
-        JournalConfig::File { path } => {
-            let journal = FileJournal::open(path).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::InvalidData {
-                    // Corruption or an unreadable record: the message says what to do.
-                    format!("cannot open the journal: {e}")
-                } else {
-                    format!(
-                        "cannot open the journal {}: {e} (check `writes.journal.path` and \
-                         its directory's permissions)",
-                        path.display()
-                    )
-                }
-            })?;
-            let r = journal.recovered();
-            if r.truncated_bytes > 0 {
-                log.warn(&format!(
-                    "journal {}: cut a torn tail of {} byte(s) after {} intact record(s) (an \
-                     append a crash interrupted; it was never acknowledged)",
-                    path.display(),
-                    r.truncated_bytes,
-                    r.records
-                ));
-            }
-            Arc::new(journal)
-        }
+        JournalConfig::File { path } => open_file_journal(path, None, log)?,
     })
+}
+
+/// Opens a file journal (for `doc`'s fleet room: checked to name it, or started with
+/// its doc record), logging a torn tail it cut.
+pub(crate) fn open_file_journal(
+    path: &std::path::Path,
+    doc: Option<&str>,
+    log: &Logger,
+) -> Result<Arc<dyn Journal>, String> {
+    let opened = match doc {
+        Some(doc) => FileJournal::open_for_doc(path, doc),
+        None => FileJournal::open(path),
+    };
+    let journal = opened.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            // Corruption or an unreadable record: the message says what to do.
+            format!("cannot open the journal: {e}")
+        } else {
+            format!(
+                "cannot open the journal {}: {e} (check `writes.journal.path` or \
+                 `fleet.data_dir` and the directory's permissions)",
+                path.display()
+            )
+        }
+    })?;
+    let r = journal.recovered();
+    if r.truncated_bytes > 0 {
+        log.warn(&format!(
+            "journal {}: cut a torn tail of {} byte(s) after {} intact record(s) (an append \
+             a crash interrupted; it was never acknowledged)",
+            path.display(),
+            r.truncated_bytes,
+            r.records
+        ));
+    }
+    Ok(Arc::new(journal))
 }
 
 fn upstream_from_config(config: &Config) -> Result<Arc<dyn UpstreamConnector>, String> {

@@ -28,6 +28,12 @@ pub struct ApiState {
     pub delay_ms: u64,
     /// rindled's websocket endpoint, returned as `upstreamWsEndpoint`.
     pub upstream_ws: Option<String>,
+    /// The write authority the grants point at (absolute flush URLs); room-boot claims
+    /// the placement epoch there.
+    pub authority: Option<super::FakeAuthority>,
+    /// Right after granting a boot, another placement claims the doc (the granted
+    /// epoch is fenced at once).
+    pub steal_after_boot: bool,
 }
 
 /// The fake API server.
@@ -107,22 +113,43 @@ impl FakeApi {
             smol::Timer::after(Duration::from_millis(delay)).await;
         }
         let mut s = self.state.lock().unwrap();
-        let epoch = {
-            let e = s.epochs.entry(doc.clone()).or_insert(0);
-            *e += 1;
-            *e
+        let epoch = match &s.authority {
+            Some(a) => {
+                let mut st = a.state.lock().unwrap();
+                st.epoch += 1;
+                st.epoch
+            }
+            None => {
+                let e = s.epochs.entry(doc.clone()).or_insert(0);
+                *e += 1;
+                *e
+            }
         };
+        s.epochs.insert(doc.clone(), epoch);
         s.boots.push((doc.clone(), instance));
+        let urls = match &s.authority {
+            Some(a) => json!({
+                "apply": format!("{}/apply-row-change-txn", a.base),
+                "claim": format!("{}/claim-room-epoch", a.base),
+                "lmids": format!("{}/room-lmids", a.base)
+            }),
+            None => json!({
+                "apply": "/api/rindle/apply-row-change-txn",
+                "claim": "/api/rindle/claim-room-epoch",
+                "lmids": "/api/rindle/room-lmids"
+            }),
+        };
+        if s.steal_after_boot {
+            if let Some(a) = &s.authority {
+                a.fence();
+            }
+        }
         let grant = json!({
             "epoch": epoch,
             "upstreamLeaseToken": format!("boot-lease-{doc}-{epoch}"),
             "upstreamWsEndpoint": s.upstream_ws,
             "flush": {
-                "urls": {
-                    "apply": "/api/rindle/apply-row-change-txn",
-                    "claim": "/api/rindle/claim-room-epoch",
-                    "lmids": "/api/rindle/room-lmids"
-                },
+                "urls": urls,
                 "headers": {"x-rindle-room-credential": format!("rfc1.{doc}")}
             }
         });

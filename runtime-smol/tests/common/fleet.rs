@@ -44,9 +44,31 @@ auth_token = "{CONTROL}"
 pub async fn start_fleet(secret: &str, extra: &str) -> FleetBox {
     let rindled = FakeRindled::notes().await;
     let api = FakeApi::start(&rindled.ws_url).await;
+    start_box(api, rindled, secret, extra, "").await
+}
+
+/// Starts a fleet over existing fakes: `extra` goes under `[fleet]`, `sections` after
+/// the configuration (`[writes]` …). With `[writes]`, the rooms get the test registry.
+pub async fn start_box(
+    api: FakeApi,
+    rindled: FakeRindled,
+    secret: &str,
+    extra: &str,
+    sections: &str,
+) -> FleetBox {
     let logs = Arc::new(Mutex::new(Vec::new()));
     let sink_logs = logs.clone();
-    let server = FleetServer::builder(fleet_config(&api, secret, extra))
+    let mut config = fleet_config(&api, secret, extra);
+    if !sections.is_empty() {
+        let text = format!(
+            "[fleet]\napi_url = \"{}\"\nshell_secret = \"{secret}\"\n{extra}\n\n[control]\n\
+             auth_token = \"{CONTROL}\"\n\n[downstream.token_keys]\n{KID} = \"{KEY}\"\n\n{sections}",
+            api.url
+        );
+        config = Config::from_toml_str_with_env(&text, |_| None).expect("a valid fleet config");
+    }
+    let server = FleetServer::builder(config)
+        .registry(super::registry())
         .log_sink(Arc::new(move |_: Level, line: &str| {
             sink_logs.lock().unwrap().push(line.to_string())
         }))
@@ -59,6 +81,44 @@ pub async fn start_fleet(secret: &str, extra: &str) -> FleetBox {
         rindled,
         logs,
     }
+}
+
+/// A writer on `doc`'s room: `init` as `client`, the lmid query, the notes as `sub`.
+pub async fn writer(port: u16, doc: &str, client: &str, sub: &str) -> WsClient {
+    let path = rindle_room_core::fleet::room_path(doc);
+    let mut c = WsClient::connect_path(port, &path).await;
+    c.send(&format!(r#"{{"t":"init","clientID":"{client}"}}"#))
+        .await;
+    c.send(r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid","args":{}}"#)
+        .await;
+    c.subscribed().await;
+    c.send(&subscribe(1, &token_for(doc, NOTES, sub))).await;
+    c.subscribed().await;
+    c
+}
+
+/// A `pushMutation` of `addNote {id}`.
+pub fn add_note(client: &str, mid: u64, id: u64) -> String {
+    format!(
+        r#"{{"t":"pushMutation","envelope":{{"clientID":"{client}","mid":{mid},"name":"addNote","args":{{"id":{id},"body":"b{id}"}}}}}}"#
+    )
+}
+
+/// Waits for the lmid ack of `mid`.
+pub async fn acked(c: &mut WsClient, mid: u64) {
+    c.until("the ack", |v| {
+        if v["t"] != "nbatch" || v["queryId"] != 0 {
+            return false;
+        }
+        let op = &v["batch"]["ops"][0];
+        let row = if op["op"] == "add" {
+            &op["row"]
+        } else {
+            &op["new"]
+        };
+        row[1].as_u64().is_some_and(|l| l >= mid)
+    })
+    .await;
 }
 
 /// Connects to `doc`'s room and subscribes the notes as `sub` with a token for

@@ -93,6 +93,8 @@ pub(crate) struct Parts {
     pub stop_listeners: Sender<()>,
     /// Told once start-up finished (`Ok`) or failed.
     pub started: Sender<Result<(), String>>,
+    /// Set when the host stops because another placement owns the document.
+    pub moved: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A reply the room task owes a control request.
@@ -130,6 +132,7 @@ pub(crate) struct Actor {
     pub next_request: u64,
     /// The host stopped: the loop ends.
     pub stopped: bool,
+    pub moved: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Actor {
@@ -160,6 +163,7 @@ impl Actor {
             waiters: HashMap::new(),
             next_request: 1,
             stopped: false,
+            moved: parts.moved,
         };
         (actor, rx)
     }

@@ -31,7 +31,10 @@ impl Actor {
                 self.stopped = true;
             }
             Output::StopAccepting => self.stop_listeners = None,
-            Output::Stopped { .. } => {
+            Output::Stopped { moved } => {
+                if moved {
+                    self.moved.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 self.stop_listeners = None;
                 self.up = None;
                 self.stopped = true;

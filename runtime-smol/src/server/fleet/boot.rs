@@ -16,14 +16,14 @@ use rindle_room_core::host::{Host, Placement};
 use super::upstream::FleetUpstream;
 use super::Shared;
 use crate::authority::HttpAuthority;
-use crate::config::{AuthorityConfig, JournalConfig};
+use crate::config::AuthorityConfig;
 use crate::http;
 use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::server::actor::{self, Actor, Parts};
 use crate::server::authority::Authority;
 use crate::server::metrics::Metrics;
-use crate::server::room_server::open_journal;
+use crate::server::room_server::open_file_journal;
 
 /// A room the fleet started: its task's event channel and its end.
 pub(crate) struct Started {
@@ -31,6 +31,8 @@ pub(crate) struct Started {
     /// Closed when the room task has stopped.
     pub done: async_channel::Receiver<()>,
     pub epoch: u64,
+    /// Set when the room stopped because another placement owns the doc.
+    pub moved: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Calls room-boot for `doc` until it grants the room, fails for good, or `deadline`
@@ -120,7 +122,7 @@ pub(crate) async fn start_room(
                 )
             })?;
             let path = room_dir.join("journal");
-            Some(open_journal(&JournalConfig::File { path }, &log)?)
+            Some(open_file_journal(&path, Some(doc), &log)?)
         }
     };
     let ws_url = grant
@@ -163,6 +165,7 @@ pub(crate) async fn start_room(
         && (!config.mutators.is_empty() || config.writes.as_ref().is_some_and(|w| w.crud)))
     .then(|| Arc::new(config.clone()));
     let metrics = Arc::new(Metrics::default());
+    let moved = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (started_tx, started_rx) = async_channel::bounded(1);
     let (stop_tx, _stop_rx) = async_channel::bounded::<()>(1);
     let (room, rx) = Actor::new(Parts {
@@ -177,6 +180,7 @@ pub(crate) async fn start_room(
         upstream,
         stop_listeners: stop_tx,
         started: started_tx,
+        moved: moved.clone(),
     });
     let events = room.sender();
     let (done_tx, done_rx) = async_channel::bounded::<()>(1);
@@ -207,5 +211,6 @@ pub(crate) async fn start_room(
         events,
         done: done_rx,
         epoch: grant.epoch,
+        moved,
     })
 }

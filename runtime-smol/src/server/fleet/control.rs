@@ -64,7 +64,7 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
         token,
     ) {
         FleetRoute::Reply(status, body) => json((status, body)),
-        FleetRoute::Ready => json(ready_body(shared.ready.load(Ordering::SeqCst))),
+        FleetRoute::Ready => json(ready_body(shared.is_ready())),
         FleetRoute::Rooms => json((200, rooms_body(&rooms.list()))),
         FleetRoute::Stats => {
             let list = rooms.list();
@@ -133,6 +133,12 @@ fn totals(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> BoxTo
         boot_failures: c.boot_failures.load(Ordering::Relaxed),
         hibernations: c.hibernations.load(Ordering::Relaxed),
         crashes: c.crashes.load(Ordering::Relaxed),
+        stranded: rooms
+            .shared
+            .stranded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone(),
         ..BoxTotals::default()
     };
     for r in list {
@@ -172,7 +178,13 @@ fn metrics(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> Stri
             t.rooms[state_index(state)]
         );
     }
-    let families: [(&str, &str, &str, u64); 5] = [
+    let families: [(&str, &str, &str, u64); 6] = [
+        (
+            "rindle_room_stranded_mutations_total",
+            "counter",
+            "Mutations acknowledged before a restart that settlement could not deliver.",
+            t.stranded.len() as u64,
+        ),
         (
             "rindle_fleet_connections",
             "gauge",

@@ -16,6 +16,7 @@
 mod boot;
 mod control;
 mod rooms;
+mod scan;
 mod upstream;
 
 use std::net::SocketAddr;
@@ -59,8 +60,12 @@ pub(crate) struct Shared {
     /// Revocations `(user, at ms)`, handed to every room booted while they are within
     /// `downstream.revocation_window_ms`.
     pub revoked: std::sync::Mutex<Vec<(String, u64)>>,
-    /// Start-up settlement done and not shutting down (`/readyz`).
+    /// Start-up settlement done (`/readyz`, with `shutting_down`).
     pub ready: std::sync::atomic::AtomicBool,
+    /// A shutdown began: no new boots, not ready.
+    pub shutting_down: std::sync::atomic::AtomicBool,
+    /// Mutations acknowledged before a restart that settlement could not deliver.
+    pub stranded: std::sync::Mutex<Vec<rindle_room_core::fleet::StrandedMutation>>,
 }
 
 /// The box's counters (`/stats`, `/metrics`).
@@ -73,6 +78,26 @@ pub(crate) struct Counters {
 }
 
 impl Shared {
+    /// Whether `/readyz` says ready.
+    pub fn is_ready(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.ready.load(Ordering::SeqCst) && !self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Records mutations a fenced settlement left behind.
+    pub fn record_stranded(&self, list: Vec<scan::Stranded>) {
+        let mut all = self.stranded.lock().unwrap_or_else(|p| p.into_inner());
+        all.extend(
+            list.into_iter()
+                .map(|s| rindle_room_core::fleet::StrandedMutation {
+                    doc: s.doc,
+                    client_id: s.client_id,
+                    mid: s.mid,
+                    name: s.name,
+                }),
+        );
+    }
+
     /// The revocations still within the window at `now`, pruning the rest.
     pub fn revocations(&self, now: u64) -> Vec<(String, u64)> {
         let window = self.config.downstream.revocation_window_ms;
@@ -152,7 +177,9 @@ impl FleetServerBuilder {
             relet: relet_tx,
             counters: Arc::new(Counters::default()),
             revoked: std::sync::Mutex::new(Vec::new()),
-            ready: std::sync::atomic::AtomicBool::new(true),
+            ready: std::sync::atomic::AtomicBool::new(false),
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
+            stranded: std::sync::Mutex::new(Vec::new()),
         });
         let rooms = Rooms::new(shared.clone());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
@@ -206,6 +233,11 @@ impl FleetServerBuilder {
             }
             None => None,
         };
+        let unsettled = match &shared.fleet.data_dir {
+            Some(dir) => scan::scan(dir, &log),
+            None => Vec::new(),
+        };
+        env.spawn(scan::settle_all(rooms.clone(), unsettled));
         env.spawn(sweep(rooms.clone(), stop_rx.clone()));
         env.spawn(relet(rooms.clone(), relet_rx));
         log.info(&format!(
@@ -333,6 +365,11 @@ impl FleetServer {
         self.control_addr.map_or(0, |a| a.port())
     }
 
+    /// Whether start-up settlement is done and no shutdown began (`/readyz`).
+    pub fn is_ready(&self) -> bool {
+        self.rooms.shared.is_ready()
+    }
+
     /// Every room the box knows, by doc.
     pub fn rooms(&self) -> Vec<RoomInfo> {
         self.rooms.list()
@@ -343,6 +380,25 @@ impl FleetServer {
         self.rooms.stop_room(doc)
     }
 
+    /// Stops at once, like a crash (tests and supervisors): every room stops without
+    /// journaling its group commit or draining, sockets are dropped.
+    pub async fn abort(&self) {
+        self.rooms
+            .shared
+            .shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let live = self.rooms.live_rooms();
+        for room in &live {
+            let (tx, _rx) = async_channel::bounded(1);
+            let _ = room.events.send(Event::Control(Control::Abort(tx))).await;
+        }
+        for room in &live {
+            let _ = room.done.recv().await;
+        }
+        let _ = self.stop.try_send(());
+        self.stop.close();
+    }
+
     /// Graceful shutdown: stop accepting, then shut every room down (each journals its
     /// group commit, drains and closes its sockets with 1001) and wait for them.
     pub async fn shutdown(&self) {
@@ -350,12 +406,15 @@ impl FleetServer {
         // boots; the listeners close once every room is down.
         self.rooms
             .shared
-            .ready
-            .store(false, std::sync::atomic::Ordering::SeqCst);
+            .shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let live = self.rooms.live_rooms();
         for room in &live {
             let (tx, _rx) = async_channel::bounded(1);
-            let _ = room.events.send(Event::Control(Control::Shutdown(tx))).await;
+            let _ = room
+                .events
+                .send(Event::Control(Control::Shutdown(tx)))
+                .await;
         }
         for room in &live {
             let _ = room.done.recv().await;
@@ -369,5 +428,4 @@ impl FleetServer {
             smol::Timer::after(Duration::from_millis(10)).await;
         }
     }
-
 }

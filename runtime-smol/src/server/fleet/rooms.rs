@@ -36,6 +36,8 @@ pub(crate) struct LiveRoom {
     pub idle_since: AtomicU64,
     /// The last committed flush seq its last drain reported (`u64::MAX`: none yet).
     pub final_flush_seq: AtomicU64,
+    /// Set when it stopped because another placement owns the doc (fenced).
+    pub moved: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A hibernated (or stopped) room's record.
@@ -112,7 +114,7 @@ impl Rooms {
                     waiters.push(tx)
                 }
                 _ => {
-                    if !self.shared.ready.load(Ordering::SeqCst) {
+                    if self.shared.shutting_down.load(Ordering::SeqCst) {
                         return Err((1001, String::from("the box is shutting down")));
                     }
                     if Self::active(&table) >= self.shared.fleet.max_rooms {
@@ -141,6 +143,36 @@ impl Rooms {
         }
         .or(timeout)
         .await
+    }
+
+    /// Boots `doc` (if it is not up) and waits until it is live: its journal's flush
+    /// records settled, its entries replayed.
+    ///
+    /// `Err(Some(room))`: it booted but stopped before going live (see
+    /// [`LiveRoom::moved`]); `Err(None)`: it did not boot.
+    pub async fn boot_for_settlement(
+        self: &Arc<Self>,
+        doc: &str,
+    ) -> Result<Arc<LiveRoom>, (Option<Arc<LiveRoom>>, Refusal)> {
+        let room = self.room_for(doc).await.map_err(|r| (None, r))?;
+        let (tx, rx) = async_channel::bounded(1);
+        let live = async {
+            room.events
+                .send(Event::Control(Control::AwaitLive(tx)))
+                .await
+                .ok()?;
+            rx.recv().await.ok()
+        };
+        match live.await {
+            Some(()) => Ok(room),
+            None => Err((
+                Some(room),
+                (
+                    CLOSE_BOOT_FAILED.0,
+                    String::from("the room stopped before it went live"),
+                ),
+            )),
+        }
     }
 
     fn spawn_boot(self: &Arc<Self>, doc: String) {
@@ -182,6 +214,7 @@ impl Rooms {
             conns: AtomicUsize::new(0),
             idle_since: AtomicU64::new(shared.env.now_ms()),
             final_flush_seq: AtomicU64::new(u64::MAX),
+            moved: started.moved.clone(),
         }))
     }
 

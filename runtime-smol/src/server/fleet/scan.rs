@@ -1,0 +1,173 @@
+//! Start-up settlement (fleet.md F3, F4): before a restarted box reports ready, every
+//! room journal under `<data_dir>/rooms/` that still holds acknowledged entries or
+//! unconfirmed flushes is booted, settled and drained. A room whose settlement is fenced
+//! (another box owns the doc now) keeps its journal; its entries are logged one by one,
+//! counted and listed in `/stats` as **stranded** — never dropped silently.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::journal::file::FileJournal;
+use crate::journal::{Journal, JournalEntry};
+use crate::server::actor::{Control, Event};
+use crate::server::log::Logger;
+
+use super::rooms::Rooms;
+
+/// A journal with work left from before the restart.
+#[derive(Debug)]
+pub(crate) struct Unsettled {
+    pub doc: String,
+    pub path: PathBuf,
+    /// The acknowledged entries it holds.
+    pub entries: Vec<JournalEntry>,
+    /// Unconfirmed flush records.
+    pub unconfirmed: usize,
+}
+
+/// One mutation a fenced box acknowledged and could not settle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Stranded {
+    pub doc: String,
+    pub client_id: String,
+    pub mid: u64,
+    pub name: String,
+}
+
+/// Reads every room journal under `<data_dir>/rooms/`; returns those with work left.
+/// A journal that cannot be read (corrupt, not a room's) is logged and left alone.
+pub(crate) fn scan(data_dir: &Path, log: &Logger) -> Vec<Unsettled> {
+    let rooms_dir = data_dir.join("rooms");
+    let Ok(dirs) = std::fs::read_dir(&rooms_dir) else {
+        return Vec::new(); // a fresh box
+    };
+    let mut out = Vec::new();
+    for dir in dirs.flatten() {
+        let path = dir.path().join("journal");
+        if !path.is_file() {
+            continue;
+        }
+        let read = FileJournal::open(&path).and_then(|j| Ok((j.doc()?, j.read_all()?)));
+        match read {
+            Ok((Some(doc), contents)) => {
+                if !contents.entries.is_empty() || !contents.flushes.is_empty() {
+                    out.push(Unsettled {
+                        doc,
+                        path,
+                        entries: contents.entries,
+                        unconfirmed: contents.flushes.len(),
+                    });
+                }
+            }
+            Ok((None, _)) => log.warn(&format!(
+                "{}: no doc record, so it is not a room journal; left alone",
+                path.display()
+            )),
+            Err(e) => log.error(&format!(
+                "{}: cannot be read ({e}); its room is not settled at start-up — check it \
+                 with `rindle-room journal check`",
+                path.display()
+            )),
+        }
+    }
+    out.sort_by(|a, b| a.doc.cmp(&b.doc));
+    out
+}
+
+/// Boots, settles and drains each unsettled room, then marks the box ready.
+pub(crate) async fn settle_all(rooms: Arc<Rooms>, unsettled: Vec<Unsettled>) {
+    let log = rooms.shared.log.clone();
+    if !unsettled.is_empty() {
+        log.info(&format!(
+            "start-up: {} room journal(s) hold unsettled writes; settling them before ready",
+            unsettled.len()
+        ));
+    }
+    for u in unsettled {
+        settle_one(&rooms, &u, &log).await;
+    }
+    rooms.shared.ready.store(true, Ordering::SeqCst);
+    log.info("ready");
+}
+
+async fn settle_one(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
+    let room = match rooms.boot_for_settlement(&u.doc).await {
+        Ok(room) => room,
+        Err((Some(room), _)) if room.moved.load(Ordering::SeqCst) => {
+            return strand(rooms, u, log);
+        }
+        Err((_, (_, reason))) => {
+            log.error(&format!(
+                "start-up: room {} could not boot to settle {} entr(ies) and {} unconfirmed \
+                 flush(es) ({reason}); its journal {} is kept and settles at its next boot",
+                u.doc,
+                u.entries.len(),
+                u.unconfirmed,
+                u.path.display()
+            ));
+            return;
+        }
+    };
+    let (tx, rx) = async_channel::bounded(1);
+    let drained = match room.events.send(Event::Control(Control::Drain(tx))).await {
+        Ok(()) => rx.recv().await.ok(),
+        Err(_) => None,
+    };
+    // A fence settles the drain too: ask once more — a room that stopped in the same
+    // step cannot answer, and then its `moved` flag says why.
+    let (tx, rx) = async_channel::bounded(1);
+    let still_up = match room.events.send(Event::Control(Control::Health(tx))).await {
+        Ok(()) => rx.recv().await.is_ok(),
+        Err(_) => false,
+    };
+    if !still_up && room.moved.load(Ordering::SeqCst) {
+        return strand(rooms, u, log);
+    }
+    match drained {
+        Some(Ok(seq)) => {
+            room.final_flush_seq.store(seq, Ordering::SeqCst);
+            log.info(&format!(
+                "start-up: room {} settled (flush seq {seq})",
+                u.doc
+            ));
+        }
+        _ if room.moved.load(Ordering::SeqCst) => strand(rooms, u, log),
+        Some(Err(e)) => log.warn(&format!(
+            "start-up: room {} did not drain ({e}); it keeps flushing",
+            u.doc
+        )),
+        None => log.warn(&format!(
+            "start-up: room {} stopped while settling; its journal {} is kept",
+            u.doc,
+            u.path.display()
+        )),
+    }
+}
+
+/// The doc is placed elsewhere now: what this box acknowledged may never reach the
+/// authority from here. Say so, entry by entry, and keep the journal.
+fn strand(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
+    let stranded: Vec<Stranded> = u
+        .entries
+        .iter()
+        .map(|e| Stranded {
+            doc: u.doc.clone(),
+            client_id: e.client_id.clone(),
+            mid: e.mid,
+            name: e.name.clone(),
+        })
+        .collect();
+    for s in &stranded {
+        log.error(&format!(
+            "stranded mutation: doc {} clientID {} mid {} name {} (acknowledged by this box \
+             before it restarted; the doc is placed elsewhere now and the journal {} is kept)",
+            s.doc,
+            s.client_id,
+            s.mid,
+            s.name,
+            u.path.display()
+        ));
+    }
+    rooms.shared.record_stranded(stranded);
+}

@@ -1,0 +1,118 @@
+//! Per-room durability in fleet mode (fleet.md F3, F4): journals under the data
+//! directory, a restarted box that settles acknowledged writes before it is ready, and
+//! writes stranded by a placement that moved — kept, logged and reported.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::api::{FakeApi, SHELL_SECRET};
+use common::fleet::*;
+use common::*;
+use serde_json::{json, Value};
+
+fn data_dir(test: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fleet_durability-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+const WRITES: &str = "[writes]\nowned_tables = [\"note\", \"tally\"]\n";
+
+async fn fakes() -> (FakeApi, FakeRindled, FakeAuthority) {
+    let rindled = FakeRindled::notes().await;
+    let api = FakeApi::start(&rindled.ws_url).await;
+    let authority = FakeAuthority::start().await;
+    api.state.lock().unwrap().authority = Some(authority.clone());
+    (api, rindled, authority)
+}
+
+#[test]
+fn a_restarted_box_settles_acknowledged_writes_before_it_is_ready() {
+    smol::block_on(within(async {
+        let dir = data_dir("settle");
+        let extra = format!("data_dir = \"{}\"", dir.display());
+        let (api, rindled, authority) = fakes().await;
+        authority.set_down(true);
+        let one = start_box(api.clone(), rindled.clone(), SHELL_SECRET, &extra, WRITES).await;
+        let mut c = writer(one.server.port(), "deck/1", "c1", "u1").await;
+        c.send(&add_note("c1", 1, 10)).await;
+        acked(&mut c, 1).await;
+        one.server.abort().await;
+        let room_dirs: Vec<_> = std::fs::read_dir(dir.join("rooms")).unwrap().collect();
+        assert_eq!(room_dirs.len(), 1);
+        assert_eq!(authority.row("note", json!([10])), None, "never flushed");
+
+        authority.set_down(false);
+        let two = start_box(api.clone(), rindled, SHELL_SECRET, &extra, WRITES).await;
+        let server = &two.server;
+        eventually("the restarted box is ready", || server.is_ready()).await;
+        assert_eq!(
+            authority.row("note", json!([10])),
+            Some(json!([10, "b10", "u1"])),
+            "settled before ready"
+        );
+        assert_eq!(api.boots_of("deck/1"), 2);
+        let (_, stats) = fleet_control(&two, "GET", "/stats", "", Some(CONTROL)).await;
+        let stats: Value = serde_json::from_str(&stats).unwrap();
+        assert_eq!(stats["box"]["stranded"], json!([]), "{stats}");
+        server.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }));
+}
+
+#[test]
+fn writes_a_moved_doc_strands_are_kept_logged_and_reported() {
+    smol::block_on(within(async {
+        let dir = data_dir("strand");
+        let extra = format!("data_dir = \"{}\"", dir.display());
+        let (api, rindled, authority) = fakes().await;
+        authority.set_down(true);
+        let one = start_box(api.clone(), rindled.clone(), SHELL_SECRET, &extra, WRITES).await;
+        let mut c = writer(one.server.port(), "d", "c1", "u1").await;
+        c.send(&add_note("c1", 1, 10)).await;
+        acked(&mut c, 1).await;
+        one.server.abort().await;
+
+        authority.set_down(false);
+        api.state.lock().unwrap().steal_after_boot = true;
+        let two = start_box(api.clone(), rindled, SHELL_SECRET, &extra, WRITES).await;
+        let server = &two.server;
+        eventually("the restarted box is ready", || server.is_ready()).await;
+        let (_, stats) = fleet_control(&two, "GET", "/stats", "", Some(CONTROL)).await;
+        let stats: Value = serde_json::from_str(&stats).unwrap();
+        assert_eq!(
+            stats["box"]["stranded"],
+            json!([{"doc": "d", "clientID": "c1", "mid": 1, "name": "addNote"}]),
+            "{stats}\n{}",
+            two.logs.lock().unwrap().join("\n")
+        );
+        let (_, metrics) = fleet_control(&two, "GET", "/metrics", "", Some(CONTROL)).await;
+        assert!(
+            metrics.contains("rindle_room_stranded_mutations_total 1"),
+            "{metrics}"
+        );
+        let logs = two.logs.lock().unwrap().join("\n");
+        assert!(
+            logs.contains("stranded mutation: doc d clientID c1 mid 1 name addNote"),
+            "{logs}"
+        );
+        let journal = std::fs::read_dir(dir.join("rooms"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("journal");
+        let kept = rindle_room_smol::journal::file::FileJournal::open(&journal).unwrap();
+        use rindle_room_smol::journal::Journal;
+        assert_eq!(
+            kept.replay().unwrap().len(),
+            1,
+            "the journal keeps the entry"
+        );
+        server.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }));
+}
