@@ -3,6 +3,7 @@
 //! ```text
 //! rindle-room --config room.toml
 //! rindle-room demo [--data file.json] [--port N] [--journal PATH] [--log-format json]
+//! rindle-room demo --fleet [--data file.json] [--port N] [--keep] [--log-format json]
 //! rindle-room journal check PATH
 //! rindle-room journal salvage PATH OUT
 //! ```
@@ -31,6 +32,7 @@ const USAGE: &str = "\
 usage:
   rindle-room --config room.toml
   rindle-room demo [--data FILE.json] [--port N] [--journal PATH] [--log-format text|json]
+  rindle-room demo --fleet [--data FILE.json] [--port N] [--keep] [--log-format text|json]
   rindle-room journal check PATH
   rindle-room journal salvage PATH OUT
 
@@ -41,6 +43,9 @@ usage:
     --port N       downstream websocket port (default 0: any free port)
     --journal PATH the write journal (default: <tmp>/rindle-room-demo/journal)
     --log-format   text (default) or json
+    --fleet        many rooms in one process: ws://127.0.0.1:<port>/rooms/demo%2F<name>,
+                   each booted on its first connection by an embedded room-boot
+    --keep         (with --fleet) keep the rooms' journals from an earlier run
   journal check    report a journal's intact records and damage (read-only)
   journal salvage  write every intact record of PATH to the new file OUT (never in place)
 ";
@@ -82,6 +87,7 @@ async fn run(args: Vec<String>) -> i32 {
         },
         Some("journal") => run_journal(&args[1..]),
         Some("demo") => match DemoArgs::parse(&args[1..]) {
+            Ok(d) if d.fleet => run_demo_fleet(d).await,
             Ok(d) => run_demo(d).await,
             Err(e) => usage(&e),
         },
@@ -210,6 +216,8 @@ struct DemoArgs {
     port: u16,
     journal: Option<PathBuf>,
     json_logs: bool,
+    fleet: bool,
+    keep: bool,
 }
 
 impl DemoArgs {
@@ -236,8 +244,21 @@ impl DemoArgs {
                     "json" => d.json_logs = true,
                     other => return Err(format!("--log-format {other:?}: use text or json")),
                 },
+                "--fleet" => d.fleet = true,
+                "--keep" => d.keep = true,
                 other => return Err(format!("unknown demo option {other:?}")),
             }
+        }
+        if d.keep && !d.fleet {
+            return Err(String::from(
+                "--keep applies to `demo --fleet` (the single-room demo keeps its journal)",
+            ));
+        }
+        if d.fleet && d.journal.is_some() {
+            return Err(String::from(
+                "--journal applies to the single-room demo; `demo --fleet` keeps one journal \
+                 per room under <tmp>/rindle-room-demo-fleet",
+            ));
         }
         Ok(d)
     }
@@ -245,6 +266,68 @@ impl DemoArgs {
 
 fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+/// `demo --fleet`: an embedded room-boot endpoint and a fleet over the demo data.
+async fn run_demo_fleet(args: DemoArgs) -> i32 {
+    use rindle_room_smol::server::fleet::demo::{start_demo_fleet, DemoFleetOptions};
+    let data = match &args.data {
+        Some(path) => match DemoData::from_file(path) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("rindle-room: {e}");
+                return 1;
+            }
+        },
+        None => DemoData::embedded(),
+    };
+    let data_dir = std::env::temp_dir().join("rindle-room-demo-fleet");
+    let demo = match start_demo_fleet(DemoFleetOptions {
+        data,
+        port: args.port,
+        data_dir: data_dir.clone(),
+        keep: args.keep,
+        json_logs: args.json_logs,
+    })
+    .await
+    {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("rindle-room: cannot start the demo fleet: {e}");
+            return 1;
+        }
+    };
+    let port = demo.server.port();
+    let mut rooms = String::new();
+    for (doc, token) in &demo.tokens {
+        let url = format!(
+            "ws://127.0.0.1:{port}{}",
+            rindle_room_core::fleet::room_path(doc)
+        );
+        rooms.push_str(&format!(
+            "\n  {doc}\n    websocket    {url}\n    lease token  {token}\n\
+             \n    websocat {url}\n    {{\"t\":\"init\",\"clientID\":\"c1\"}}\
+             \n    {{\"t\":\"subscribe\",\"queryId\":1,\"leaseToken\":\"{token}\"}}\n"
+        ));
+    }
+    println!(
+        "\nrindle-room demo --fleet — one process, a room per doc, booted on first \
+         connection\n\
+         \n  room-boot  {api}/api/rindle/room-boot   (embedded; grants every doc under demo/)\
+         \n  control    http://127.0.0.1:{cport}   (Authorization: Bearer {ctl}; try GET /rooms)\
+         \n  journals   {dir}   (emptied at start; --keep keeps them)\
+         \n\n  two rooms to try (lease tokens for sub \"demo-user\", valid 24 h, for the query \
+         {query}):\n{rooms}\
+         \n  Any other doc under demo/ boots its own room; a doc outside it is closed with \
+         4404.\n  Rooms idle for 60 s hibernate and boot again on their next connection.\
+         \n  Ctrl-C stops every room.\n",
+        api = demo.api_url,
+        cport = demo.server.control_port(),
+        ctl = demo.control_token,
+        dir = data_dir.display(),
+        query = demo.query.to_js_string(),
+    );
+    serve_fleet(demo.server).await
 }
 
 async fn run_demo(args: DemoArgs) -> i32 {

@@ -91,7 +91,7 @@ pub(crate) async fn start_room(
     let mut config = (*shared.config).clone();
     config.downstream.doc_id = doc.to_string();
     let writes = config.writes.is_some();
-    let authority: Option<Arc<dyn Authority>> = if writes {
+    let authority: Option<Arc<dyn Authority>> = if writes && !shared.journal_only {
         let cfg = AuthorityConfig {
             apply_url: grant.flush.apply.clone(),
             claim_url: grant.flush.claim.clone(),
@@ -125,26 +125,31 @@ pub(crate) async fn start_room(
             Some(open_file_journal(&path, Some(doc), &log)?)
         }
     };
-    let ws_url = grant
-        .upstream_ws_endpoint
-        .clone()
-        .or_else(|| shared.fleet.upstream_ws_url.clone())
-        .ok_or_else(|| {
-            String::from(
-                "room-boot named no upstreamWsEndpoint and `fleet.upstream_ws_url` is not set: \
-                 set it to rindled's websocket endpoint",
-            )
-        })?;
-    let upstream = Arc::new(FleetUpstream {
-        doc: doc.to_string(),
-        ws_url,
-        protocols: grant
-            .upstream_affinity
-            .as_ref()
-            .map(|ticket| format!("rindle.v1, {ticket}")),
-        client_id: shared.fleet.upstream_client_id.clone(),
-        relet: shared.relet.clone(),
-    });
+    let upstream: Arc<dyn crate::server::upstream::UpstreamConnector> = match &shared.upstream {
+        Some(make) => make(doc),
+        None => {
+            let ws_url = grant
+                .upstream_ws_endpoint
+                .clone()
+                .or_else(|| shared.fleet.upstream_ws_url.clone())
+                .ok_or_else(|| {
+                    String::from(
+                        "room-boot named no upstreamWsEndpoint and `fleet.upstream_ws_url` is \
+                         not set: set it to rindled's websocket endpoint",
+                    )
+                })?;
+            Arc::new(FleetUpstream {
+                doc: doc.to_string(),
+                ws_url,
+                protocols: grant
+                    .upstream_affinity
+                    .as_ref()
+                    .map(|ticket| format!("rindle.v1, {ticket}")),
+                client_id: shared.fleet.upstream_client_id.clone(),
+                relet: shared.relet.clone(),
+            })
+        }
+    };
     let mut host_cfg = crate::server::settings::host_config(
         &config,
         shared.fleet.upstream_client_id.clone(),

@@ -15,6 +15,7 @@
 
 mod boot;
 mod control;
+pub mod demo;
 mod rooms;
 mod scan;
 mod upstream;
@@ -44,6 +45,11 @@ const CLOSE_GRACE_MS: u64 = 2_000;
 /// Makes a room's logger (its lines carry the doc).
 type RoomLog = Arc<dyn Fn(&str) -> Logger + Send + Sync>;
 
+/// Makes a room's upstream from its doc, instead of rindled at the endpoint room-boot
+/// names (the demo's embedded upstream, tests).
+pub type UpstreamFactory =
+    Arc<dyn Fn(&str) -> Arc<dyn super::upstream::UpstreamConnector> + Send + Sync>;
+
 /// What every room of the fleet is built from.
 pub(crate) struct Shared {
     pub config: Arc<Config>,
@@ -56,6 +62,9 @@ pub(crate) struct Shared {
     pub registry: Registry,
     /// Rooms that need a new lease (a re-boot).
     pub relet: Sender<String>,
+    pub upstream: Option<UpstreamFactory>,
+    /// Writes stay in each room's journal: no flush (the demo).
+    pub journal_only: bool,
     pub counters: Arc<Counters>,
     /// Revocations `(user, at ms)`, handed to every room booted while they are within
     /// `downstream.revocation_window_ms`.
@@ -113,6 +122,8 @@ pub struct FleetServerBuilder {
     registry: Registry,
     env: Option<Env>,
     sink: Option<super::log::LogSink>,
+    upstream: Option<UpstreamFactory>,
+    journal_only: bool,
 }
 
 impl std::fmt::Debug for FleetServerBuilder {
@@ -131,6 +142,20 @@ impl FleetServerBuilder {
     /// The clock and spawner (default: the system's).
     pub fn env(mut self, env: Env) -> Self {
         self.env = Some(env);
+        self
+    }
+
+    /// Each room's upstream from `factory` (called with the doc) instead of rindled at
+    /// the endpoint room-boot names.
+    pub fn upstream(mut self, factory: UpstreamFactory) -> Self {
+        self.upstream = Some(factory);
+        self
+    }
+
+    /// Rooms keep their writes in their journals and flush nothing (the demo): no
+    /// authority is called, whatever room-boot's flush endpoints say.
+    pub fn journal_only_writes(mut self) -> Self {
+        self.journal_only = true;
         self
     }
 
@@ -175,6 +200,8 @@ impl FleetServerBuilder {
             room_log,
             registry: self.registry,
             relet: relet_tx,
+            upstream: self.upstream,
+            journal_only: self.journal_only,
             counters: Arc::new(Counters::default()),
             revoked: std::sync::Mutex::new(Vec::new()),
             ready: std::sync::atomic::AtomicBool::new(false),
@@ -347,6 +374,8 @@ impl FleetServer {
             registry: Registry::new(),
             env: None,
             sink: None,
+            upstream: None,
+            journal_only: false,
         }
     }
 
