@@ -461,3 +461,12 @@ export interface RoomShell {
  *  (with an authority), mints the upstream lease and connects upstream. Await
  *  `shell.awaitLive()` for the seed. */
 export declare function createRoomShell(opts: RoomShellOptions): Promise<RoomShell>;
+
+// Fleet placement (docs/fleet.md): the reference `locateRoom` for an API server.
+
+/** The rendezvous score of `boxId` for `doc`: the first 8 bytes of SHA-256(doc + "\n" + boxId), big-endian. */
+export declare function rendezvousScore(doc: string, boxId: string): bigint;
+/** The box (among `liveBoxes`) that should serve `doc`: the highest score; `null` when none is live. */
+export declare function locateRoom(doc: string, liveBoxes: readonly string[]): string | null;
+/** The websocket path of `doc`'s room on a fleet box: `/rooms/<doc, percent-encoded>`. */
+export declare function roomPath(doc: string): string;

@@ -93,7 +93,12 @@ async function createRoomShell(opts) {
   return require("./shell/shell.js").createRoomShell(opts);
 }
 
+const { locateRoom, rendezvousScore, roomPath } = require("./shell/locate.js");
+
 module.exports = {
+  locateRoom,
+  rendezvousScore,
+  roomPath,
   WasmRoom,
   NativeRoom: WasmRoom,
   initRoomWasm,

@@ -5,6 +5,9 @@ const require = createRequire(import.meta.url);
 const room = require("./index.js");
 
 export const {
+  locateRoom,
+  rendezvousScore,
+  roomPath,
   WasmRoom,
   NativeRoom,
   initRoomWasm,

@@ -100,3 +100,23 @@ pub fn scope_specs_hash_json(env: &Env, specs_json: Arg) -> napi::Result<String>
     let specs = cx.text(specs_json, "specs_json")?;
     cx.settle(guard(|| Ok(contract::scope_specs_hash(&specs)?)))
 }
+
+/// The fleet's rendezvous score of `box` for `doc` (fleet.md F8), as a decimal string
+/// (a u64 does not fit a JS number): what the reference `locateRoom` ranks boxes by.
+#[napi(js_name = "rendezvousScore")]
+pub fn rendezvous_score(env: &Env, doc: Arg, box_id: Arg) -> napi::Result<String> {
+    let cx = Cx::new(env, "rendezvousScore");
+    let doc = cx.text(doc, "doc")?;
+    let box_id = cx.text(box_id, "box")?;
+    cx.settle(guard(|| {
+        Ok(rindle_room_core::fleet::rendezvous_score(&doc, &box_id).to_string())
+    }))
+}
+
+/// The websocket path of `doc`'s room on a fleet box (`/rooms/<doc, percent-encoded>`).
+#[napi(js_name = "fleetRoomPath")]
+pub fn fleet_room_path(env: &Env, doc: Arg) -> napi::Result<String> {
+    let cx = Cx::new(env, "fleetRoomPath");
+    let doc = cx.text(doc, "doc")?;
+    cx.settle(guard(|| Ok(rindle_room_core::fleet::room_path(&doc))))
+}

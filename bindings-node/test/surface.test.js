@@ -68,6 +68,10 @@ const SEED_EXPORTS = [
   "httpAuthority",
   "fatalAuthorityError",
   "journalEntryOutcome",
+  // Fleet placement (issue 14): the reference locateRoom for an API server.
+  "locateRoom",
+  "rendezvousScore",
+  "roomPath",
 ];
 
 test("WasmRoom has every method seed 000 lists, and the static open", () => {

@@ -1,0 +1,421 @@
+//! Fleet benchmark (issue 14): many small rooms on one box — the real `rindle-room`
+//! binary in fleet mode as a child process, room-boot and rindled faked on loopback by
+//! this program (`fakes.rs`).
+//!
+//! ```sh
+//! cargo bench -p rindle-room-smol --bench fleet
+//! FLEET_ROOMS=2000 FLEET_ACTIVE=200 cargo bench -p rindle-room-smol --bench fleet
+//! ```
+//!
+//! Phases (each reports a Markdown table on stdout):
+//!
+//! 1. **Cold boots**: `FLEET_ROOMS` (10,000) docs, one client each, `FLEET_CONCURRENCY`
+//!    (64) connecting at once: connect to `/rooms/<doc>`, subscribe with a lease token,
+//!    wait for the snapshot, disconnect (the room stays live). Latency = connect →
+//!    snapshot (room-boot, the upstream link, the snapshot, the subscribe). Then the
+//!    box's `VmRSS` over its idle baseline, per live room.
+//! 2. **Warm**: the same subscribe on 500 rooms that are already live.
+//! 3. **Mutations**: `FLEET_ACTIVE` (1,000) rooms, one writer each (`init`, the lmid
+//!    query, the notes), each pushing `FLEET_MUTATIONS` (20) `note.insert`s with at most
+//!    8 un-acked; mutations/s = acks / wall time.
+//! 4. **Hibernated**: a second box with `idle_evict_ms = 1000` boots the same number of
+//!    rooms; once every room hibernated, `VmRSS` over the baseline per room record.
+//!
+//! Journals are in memory (no `data_dir`): 10,000 open journal files would not fit the
+//! file-descriptor limit beside 10,000 upstream sockets. `FLEET_BIN` overrides the binary.
+
+mod fakes;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_tungstenite::tungstenite::Message;
+use async_tungstenite::WebSocketStream;
+use futures_lite::StreamExt;
+use rindle_room_core::json::tree::JsValue;
+use rindle_room_smol::server::demo::mint_token;
+use smol::net::TcpStream;
+
+const KID: &str = "bench";
+const KEY: &str = "fleet-bench-key";
+const CONTROL: &str = "fleet-bench-control";
+const NOTES: &str = r#"{"table":"note"}"#;
+
+fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}={v:?} is not a number"))
+        })
+        .unwrap_or(default)
+}
+
+/// The box under test.
+struct BoxProc {
+    child: Child,
+    port: u16,
+    control: u16,
+}
+
+impl BoxProc {
+    fn start(bin: &PathBuf, dir: &std::path::Path, api: &str, idle_ms: u64) -> BoxProc {
+        std::fs::create_dir_all(dir).unwrap();
+        let config = dir.join("fleet.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[server]\nport = 0\n\
+                 [fleet]\napi_url = \"{api}\"\nshell_secret = \"{}\"\ninstance = \"bench\"\n\
+                 idle_evict_ms = {idle_ms}\nmax_rooms = 100000\nboot_timeout_ms = 60000\n\
+                 [control]\nauth_token = \"{CONTROL}\"\n\
+                 [downstream.token_keys]\n{KID} = \"{KEY}\"\n\
+                 [writes]\nowned_tables = [\"note\"]\ncrud = true\n",
+                fakes::SECRET
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new(bin)
+            .arg("--config")
+            .arg(&config)
+            .env("RINDLE_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the box starts");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if std::env::var("FLEET_BOX_LOG").is_ok() {
+                    eprintln!("box: {line}");
+                }
+                let _ = tx.send(line);
+            }
+        });
+        let (mut port, mut control) = (0, 0);
+        while port == 0 || control == 0 {
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the box logs its ports");
+            let after = |needle: &str| {
+                line.split(needle)
+                    .nth(1)
+                    .and_then(|r| r.split(['/', ' ']).next())
+                    .and_then(|p| p.parse::<u16>().ok())
+            };
+            if let Some(p) = after("fleet listening on ws://127.0.0.1:") {
+                port = p;
+            }
+            if let Some(p) = after("fleet control plane on http://127.0.0.1:") {
+                control = p;
+            }
+        }
+        BoxProc {
+            child,
+            port,
+            control,
+        }
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    async fn stats(&self) -> serde_json::Value {
+        let url = format!("http://127.0.0.1:{}/stats", self.control);
+        let headers = [(String::from("authorization"), format!("Bearer {CONTROL}"))];
+        let res =
+            rindle_room_smol::http::request("GET", &url, &headers, b"", Duration::from_secs(60))
+                .await
+                .expect("stats");
+        serde_json::from_slice(&res.body).expect("stats JSON")
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+type Ws = WebSocketStream<TcpStream>;
+
+async fn connect(port: u16, doc: &str) -> Result<Ws, String> {
+    let stream = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    let url = format!(
+        "ws://127.0.0.1:{port}{}",
+        rindle_room_core::fleet::room_path(doc)
+    );
+    async_tungstenite::client_async(url, stream)
+        .await
+        .map(|(ws, _)| ws)
+        .map_err(|e| e.to_string())
+}
+
+/// Reads frames until one satisfies `pred`.
+async fn until(ws: &mut Ws, pred: impl Fn(&serde_json::Value) -> bool) -> Result<(), String> {
+    while let Some(msg) = ws.next().await {
+        match msg.map_err(|e| e.to_string())? {
+            Message::Text(t) => {
+                let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
+                if pred(&v) {
+                    return Ok(());
+                }
+            }
+            Message::Close(f) => return Err(format!("closed: {f:?}")),
+            _ => {}
+        }
+    }
+    Err(String::from("the socket ended"))
+}
+
+fn token(doc: &str) -> String {
+    let ast = JsValue::parse(NOTES).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    mint_token(doc, &ast, "u1", KID, KEY, 3_600_000, now).unwrap()
+}
+
+/// Subscribes the notes of `doc` and waits for the snapshot: the latency.
+async fn subscribe_once(port: u16, doc: String) -> Result<Duration, String> {
+    let tok = token(&doc);
+    let start = Instant::now();
+    let mut ws = connect(port, &doc).await?;
+    ws.send(Message::text(format!(
+        r#"{{"t":"subscribe","queryId":1,"leaseToken":"{tok}"}}"#
+    )))
+    .await
+    .map_err(|e| e.to_string())?;
+    until(&mut ws, |v| v["t"] == "nbatch" && v["batch"]["seq"] == 0).await?;
+    let took = start.elapsed();
+    let _ = ws.close(None).await;
+    Ok(took)
+}
+
+/// Runs `docs` through `subscribe_once`, `concurrency` at a time; returns latencies.
+async fn boot_all(port: u16, docs: Vec<String>, concurrency: usize) -> Vec<Duration> {
+    let docs = Arc::new(std::sync::Mutex::new(docs.into_iter()));
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let docs = docs.clone();
+        workers.push(smol::spawn(async move {
+            let mut lat = Vec::new();
+            loop {
+                let next = docs.lock().unwrap().next();
+                let Some(doc) = next else {
+                    return lat;
+                };
+                match fakes::within(120_000, subscribe_once(port, doc.clone())).await {
+                    Some(Ok(d)) => lat.push(d),
+                    Some(Err(e)) => panic!("{doc}: {e}"),
+                    None => panic!("{doc}: no snapshot within 120 s"),
+                }
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.await);
+    }
+    all
+}
+
+fn pct(lat: &mut [Duration], p: f64) -> f64 {
+    lat.sort();
+    let i = ((lat.len() as f64 - 1.0) * p).round() as usize;
+    lat[i].as_secs_f64() * 1e3
+}
+
+/// One writer: `init`, the lmid query, the notes, then `n` inserts, ≤ 8 un-acked.
+async fn writer(port: u16, doc: String, n: usize) -> Result<(), String> {
+    let tok = token(&doc);
+    let mut ws = connect(port, &doc).await?;
+    let send = |text: String| Message::text(text);
+    ws.send(send(r#"{"t":"init","clientID":"w"}"#.into()))
+        .await
+        .map_err(|e| e.to_string())?;
+    ws.send(send(
+        r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid","args":{}}"#.into(),
+    ))
+    .await
+    .map_err(|e| e.to_string())?;
+    ws.send(send(format!(
+        r#"{{"t":"subscribe","queryId":1,"leaseToken":"{tok}"}}"#
+    )))
+    .await
+    .map_err(|e| e.to_string())?;
+    until(&mut ws, |v| v["t"] == "nbatch" && v["queryId"] == 1).await?;
+    let (mut sent, mut acked) = (0u64, 0u64);
+    while acked < n as u64 {
+        while sent < n as u64 && sent - acked < 8 {
+            sent += 1;
+            let id = 1000 + sent;
+            ws.send(send(format!(
+                r#"{{"t":"pushMutation","envelope":{{"clientID":"w","mid":{sent},"name":"note.insert","args":{{"id":{id},"body":"b","owner":"u1"}}}}}}"#
+            )))
+            .await
+            .map_err(|e| e.to_string())?;
+        }
+        let Some(msg) = ws.next().await else {
+            return Err(String::from("the socket ended"));
+        };
+        if let Message::Text(t) = msg.map_err(|e| e.to_string())? {
+            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
+            if v["t"] == "nbatch" && v["queryId"] == 0 {
+                for op in v["batch"]["ops"].as_array().into_iter().flatten() {
+                    let row = if op["op"] == "add" {
+                        &op["row"]
+                    } else {
+                        &op["new"]
+                    };
+                    if let Some(l) = row[1].as_u64() {
+                        acked = acked.max(l);
+                    }
+                }
+            }
+        }
+    }
+    let _ = ws.close(None).await;
+    Ok(())
+}
+
+fn main() {
+    let rooms = env_num("FLEET_ROOMS", 10_000);
+    let active = env_num("FLEET_ACTIVE", 1_000).min(rooms);
+    let mutations = env_num("FLEET_MUTATIONS", 20);
+    let concurrency = env_num("FLEET_CONCURRENCY", 64);
+    let bin = std::env::var("FLEET_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_BIN_EXE_rindle-room")));
+    let dir = std::env::temp_dir().join(format!("rindle-fleet-bench-{}", std::process::id()));
+    smol::block_on(async {
+        let stats = Arc::new(fakes::FakeStats::default());
+        let upstream = fakes::start_upstream(stats.clone()).await;
+        let api = fakes::start_api(upstream, stats.clone()).await;
+        let docs: Vec<String> = (0..rooms).map(|i| format!("bench/{i:05}")).collect();
+
+        // 1. Cold boots and live memory.
+        let b = BoxProc::start(&bin, &dir.join("live"), &api, 3_600_000);
+        smol::Timer::after(Duration::from_millis(500)).await;
+        let base = b.rss_kib();
+        eprintln!("booting {rooms} rooms, {concurrency} at a time…");
+        let started = Instant::now();
+        let mut cold = boot_all(b.port, docs.clone(), concurrency).await;
+        let boot_wall = started.elapsed();
+        smol::Timer::after(Duration::from_millis(500)).await;
+        let live = b.rss_kib();
+        // 2. Warm subscribes.
+        let warm_docs: Vec<String> = docs.iter().step_by((rooms / 500).max(1)).cloned().collect();
+        let mut warm = boot_all(b.port, warm_docs, concurrency).await;
+        // 3. Mutations across `active` rooms.
+        eprintln!("{active} writers × {mutations} mutations…");
+        let started = Instant::now();
+        let writers: Vec<_> = docs[..active]
+            .iter()
+            .map(|d| smol::spawn(writer(b.port, d.clone(), mutations)))
+            .collect();
+        for w in writers {
+            w.await.expect("a writer finished");
+        }
+        let write_wall = started.elapsed();
+        let box_stats = b.stats().await;
+        let after_writes = b.rss_kib();
+        b.stop();
+
+        // 4. Hibernated records.
+        let h = BoxProc::start(&bin, &dir.join("hibernate"), &api, 1_000);
+        smol::Timer::after(Duration::from_millis(500)).await;
+        let h_base = h.rss_kib();
+        eprintln!("booting {rooms} rooms to hibernate…");
+        let _ = boot_all(h.port, docs.clone(), concurrency).await;
+        let h_peak = h.rss_kib();
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            let s = h.stats().await;
+            if s["box"]["rooms"]["hibernated"].as_u64() == Some(rooms as u64) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rooms did not hibernate: {}",
+                s["box"]
+            );
+            smol::Timer::after(Duration::from_millis(500)).await;
+        }
+        smol::Timer::after(Duration::from_millis(500)).await;
+        let hibernated = h.rss_kib();
+        h.stop();
+        let _ = std::fs::remove_dir_all(&dir);
+
+        let per = |kib: u64, b: u64| (kib.saturating_sub(b)) as f64 * 1024.0 / rooms as f64;
+        println!("## Fleet: {rooms} rooms on one box (fleet bench)\n");
+        println!("| measure | value |");
+        println!("|---|---:|");
+        println!(
+            "| cold boot latency p50 / p99 / max ({concurrency} at once) | {:.1} / {:.1} / {:.1} ms |",
+            pct(&mut cold, 0.5),
+            pct(&mut cold, 0.99),
+            pct(&mut cold, 1.0)
+        );
+        println!(
+            "| cold boots per second | {:.0} |",
+            rooms as f64 / boot_wall.as_secs_f64()
+        );
+        println!(
+            "| warm subscribe latency p50 / p99 | {:.2} / {:.2} ms |",
+            pct(&mut warm, 0.5),
+            pct(&mut warm, 0.99)
+        );
+        println!(
+            "| box VmRSS idle → {rooms} live rooms | {:.1} MiB → {:.1} MiB |",
+            base as f64 / 1024.0,
+            live as f64 / 1024.0
+        );
+        println!(
+            "| RSS per live room | {:.1} KiB |",
+            per(live, base) / 1024.0
+        );
+        println!(
+            "| mutations/s across {active} rooms ({mutations} each, ≤ 8 in flight) | {:.0} |",
+            (active * mutations) as f64 / write_wall.as_secs_f64()
+        );
+        println!(
+            "| box VmRSS after the writes | {:.1} MiB |",
+            after_writes as f64 / 1024.0
+        );
+        println!(
+            "| hibernating box: idle → {rooms} live (peak) → all hibernated | {:.1} → {:.1} → {:.1} MiB |",
+            h_base as f64 / 1024.0,
+            h_peak as f64 / 1024.0,
+            hibernated as f64 / 1024.0
+        );
+        println!(
+            "| RSS per hibernated room record | {:.2} KiB |",
+            per(hibernated, h_base) / 1024.0
+        );
+        println!(
+            "| fakes: boots {}, upstream subscribes {}, flushes {} |  |",
+            stats.boots.load(Ordering::Relaxed),
+            stats.subscribes.load(Ordering::Relaxed),
+            stats.applies.load(Ordering::Relaxed)
+        );
+        println!("\nbox /stats after the writes: {}", box_stats["box"]);
+    });
+}
