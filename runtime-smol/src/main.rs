@@ -59,12 +59,32 @@ fn main() {
     // acknowledged is lost), not kill the process; and every socket is a descriptor.
     rindle_room_smol::server::process::ignore_sigxfsz();
     rindle_room_smol::server::process::raise_nofile_limit();
+    // A fleet's rooms are independent tasks: give the executor a thread per core (one
+    // room still runs on one thread at a time). A single room keeps one thread.
+    if std::env::var_os("SMOL_THREADS").is_none() && is_fleet(&args) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::env::set_var("SMOL_THREADS", cores.to_string());
+    }
     // Everything runs on smol's executor thread, start-up included: the configuration,
     // the demo data and the seed are then parsed on the thread that keeps the room, in
     // the allocator arena the room reuses. Parsed on the main thread, their freed memory
     // would stay resident in the main arena (about 3.5 MiB for 10,000 rows).
     let code = smol::block_on(smol::spawn(run(args)));
     std::process::exit(code);
+}
+
+/// Whether the arguments run a fleet: `demo --fleet`, or `--config` with a `[fleet]`
+/// table (a file that does not parse is left to the real load to report).
+fn is_fleet(args: &[String]) -> bool {
+    match args.first().map(String::as_str) {
+        Some("demo") => args.iter().any(|a| a == "--fleet"),
+        Some("--config") => args
+            .get(1)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+            .is_some_and(|t| t.contains_key("fleet")),
+        _ => false,
+    }
 }
 
 async fn run(args: Vec<String>) -> i32 {

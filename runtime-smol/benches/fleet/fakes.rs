@@ -49,7 +49,7 @@ async fn serve_api(
     stats: Arc<FakeStats>,
     epochs: Arc<Mutex<HashMap<String, u64>>>,
 ) {
-    // Keep-alive is not needed: one request per connection.
+    let _ = stream.set_nodelay(true);
     let Ok(Some(req)) = http::read_request(&mut stream, 1 << 24).await else {
         return;
     };
@@ -130,6 +130,9 @@ pub async fn start_upstream(stats: Arc<FakeStats>) -> String {
         while let Ok((stream, _)) = listener.accept().await {
             let (answer, stats) = (answer.clone(), stats.clone());
             smol::spawn(async move {
+                // As rindled does: frames go out as written (Nagle would hold the
+                // snapshot behind the hello until the room's delayed ACK, ~40 ms).
+                let _ = stream.set_nodelay(true);
                 let Ok(ws) = async_tungstenite::accept_async(stream).await else {
                     return;
                 };

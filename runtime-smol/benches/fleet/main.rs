@@ -14,7 +14,8 @@
 //!    wait for the snapshot, disconnect (the room stays live). Latency = connect →
 //!    snapshot (room-boot, the upstream link, the snapshot, the subscribe). Then the
 //!    box's `VmRSS` over its idle baseline, per live room.
-//! 2. **Warm**: the same subscribe on 500 rooms that are already live.
+//! 2. **Unloaded and warm**: 200 new rooms booted 4 at a time (cold), then the same
+//!    subscribe on 500 rooms that are already live, 4 at a time (warm).
 //! 3. **Mutations**: `FLEET_ACTIVE` (1,000) rooms, one writer each (`init`, the lmid
 //!    query, the notes), each pushing `FLEET_MUTATIONS` (20) `note.insert`s with at most
 //!    8 un-acked; mutations/s = acks / wall time.
@@ -82,7 +83,6 @@ impl BoxProc {
         let mut child = Command::new(bin)
             .arg("--config")
             .arg(&config)
-            .env("RINDLE_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -143,12 +143,26 @@ impl BoxProc {
         serde_json::from_slice(&res.body).expect("stats JSON")
     }
 
+    /// User + system CPU seconds the box used so far.
+    fn cpu_s(&self) -> f64 {
+        cpu_of(&format!("/proc/{}/stat", self.child.id()))
+    }
+
     fn stop(mut self) {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
             .status();
         let _ = self.child.wait();
     }
+}
+
+/// User + system CPU seconds from a `/proc/…/stat` file (100 ticks per second).
+fn cpu_of(path: &str) -> f64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
 }
 
 type Ws = WebSocketStream<TcpStream>;
@@ -323,9 +337,13 @@ fn main() {
         let live = b.rss_kib();
         // 2. Warm subscribes.
         let warm_docs: Vec<String> = docs.iter().step_by((rooms / 500).max(1)).cloned().collect();
-        let mut warm = boot_all(b.port, warm_docs, concurrency).await;
+        let mut warm = boot_all(b.port, warm_docs, 4).await;
+        // Unloaded cold boots: a few new rooms, 4 at a time.
+        let quiet_docs: Vec<String> = (0..200).map(|i| format!("quiet/{i:05}")).collect();
+        let mut quiet = boot_all(b.port, quiet_docs, 4).await;
         // 3. Mutations across `active` rooms.
         eprintln!("{active} writers × {mutations} mutations…");
+        let (box_cpu0, me_cpu0) = (b.cpu_s(), cpu_of("/proc/self/stat"));
         let started = Instant::now();
         let writers: Vec<_> = docs[..active]
             .iter()
@@ -335,6 +353,7 @@ fn main() {
             w.await.expect("a writer finished");
         }
         let write_wall = started.elapsed();
+        let (box_cpu, me_cpu) = (b.cpu_s() - box_cpu0, cpu_of("/proc/self/stat") - me_cpu0);
         let box_stats = b.stats().await;
         let after_writes = b.rss_kib();
         b.stop();
@@ -361,6 +380,24 @@ fn main() {
         }
         smol::Timer::after(Duration::from_millis(500)).await;
         let hibernated = h.rss_kib();
+        // Freed memory the allocator keeps is reused, not leaked: a second wave of as
+        // many new rooms, hibernated again, should barely move the RSS.
+        let more: Vec<String> = (0..rooms).map(|i| format!("bench2/{i:05}")).collect();
+        let _ = boot_all(h.port, more, concurrency).await;
+        loop {
+            let s = h.stats().await;
+            if s["box"]["rooms"]["hibernated"].as_u64() == Some(2 * rooms as u64) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rooms did not hibernate: {}",
+                s["box"]
+            );
+            smol::Timer::after(Duration::from_millis(500)).await;
+        }
+        smol::Timer::after(Duration::from_millis(500)).await;
+        let second = h.rss_kib();
         h.stop();
         let _ = std::fs::remove_dir_all(&dir);
 
@@ -379,7 +416,12 @@ fn main() {
             rooms as f64 / boot_wall.as_secs_f64()
         );
         println!(
-            "| warm subscribe latency p50 / p99 | {:.2} / {:.2} ms |",
+            "| cold boot latency p50 / p99, 4 at once (200 more rooms) | {:.1} / {:.1} ms |",
+            pct(&mut quiet, 0.5),
+            pct(&mut quiet, 0.99)
+        );
+        println!(
+            "| warm subscribe latency p50 / p99, 4 at once (500 live rooms) | {:.2} / {:.2} ms |",
             pct(&mut warm, 0.5),
             pct(&mut warm, 0.99)
         );
@@ -397,6 +439,12 @@ fn main() {
             (active * mutations) as f64 / write_wall.as_secs_f64()
         );
         println!(
+            "| CPU during the writes: box / bench process (clients + fakes) | {:.1} s / {:.1} s over {:.1} s |",
+            box_cpu,
+            me_cpu,
+            write_wall.as_secs_f64()
+        );
+        println!(
             "| box VmRSS after the writes | {:.1} MiB |",
             after_writes as f64 / 1024.0
         );
@@ -407,8 +455,12 @@ fn main() {
             hibernated as f64 / 1024.0
         );
         println!(
-            "| RSS per hibernated room record | {:.2} KiB |",
+            "| RSS over the idle box once all hibernated, per room | {:.2} KiB |",
             per(hibernated, h_base) / 1024.0
+        );
+        println!(
+            "| RSS growth per room for a second wave of {rooms} rooms, booted and hibernated | {:.2} KiB |",
+            per(second, hibernated) / 1024.0
         );
         println!(
             "| fakes: boots {}, upstream subscribes {}, flushes {} |  |",

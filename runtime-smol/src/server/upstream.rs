@@ -146,6 +146,18 @@ pub fn ws_host_port(url: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
+/// The upstream socket's settings: tungstenite's, with a small read buffer. Its default
+/// (128 KiB, zero-filled up to capacity before every read) would be resident per room —
+/// most of a small fleet room's memory. Messages are assembled outside this buffer, so
+/// a large snapshot only takes more reads.
+fn upstream_ws_config() -> async_tungstenite::tungstenite::protocol::WebSocketConfig {
+    async_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .read_buffer_size(UPSTREAM_READ_BUFFER_BYTES)
+}
+
+/// See [`upstream_ws_config`].
+const UPSTREAM_READ_BUFFER_BYTES: usize = 8 * 1024;
+
 /// Opens a websocket and pumps it through a pair of channels. `protocols` is offered as
 /// `Sec-WebSocket-Protocol` (a room-boot affinity ticket: `rindle.v1, <ticket>`).
 pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLink, String> {
@@ -167,7 +179,7 @@ pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLi
             .await
             .map_err(|e| format!("upstream connect to {url} failed: {e}"))?;
         let _ = stream.set_nodelay(true);
-        async_tungstenite::client_async(request, stream)
+        async_tungstenite::client_async_with_config(request, stream, Some(upstream_ws_config()))
             .await
             .map(|(ws, _)| ws)
             .map_err(|e| format!("upstream websocket handshake with {url} failed: {e}"))
