@@ -64,6 +64,20 @@ impl Room {
         })
     }
 
+    /// The bytes this room retains on the heap: base rows and their indexes and
+    /// orderings, every materialized query, subscriber and serving state, and the write
+    /// plane — walked structure by structure with their capacities (see
+    /// `retained.rs`), not estimated from row counts and not read from the allocator.
+    /// A fleet box's memory budgets rest on it (fleet.md F6). It walks every row: call it
+    /// when a budget is checked, not per operation.
+    pub fn retained_bytes(&self) -> usize {
+        self.store.retained()
+            + self.engine.retained()
+            + self.server.retained()
+            + self.writes.as_ref().map_or(0, |w| w.retained())
+            + self.upstream_fp.capacity()
+    }
+
     /// The upstream epoch the store was opened under.
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -297,6 +311,28 @@ impl Room {
     /// it was attached.
     pub fn unsubscribe(&mut self, sub: &str, now_ms: u64) -> bool {
         self.detach(sub, now_ms)
+    }
+
+    /// Takes back a subscribe: detaches `sub` and, if its query has no other
+    /// subscriber, reclaims it at once (no idle grace) — a subscribe refused after the
+    /// fact (a memory budget) leaves nothing behind. Returns whether `sub` existed.
+    pub fn undo_subscribe(&mut self, sub: &str, now_ms: u64) -> bool {
+        let Some(pipeline) = self.server.subs.get(sub).map(|s| s.pipeline) else {
+            return false;
+        };
+        self.detach(sub, now_ms);
+        let idle = self
+            .server
+            .served
+            .get(&pipeline)
+            .is_some_and(|s| s.subs.is_empty());
+        if idle {
+            if let Some(served) = self.server.served.remove(&pipeline) {
+                self.server.by_canonical.remove(&*served.canonical);
+            }
+            self.engine.destroy(&mut self.store, pipeline);
+        }
+        true
     }
 
     fn detach(&mut self, sub: &str, now_ms: u64) -> bool {

@@ -303,3 +303,35 @@ pub(crate) fn compose(store: &Store, first: Vec<NetOp>, second: &[NetOp]) -> Vec
     }
     out
 }
+
+impl Server {
+    /// Heap bytes: the served queries, subscribers, shared hellos and canonical texts
+    /// (each shared text counted once), stashes' slots (see [`crate::retained`]).
+    pub(crate) fn retained(&self) -> usize {
+        use crate::retained as r;
+        let served = self.served.allocation_size()
+            + self
+                .served
+                .values()
+                .map(|s| r::arc_str(&s.canonical) + r::vec(&s.subs))
+                .sum::<usize>();
+        let hellos = self.hellos.allocation_size()
+            + self
+                .hellos
+                .iter()
+                .map(|(ids, (tables, fp))| {
+                    r::vec(ids)
+                        + 2 * core::mem::size_of::<usize>()
+                        + r::slice(tables)
+                        + r::arc_str(fp)
+                })
+                .sum::<usize>();
+        let subs = r::btree_map(&self.subs)
+            + self
+                .subs
+                .iter()
+                .map(|(k, s)| r::arc_str(k) + s.stash.as_ref().map_or(0, r::vec))
+                .sum::<usize>();
+        served + self.by_canonical.allocation_size() + hellos + subs + r::vec(&self.stashed)
+    }
+}

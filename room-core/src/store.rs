@@ -62,7 +62,46 @@ pub(crate) enum StoreRefusal {
     WrongWidth,
 }
 
+impl SecondaryIndex {
+    /// Heap bytes (see [`crate::retained`]).
+    fn retained(&self) -> usize {
+        use crate::retained as r;
+        r::slice(&self.cols)
+            + self.map.allocation_size()
+            + self
+                .map
+                .iter()
+                .map(|(k, ids)| r::key(k) + ids.allocation_size())
+                .sum::<usize>()
+    }
+}
+
 impl Table {
+    /// Heap bytes: the schema, the row images (each counted once, here), the row slots
+    /// and every index and ordering (see [`crate::retained`]).
+    pub(crate) fn retained(&self) -> usize {
+        use crate::retained as r;
+        let schema = r::arc_str(&self.schema.name)
+            + r::slice(&self.schema.columns)
+            + self.schema.columns.iter().map(r::arc_str).sum::<usize>()
+            + r::slice(&self.schema.primary_key);
+        let rows = r::vec(&self.rows) + self.rows.iter().flatten().map(r::row).sum::<usize>();
+        let indexes = r::vec(&self.indexes)
+            + self
+                .indexes
+                .iter()
+                .flatten()
+                .map(SecondaryIndex::retained)
+                .sum::<usize>();
+        schema
+            + rows
+            + r::vec(&self.free)
+            + r::vec(&self.quarantine)
+            + self.by_key.retained()
+            + indexes
+            + self.orderings.retained()
+    }
+
     fn new(schema: TableSchema) -> Table {
         Table {
             schema,
@@ -352,6 +391,14 @@ pub(crate) struct Store {
 }
 
 impl Store {
+    /// Heap bytes of every table (see [`crate::retained`]).
+    pub(crate) fn retained(&self) -> usize {
+        crate::retained::vec(&self.tables)
+            + self.tables.iter().map(Table::retained).sum::<usize>()
+            + self.by_name.allocation_size()
+            + crate::retained::vec(&self.scratch)
+    }
+
     /// A store with the given tables, all empty.
     pub fn new(schemas: Vec<TableSchema>) -> Store {
         let mut store = Store {

@@ -227,6 +227,8 @@ pub struct Options {
     pub placement: Option<Placement>,
     /// Revocations carried over from the box: `(user, at ms)`.
     pub revoked: Vec<(String, u64)>,
+    /// The room's memory budget.
+    pub max_room_bytes: Option<u64>,
 }
 
 impl Default for Options {
@@ -238,6 +240,7 @@ impl Default for Options {
             first_frame_timeout_ms: 30_000,
             placement: None,
             revoked: Vec::new(),
+            max_room_bytes: None,
         }
     }
 }
@@ -265,6 +268,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.entropy = [7; 32];
     cfg.placement = o.placement.clone();
     cfg.revoked = o.revoked.clone();
+    cfg.max_room_bytes = o.max_room_bytes;
     if o.writes {
         cfg.writes = Some(WriteSettings {
             owned_tables: vec!["note".into(), "tally".into()],

@@ -296,3 +296,57 @@ fn a_revocation_carried_over_from_the_box_refuses_older_tokens_only() {
     p.send(c, &subscribe_frame(2, &after));
     p.subscribed(c);
 }
+
+#[test]
+fn a_subscribe_past_the_room_budget_is_taken_back_and_answered_with_a_query_error() {
+    let probe = Pair::live(&Options::default());
+    let base = probe.host.room().unwrap().retained_bytes() as u64;
+    let budget = base + 64;
+    let mut p = Pair::live(&Options {
+        max_room_bytes: Some(budget),
+        ..Options::default()
+    });
+    let before = p.host.room().unwrap().materialization_count();
+    let c = p.connect();
+    let tok = p.token(NOTES, "u1", 600_000);
+    p.send(c, &subscribe_frame(1, &tok));
+    let err = p.expect_t(c, "queryError");
+    let message = err["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with("room memory budget exceeded: ")
+            && message.ends_with(&format!("bytes retained, budget {budget}")),
+        "{message}"
+    );
+    let reported: u64 = message["room memory budget exceeded: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let room = p.host.room().unwrap();
+    assert_eq!(room.materialization_count(), before, "nothing else changed");
+    // The query's state is gone; what is left over budget is grown capacity (slot
+    // vectors, an index kept for reuse).
+    assert!((room.retained_bytes() as u64) < reported);
+    assert_eq!(p.host.counters().budget_refusals, 1);
+    assert!(p.clients[&c].closed.is_none(), "the socket keeps serving");
+}
+
+#[test]
+fn a_snapshot_alone_past_the_room_budget_kills_the_incarnation_with_a_reason() {
+    let mut p = Pair::new(
+        &Options {
+            max_room_bytes: Some(100),
+            ..Options::default()
+        },
+        Journal::default(),
+        Authority::default(),
+    );
+    p.start();
+    assert!(!p.host.is_live());
+    let said = p
+        .logs
+        .iter()
+        .any(|(_, l)| l.contains("room memory budget exceeded by the upstream snapshot alone"));
+    assert!(said, "{:?}", p.logs);
+}

@@ -190,6 +190,16 @@ pub struct BoxTotals {
     pub hibernations: u64,
     /// Rooms that crashed (a panic) since start.
     pub crashes: u64,
+    /// Bytes the live rooms retain together (each room's `Room::retained_bytes`).
+    pub retained_bytes: u64,
+    /// Subscribes refused by a room's budget, summed over the live rooms.
+    pub budget_refusals: u64,
+    /// The per-room budget (`None`: none).
+    pub max_room_bytes: Option<u64>,
+    /// The per-box budget (`None`: none).
+    pub max_box_bytes: Option<u64>,
+    /// Whether new boots are refused for the box budget.
+    pub over_budget: bool,
     /// Mutations this box acknowledged before a restart and could not settle because
     /// the doc is placed elsewhere now (fleet.md F4).
     pub stranded: Vec<StrandedMutation>,
@@ -228,12 +238,14 @@ pub fn stats_body(totals: &BoxTotals, rooms: &[(String, String)]) -> String {
         write_i64(&mut s, totals.rooms[i] as i64);
     }
     s.push('}');
-    let counters: [(&str, u64); 5] = [
+    let counters: [(&str, u64); 7] = [
         ("connections", totals.connections as u64),
         ("boots", totals.boots),
         ("bootFailures", totals.boot_failures),
         ("hibernations", totals.hibernations),
         ("crashes", totals.crashes),
+        ("retainedBytes", totals.retained_bytes),
+        ("budgetRefusals", totals.budget_refusals),
     ];
     for (name, value) in counters {
         s.push(',');
@@ -241,6 +253,20 @@ pub fn stats_body(totals: &BoxTotals, rooms: &[(String, String)]) -> String {
         s.push(':');
         write_i64(&mut s, value as i64);
     }
+    for (name, value) in [
+        ("maxRoomBytes", totals.max_room_bytes),
+        ("maxBoxBytes", totals.max_box_bytes),
+    ] {
+        s.push(',');
+        write_str(&mut s, name);
+        s.push(':');
+        match value {
+            Some(v) => write_i64(&mut s, v as i64),
+            None => s.push_str("null"),
+        }
+    }
+    s.push_str(",\"overBudget\":");
+    s.push_str(if totals.over_budget { "true" } else { "false" });
     s.push_str(",\"stranded\":[");
     for (i, m) in totals.stranded.iter().enumerate() {
         if i > 0 {
@@ -375,7 +401,7 @@ mod tests {
         let s = stats_body(&totals, &[("a".into(), "{\"x\":1}".into())]);
         assert_eq!(
             s,
-            r#"{"box":{"instance":"i","rooms":{"booting":0,"live":1,"stopping":0,"hibernated":1},"connections":3,"boots":3,"bootFailures":0,"hibernations":0,"crashes":0,"stranded":[]},"rooms":{"a":{"x":1}}}"#
+            r#"{"box":{"instance":"i","rooms":{"booting":0,"live":1,"stopping":0,"hibernated":1},"connections":3,"boots":3,"bootFailures":0,"hibernations":0,"crashes":0,"retainedBytes":0,"budgetRefusals":0,"maxRoomBytes":null,"maxBoxBytes":null,"overBudget":false,"stranded":[]},"rooms":{"a":{"x":1}}}"#
         );
         assert_eq!(ready_body(false).0, 503);
         assert_eq!(revoked_body(4), "{\"revoked\":4}");

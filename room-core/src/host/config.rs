@@ -70,6 +70,10 @@ pub struct HostConfig {
     /// A placement granted by room-boot (fleet mode); `None`: claim the epoch (with an
     /// authority) and mint the first lease at start-up.
     pub placement: Option<Placement>,
+    /// The most bytes the room may retain ([`crate::Room::retained_bytes`]); a subscribe
+    /// that would leave it past this is taken back and answered with a `queryError`.
+    /// `None`: no budget.
+    pub max_room_bytes: Option<u64>,
     /// Revocations made before this host existed, `(user, revoked at ms)`: a fleet box
     /// hands every room it boots the revocations still within the window, so a room
     /// that hibernated forgets none.
@@ -96,6 +100,7 @@ impl HostConfig {
             entropy: [0; 32],
             placement: None,
             revoked: Vec::new(),
+            max_room_bytes: None,
         }
     }
 

@@ -449,6 +449,23 @@ impl Host {
             self.query_error(id, qid, &message);
             return;
         }
+        if let Some(budget) = self.cfg.max_room_bytes {
+            if let Some(room) = self.room.as_mut() {
+                let retained = room.room().retained_bytes() as u64;
+                if retained > budget {
+                    room.room_mut().undo_subscribe(&sub_key, now);
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.queries.remove(&key);
+                    }
+                    self.counters.budget_refusals += 1;
+                    let message = format!(
+                        "room memory budget exceeded: {retained} bytes retained, budget {budget}"
+                    );
+                    self.query_error(id, qid, &message);
+                    return;
+                }
+            }
+        }
         if let Some(c) = self.conns.get_mut(&id) {
             c.queries.insert(
                 key,

@@ -36,7 +36,7 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
 /// flushDebounceMs?, flushDirtyMax?, authority}, placement?: {epoch, leaseToken}}`
 /// (`placement`: what room-boot granted; see [`Placement`](super::Placement)), revoked?:
-/// [[userId, atMs]] (revocations carried over from the box).
+/// [[userId, atMs]] (revocations carried over from the box), maxRoomBytes?.
 pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| format!("config: {e}"))?;
     let doc = v["docId"]
@@ -85,6 +85,12 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
                 .ok_or_else(|| String::from("`placement.leaseToken` must be a non-empty string"))?
                 .to_string(),
         });
+    }
+    if let Some(b) = v.get("maxRoomBytes").filter(|b| !b.is_null()) {
+        cfg.max_room_bytes = Some(
+            b.as_u64()
+                .ok_or_else(|| String::from("`maxRoomBytes` must be a non-negative integer"))?,
+        );
     }
     if let Some(list) = v.get("revoked").filter(|r| !r.is_null()) {
         let bad = || String::from("`revoked` must be an array of [userId, atMs] pairs");

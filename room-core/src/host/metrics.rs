@@ -38,4 +38,6 @@ pub struct Counters {
     pub revocations: u64,
     /// Sockets closed with 1008 for passing a per-connection limit.
     pub limit_closes: u64,
+    /// Subscribes taken back for passing the room's memory budget.
+    pub budget_refusals: u64,
 }

@@ -135,6 +135,16 @@ impl Host {
         };
         let applied = batch.and_then(|b| room.room_mut().apply(&b));
         let cv = crate::contract::render_opt_f64(room.cv());
+        // Only a snapshot is measured: the walk visits every row.
+        let snapshot = matches!(applied, Ok(ApplyStatus::Snapshot { .. }));
+        let over_budget = self
+            .cfg
+            .max_room_bytes
+            .filter(|_| snapshot)
+            .and_then(|budget| {
+                let retained = room.room().retained_bytes() as u64;
+                (retained > budget).then_some((retained, budget))
+            });
         match applied {
             Err(e) => self.violation(&format!("upstream apply failed: {e}")),
             Ok(ApplyStatus::Snapshot { rows }) => {
@@ -142,6 +152,14 @@ impl Host {
                     Level::Info,
                     format!("upstream snapshot: {rows} rows @ cv {cv}"),
                 );
+                if let Some((retained, budget)) = over_budget {
+                    self.violation(&format!(
+                        "room memory budget exceeded by the upstream snapshot alone: \
+                         {retained} bytes retained, budget {budget} (raise the room budget, \
+                         or narrow the document's footprint)"
+                    ));
+                    return;
+                }
                 self.finish_boot(driver);
             }
             Ok(ApplyStatus::Live { .. }) => self.drain_downstream(driver),

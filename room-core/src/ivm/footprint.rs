@@ -34,6 +34,11 @@ pub(crate) struct Footprint {
 }
 
 impl Footprint {
+    /// Heap bytes: the two maps' slots (the images are the store's).
+    pub fn retained(&self) -> usize {
+        self.members.allocation_size() + self.dirty.allocation_size()
+    }
+
     /// One more membership of `(table, rid)` with image `row`.
     pub fn enter(&mut self, table: usize, rid: RowId, row: &Row) {
         let key = (table as u32, rid);

@@ -93,6 +93,65 @@ impl core::fmt::Debug for Scratch {
 }
 
 impl Engine {
+    /// Heap bytes of every node, pipeline and dispatch list (see [`crate::retained`]).
+    pub fn retained(&self) -> usize {
+        use crate::retained as r;
+        let nodes = r::vec(&self.nodes)
+            + self
+                .nodes
+                .iter()
+                .flatten()
+                .map(Node::retained)
+                .sum::<usize>();
+        let pipelines = r::vec(&self.pipelines)
+            + self
+                .pipelines
+                .iter()
+                .flatten()
+                .map(|p| {
+                    r::vec(&p.nodes)
+                        + r::vec(&p.indexes)
+                        + r::vec(&p.orderings)
+                        + p.footprint.retained()
+                })
+                .sum::<usize>();
+        let dispatch = r::vec(&self.dispatch)
+            + self
+                .dispatch
+                .iter()
+                .map(|d| {
+                    r::vec(&d.unguarded)
+                        + d.guarded.allocation_size()
+                        + d.guarded
+                            .values()
+                            .map(|m| {
+                                m.allocation_size()
+                                    + m.iter()
+                                        .map(|(v, ids)| r::value(v) + r::vec(ids))
+                                        .sum::<usize>()
+                            })
+                            .sum::<usize>()
+                })
+                .sum::<usize>();
+        let scratch = {
+            let b = self.scratch.0.take();
+            let n = b.capacity();
+            self.scratch.0.set(b);
+            n
+        };
+        nodes
+            + pipelines
+            + dispatch
+            + r::vec(&self.free_nodes)
+            + r::vec(&self.free_pipelines)
+            + r::vec(&self.work)
+            + r::vec(&self.events)
+            + r::vec(&self.touched)
+            + r::vec(&self.bufs)
+            + self.bufs.iter().map(r::vec).sum::<usize>()
+            + scratch
+    }
+
     /// An engine over `tables` tables.
     pub fn new(tables: usize) -> Engine {
         let mut e = Engine {

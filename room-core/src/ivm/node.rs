@@ -132,7 +132,40 @@ pub(crate) struct Node {
     pub demand: ByPart<u32>,
 }
 
+impl Filter {
+    /// Heap bytes of the filter tree's own nodes (predicate literals are not counted:
+    /// a handful of bytes per query).
+    fn retained(&self) -> usize {
+        use crate::retained as r;
+        match self {
+            Filter::And(items) | Filter::Or(items) => {
+                r::slice(items) + items.iter().map(Filter::retained).sum::<usize>()
+            }
+            Filter::Exists { cols, .. } => r::slice(cols),
+            _ => 0,
+        }
+    }
+}
+
 impl Node {
+    /// Heap bytes: the filter, the held rows' slots (the images are the store's), the
+    /// partitions and the demand counts (see [`crate::retained`]).
+    pub fn retained(&self) -> usize {
+        use crate::retained as r;
+        self.link
+            .as_ref()
+            .map_or(0, |l| r::slice(&l.parent) + r::slice(&l.child))
+            + self.filter.retained()
+            + r::slice(&self.order)
+            + self.start.as_ref().map_or(0, |(k, _)| r::key(k))
+            + r::vec(&self.demanded_children)
+            + self.guard.as_ref().map_or(0, |(_, v)| r::value(v))
+            + self.window.as_ref().map_or(0, |w| r::vec(&w.from))
+            + self.rows.allocation_size()
+            + self.parts.retained(super::part::Part::retained)
+            + self.demand.retained(|_| 0)
+    }
+
     /// The partition key columns (empty for the root).
     pub fn part_cols(&self) -> &[usize] {
         match &self.link {

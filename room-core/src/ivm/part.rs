@@ -26,6 +26,21 @@ pub(crate) enum ByPart<T> {
     Keyed(HashMap<Key, T>),
 }
 
+impl<T> ByPart<T> {
+    /// Heap bytes: the map (keyed) and what `each` says each state owns.
+    pub fn retained(&self, each: impl Fn(&T) -> usize) -> usize {
+        match self {
+            ByPart::One(v) => v.as_ref().map_or(0, &each),
+            ByPart::Keyed(m) => {
+                m.allocation_size()
+                    + m.iter()
+                        .map(|(k, v)| crate::retained::key(k) + each(v))
+                        .sum::<usize>()
+            }
+        }
+    }
+}
+
 impl<T: Default> ByPart<T> {
     /// Empty state for a root level (`one`) or a child level.
     pub fn new(one: bool) -> ByPart<T> {
@@ -90,6 +105,14 @@ pub(crate) struct Part {
 }
 
 impl Part {
+    /// Heap bytes (see [`crate::retained`]).
+    pub fn retained(&self) -> usize {
+        use crate::retained as r;
+        r::btree_map(&self.set)
+            + self.set.keys().map(r::key).sum::<usize>()
+            + self.boundary.as_ref().map_or(0, r::key)
+    }
+
     /// Whether the partition holds no rows.
     #[inline]
     pub fn is_empty(&self) -> bool {

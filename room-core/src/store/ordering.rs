@@ -73,6 +73,43 @@ pub(crate) struct Orderings {
     release_tick: u64,
 }
 
+impl Ordering {
+    /// Heap bytes (see [`crate::retained`]).
+    fn retained(&self) -> usize {
+        use crate::retained as r;
+        r::slice(&self.order)
+            + self.guard.as_ref().map_or(0, |(_, v)| r::value(v))
+            + r::btree_map(&self.map)
+            + self.map.keys().map(r::key).sum::<usize>()
+    }
+}
+
+impl Orderings {
+    /// Heap bytes of every ordering and the dispatch lists (see [`crate::retained`]).
+    pub(crate) fn retained(&self) -> usize {
+        use crate::retained as r;
+        r::vec(&self.slots)
+            + self
+                .slots
+                .iter()
+                .flatten()
+                .map(Ordering::retained)
+                .sum::<usize>()
+            + r::vec(&self.unguarded)
+            + r::vec(&self.guarded)
+            + self
+                .guarded
+                .iter()
+                .map(|(_, m)| {
+                    m.allocation_size()
+                        + m.iter()
+                            .map(|(v, ids)| r::value(v) + r::vec(ids))
+                            .sum::<usize>()
+                })
+                .sum::<usize>()
+    }
+}
+
 impl Orderings {
     /// The ordering for `(guard, order)`, if built; takes one more use of it.
     pub fn acquire(

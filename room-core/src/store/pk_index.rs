@@ -41,6 +41,16 @@ fn row_of(rows: &[Option<Row>], id: RowId) -> Option<&[Value]> {
 }
 
 impl PkIndex {
+    /// Heap bytes: the id table and the probe buffer.
+    pub(crate) fn retained(&self) -> usize {
+        let probe = self.probe.take();
+        let n = probe.capacity();
+        self.probe.set(probe);
+        self.ids.allocation_size() + n
+    }
+}
+
+impl PkIndex {
     fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }

@@ -135,6 +135,38 @@ pub(crate) struct WritePlane {
 }
 
 impl WritePlane {
+    /// Heap bytes: the per-client marks, pending mids, dirty keys (and the CAS-base
+    /// images only they hold), outcomes and fences (see [`crate::retained`]).
+    pub(crate) fn retained(&self) -> usize {
+        use crate::retained as r;
+        let clients =
+            r::btree_map(&self.clients) + self.clients.keys().map(|c| c.capacity()).sum::<usize>();
+        let pending = r::vec(&self.pending)
+            + self
+                .pending
+                .iter()
+                .map(|(c, _)| c.capacity())
+                .sum::<usize>();
+        let dirty = r::btree_map(&self.dirty)
+            + self
+                .dirty
+                .iter()
+                .map(|((_, k), d)| r::key(k) + d.base.as_ref().map_or(0, r::row))
+                .sum::<usize>();
+        let outcomes = r::vec(&self.outcomes)
+            + self
+                .outcomes
+                .iter()
+                .map(|o| o.client.capacity() + o.reason.as_ref().map_or(0, |s| s.capacity()))
+                .sum::<usize>();
+        clients
+            + pending
+            + dirty
+            + outcomes
+            + self.fences.allocation_size()
+            + self.fences.keys().map(|(_, k)| r::key(k)).sum::<usize>()
+    }
+
     fn new(mode: Mode, ledger: usize) -> WritePlane {
         WritePlane {
             mode,

@@ -56,6 +56,14 @@ pub struct FleetConfig {
     /// refused with close 1013.
     #[serde(default = "defaults::max_rooms")]
     pub max_rooms: usize,
+    /// The most bytes one room may retain (its rows, queries and subscriber state, as
+    /// the core counts them): a subscribe past it gets a `queryError`; a snapshot alone
+    /// past it stops the room. Absent: no budget.
+    pub max_room_bytes: Option<u64>,
+    /// The most bytes all live rooms together may retain: past it, idle rooms hibernate
+    /// (least recently used first), then new boots are refused with 1013. Absent: no
+    /// budget.
+    pub max_box_bytes: Option<u64>,
     /// When acks go out: `journaled` (default) or `flushed`.
     #[serde(default)]
     pub ack: AckMode,

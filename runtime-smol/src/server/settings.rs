@@ -45,6 +45,7 @@ pub(crate) fn host_config(
         entropy,
         placement: None,
         revoked: Vec::new(),
+        max_room_bytes: None,
     };
     cfg.validate()?;
     Ok(cfg)

@@ -29,6 +29,9 @@ pub(crate) enum Control {
     AwaitLive(Sender<()>),
     /// The current incarnation's bootId.
     BootId(Sender<String>),
+    /// The bytes the room retains (`Room::retained_bytes`; 0 before the first hello)
+    /// and how many subscribes its budget refused.
+    Memory(Sender<(u64, u64)>),
     /// Stop accepting, drain, close every socket with 1001, stop.
     Shutdown(Sender<()>),
     /// Stop at once, like a crash: no journaling of the group commit, no drain, no close
@@ -54,6 +57,11 @@ impl Actor {
             }
             Control::BootId(reply) => {
                 let _ = reply.try_send(self.host.boot_id().to_string());
+                return;
+            }
+            Control::Memory(reply) => {
+                let bytes = self.host.room().map_or(0, |r| r.retained_bytes() as u64);
+                let _ = reply.try_send((bytes, self.host.counters().budget_refusals));
                 return;
             }
             Control::Stats(r) => (ControlRequest::Stats, Waiter::Stats(r)),

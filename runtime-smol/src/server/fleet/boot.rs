@@ -160,6 +160,7 @@ pub(crate) async fn start_room(
         w.scopes = grant.scopes.clone();
     }
     host_cfg.revoked = shared.revocations(shared.env.now_ms());
+    host_cfg.max_room_bytes = shared.fleet.max_room_bytes;
     host_cfg.placement = Some(Placement {
         epoch: grant.epoch,
         lease_token: grant.upstream_lease_token.clone(),

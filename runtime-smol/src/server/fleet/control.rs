@@ -69,13 +69,21 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
         FleetRoute::Stats => {
             let list = rooms.list();
             let mut per_room = Vec::new();
+            let (mut bytes, mut refusals) = (0, 0);
             for room in rooms.live_rooms() {
                 if let Some(text) = ask(&room.events, Control::Stats).await {
                     per_room.push((room.doc.clone(), text));
                 }
+                if let Some((b, r)) = super::memory_of(&room).await {
+                    bytes += b;
+                    refusals += r;
+                }
             }
             per_room.sort();
-            json((200, stats_body(&totals(rooms, &list), &per_room)))
+            let mut t = totals(rooms, &list);
+            t.retained_bytes = bytes;
+            t.budget_refusals = refusals;
+            json((200, stats_body(&t, &per_room)))
         }
         FleetRoute::Revoke { user } => {
             let now = shared.env.now_ms();
@@ -133,6 +141,9 @@ fn totals(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> BoxTo
         boot_failures: c.boot_failures.load(Ordering::Relaxed),
         hibernations: c.hibernations.load(Ordering::Relaxed),
         crashes: c.crashes.load(Ordering::Relaxed),
+        max_room_bytes: rooms.shared.fleet.max_room_bytes,
+        max_box_bytes: rooms.shared.fleet.max_box_bytes,
+        over_budget: rooms.shared.over_budget.load(Ordering::SeqCst),
         stranded: rooms
             .shared
             .stranded
@@ -178,7 +189,13 @@ fn metrics(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> Stri
             t.rooms[state_index(state)]
         );
     }
-    let families: [(&str, &str, &str, u64); 6] = [
+    let families: [(&str, &str, &str, u64); 7] = [
+        (
+            "rindle_fleet_boots_refused_for_budget",
+            "gauge",
+            "1 while new boots are refused for fleet.max_box_bytes.",
+            u64::from(t.over_budget),
+        ),
         (
             "rindle_room_stranded_mutations_total",
             "counter",

@@ -73,6 +73,8 @@ pub(crate) struct Shared {
     pub ready: std::sync::atomic::AtomicBool,
     /// A shutdown began: no new boots, not ready.
     pub shutting_down: std::sync::atomic::AtomicBool,
+    /// Past `max_box_bytes` with no idle room left to hibernate: new boots are refused.
+    pub over_budget: std::sync::atomic::AtomicBool,
     /// Mutations acknowledged before a restart that settlement could not deliver.
     pub stranded: std::sync::Mutex<Vec<rindle_room_core::fleet::StrandedMutation>>,
 }
@@ -206,6 +208,7 @@ impl FleetServerBuilder {
             revoked: std::sync::Mutex::new(Vec::new()),
             ready: std::sync::atomic::AtomicBool::new(false),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
+            over_budget: std::sync::atomic::AtomicBool::new(false),
             stranded: std::sync::Mutex::new(Vec::new()),
         });
         let rooms = Rooms::new(shared.clone());
@@ -309,6 +312,9 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
         if stopped {
             return;
         }
+        if let Some(max) = rooms.shared.fleet.max_box_bytes {
+            enforce_box_budget(&rooms, max).await;
+        }
         let now = rooms.shared.env.now_ms();
         for room in rooms.idle_rooms(now, idle_ms) {
             // Everything acknowledged must be confirmed upstream first: drain, then stop.
@@ -337,6 +343,70 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
             }
         }
     }
+}
+
+/// Asks a room for its retained bytes and budget refusals; `None` when it stopped.
+pub(crate) async fn memory_of(room: &rooms::LiveRoom) -> Option<(u64, u64)> {
+    let (tx, rx) = async_channel::bounded(1);
+    room.events
+        .send(Event::Control(Control::Memory(tx)))
+        .await
+        .ok()?;
+    rx.recv().await.ok()
+}
+
+/// The box budget (fleet.md F6): past `max_box_bytes`, hibernate idle rooms least
+/// recently used first (each drains first); if that is not enough, refuse new boots
+/// until the rooms shrink back under it.
+async fn enforce_box_budget(rooms: &Arc<Rooms>, max: u64) {
+    use std::sync::atomic::Ordering;
+    let mut sized = Vec::new();
+    let mut total = 0u64;
+    for room in rooms.live_rooms() {
+        if let Some((bytes, _)) = memory_of(&room).await {
+            total += bytes;
+            sized.push((room, bytes));
+        }
+    }
+    if total <= max {
+        rooms.shared.over_budget.store(false, Ordering::SeqCst);
+        return;
+    }
+    sized.retain(|(r, _)| r.conns.load(Ordering::SeqCst) == 0);
+    sized.sort_by_key(|(r, _)| r.idle_since.load(Ordering::SeqCst));
+    for (room, bytes) in sized {
+        if total <= max {
+            break;
+        }
+        let (tx, rx) = async_channel::bounded(1);
+        if room
+            .events
+            .send(Event::Control(Control::Drain(tx)))
+            .await
+            .is_err()
+        {
+            continue;
+        }
+        if let Ok(Ok(seq)) = rx.recv().await {
+            room.final_flush_seq.store(seq, Ordering::SeqCst);
+            if rooms.stop_room(&room.doc) {
+                rooms.shared.log.info(&format!(
+                    "box budget: hibernating idle room {} ({bytes} bytes) — the live rooms \
+                     retain {total} bytes, fleet.max_box_bytes is {max}",
+                    room.doc
+                ));
+                total = total.saturating_sub(bytes);
+            }
+        }
+    }
+    let over = total > max;
+    if over && !rooms.shared.over_budget.swap(true, Ordering::SeqCst) {
+        rooms.shared.log.warn(&format!(
+            "box budget: the live rooms retain {total} bytes, past fleet.max_box_bytes \
+             {max}, and none is idle: new boots are refused (1013) until they shrink"
+        ));
+    }
+    rooms.shared.over_budget.store(over, Ordering::SeqCst);
 }
 
 /// Re-boots rooms whose lease died.

@@ -117,6 +117,10 @@ impl Rooms {
                     if self.shared.shutting_down.load(Ordering::SeqCst) {
                         return Err((1001, String::from("the box is shutting down")));
                     }
+                    if self.shared.over_budget.load(Ordering::SeqCst) {
+                        let (code, reason) = rindle_room_core::fleet::CLOSE_BOX_BUDGET;
+                        return Err((code, reason.to_string()));
+                    }
                     if Self::active(&table) >= self.shared.fleet.max_rooms {
                         return Err((
                             1013,
