@@ -900,6 +900,13 @@ fn main() {
             (store + query) as f64 / rows,
             query as f64 / rows,
         );
+        let t = std::time::Instant::now();
+        let counted = black_box(room.retained_bytes());
+        println!(
+            "  Room::retained_bytes at N={}: {counted} B in {:.0} µs",
+            kilo(n),
+            t.elapsed().as_secs_f64() * 1e6
+        );
         black_box(&room);
     }
     if selected("memory snapshot") {
