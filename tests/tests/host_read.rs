@@ -349,4 +349,11 @@ fn a_snapshot_alone_past_the_room_budget_kills_the_incarnation_with_a_reason() {
         .iter()
         .any(|(_, l)| l.contains("room memory budget exceeded by the upstream snapshot alone"));
     assert!(said, "{:?}", p.logs);
+    // Each re-subscribe costs the daemon a snapshot: they back off (0.5 s, 1 s, 2 s, 4 s,
+    // 8 s …), instead of one every 250 ms.
+    let first = p.daemon.subscribes;
+    p.advance(16_000);
+    let more = p.daemon.subscribes - first;
+    assert!((3..=5).contains(&more), "{more} re-subscribes in 16 s");
+    assert!(!p.host.is_live());
 }

@@ -186,6 +186,9 @@ pub struct Host {
     lease_token: String,
     subscribe_in_flight: bool,
     reconnect_delay_ms: u64,
+    /// Snapshots in a row that passed the room's memory budget (their re-subscribes
+    /// back off).
+    budget_strikes: u32,
     upstream_boot: Option<String>,
     upstream_cv_min: Option<f64>,
     /// The upstream `queryError` frame to re-handle when a re-mint failed.
@@ -273,6 +276,7 @@ impl Host {
             lease_token: String::new(),
             subscribe_in_flight: false,
             reconnect_delay_ms: upstream::RESUBSCRIBE_DELAY_MS,
+            budget_strikes: 0,
             upstream_boot: None,
             upstream_cv_min: None,
             remint_frame: None,

@@ -12,6 +12,8 @@ use crate::{ApplyStatus, Hello, Room, UpstreamBatch};
 pub(crate) const UPSTREAM_QID: f64 = 1.0;
 /// Delay before re-subscribing after a violation (and the first reconnect delay).
 pub(crate) const RESUBSCRIBE_DELAY_MS: u64 = 250;
+/// The longest wait before re-subscribing after snapshots past the memory budget.
+pub(crate) const BUDGET_RETRY_MAX_MS: u64 = 60_000;
 /// The reconnect backoff cap (and the lease re-mint retry delay).
 pub(crate) const RECONNECT_MAX_MS: u64 = 5_000;
 
@@ -153,13 +155,20 @@ impl Host {
                     format!("upstream snapshot: {rows} rows @ cv {cv}"),
                 );
                 if let Some((retained, budget)) = over_budget {
-                    self.violation(&format!(
+                    // The same snapshot will not shrink by itself: back off (each
+                    // re-subscribe costs the daemon a whole snapshot), up to a minute.
+                    self.budget_strikes = self.budget_strikes.saturating_add(1);
+                    let delay = (RESUBSCRIBE_DELAY_MS << self.budget_strikes.min(8))
+                        .min(BUDGET_RETRY_MAX_MS);
+                    self.incarnation_dead(&format!(
                         "room memory budget exceeded by the upstream snapshot alone: \
                          {retained} bytes retained, budget {budget} (raise the room budget, \
-                         or narrow the document's footprint)"
+                         or narrow the document's footprint); re-subscribing in {delay} ms"
                     ));
+                    self.timers.resubscribe = Some(self.now + delay);
                     return;
                 }
+                self.budget_strikes = 0;
                 self.finish_boot(driver);
             }
             Ok(ApplyStatus::Live { .. }) => self.drain_downstream(driver),
