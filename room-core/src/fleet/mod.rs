@@ -19,5 +19,5 @@ pub use control::{
     ready_body, revoked_body, rooms_body, route_fleet_control, sorted, stats_body, BoxTotals,
     FleetRoute, RoomState, RoomSummary, StrandedMutation,
 };
-pub use path::{doc_from_path, percent_decode, room_path, PathError, ROOMS_PREFIX};
+pub use path::{doc_from_path, percent_decode, room_path, PathError, MAX_DOC_BYTES, ROOMS_PREFIX};
 pub use placement::{locate_room, rendezvous_score, room_dir_name, DIR_DOC_BYTES};

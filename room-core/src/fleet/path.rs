@@ -8,6 +8,10 @@ use core::fmt;
 /// The path prefix of a room's websocket endpoint.
 pub const ROOMS_PREFIX: &str = "/rooms/";
 
+/// The longest doc a room URL may name, in bytes (decoded): a box keeps every doc it
+/// served in its room table, so a client must not make it hold arbitrary strings.
+pub const MAX_DOC_BYTES: usize = 1024;
+
 /// Why an upgrade's path names no room.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -22,6 +26,8 @@ pub enum PathError {
     BadEscape,
     /// The decoded doc is not UTF-8.
     NotUtf8,
+    /// The decoded doc is longer than [`MAX_DOC_BYTES`].
+    TooLong,
 }
 
 impl fmt::Display for PathError {
@@ -34,6 +40,7 @@ impl fmt::Display for PathError {
             }
             PathError::BadEscape => "a `%` in the doc is not followed by two hex digits",
             PathError::NotUtf8 => "the percent-decoded doc is not UTF-8",
+            PathError::TooLong => "the doc is longer than 1024 bytes",
         })
     }
 }
@@ -66,7 +73,14 @@ pub fn doc_from_path(path: &str) -> Result<String, PathError> {
     if segment.contains('/') {
         return Err(PathError::NestedSegment);
     }
-    percent_decode(segment)
+    if segment.len() > 3 * MAX_DOC_BYTES {
+        return Err(PathError::TooLong);
+    }
+    let doc = percent_decode(segment)?;
+    if doc.len() > MAX_DOC_BYTES {
+        return Err(PathError::TooLong);
+    }
+    Ok(doc)
 }
 
 /// Decodes `%XX` escapes (nothing else: `+` stays `+`) into a UTF-8 string.
@@ -91,6 +105,7 @@ pub fn percent_decode(text: &str) -> Result<String, PathError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
 
     #[test]
     fn docs_round_trip_through_their_path() {
@@ -112,5 +127,13 @@ mod tests {
         assert_eq!(doc_from_path("/rooms/a%zz"), Err(PathError::BadEscape));
         assert_eq!(doc_from_path("/rooms/%FF"), Err(PathError::NotUtf8));
         assert_eq!(doc_from_path("/rooms/a%2Fb?x=1").as_deref(), Ok("a/b"));
+        let longest = "d".repeat(MAX_DOC_BYTES);
+        assert_eq!(doc_from_path(&room_path(&longest)), Ok(longest.clone()));
+        let over = format!("{longest}d");
+        assert_eq!(doc_from_path(&room_path(&over)), Err(PathError::TooLong));
+        assert_eq!(
+            doc_from_path(&room_path(&"/".repeat(MAX_DOC_BYTES + 1))),
+            Err(PathError::TooLong)
+        );
     }
 }

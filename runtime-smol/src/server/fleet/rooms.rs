@@ -21,6 +21,10 @@ use super::boot::{call_room_boot, start_room};
 use super::Shared;
 use crate::server::actor::{Control, Event};
 
+/// The most hibernation records a box keeps; past it the oldest goes (a record only
+/// answers `/drain?doc=` and `/rooms` for a room that is not running).
+pub(crate) const MAX_RECORDS: usize = 100_000;
+
 /// A close code and reason for a connection that gets no room.
 pub(crate) type Refusal = (u16, String);
 
@@ -291,7 +295,30 @@ impl Rooms {
                     room.doc, room.epoch
                 ));
                 table.insert(room.doc.clone(), Slot::Hibernated(record));
+                Self::bound_records(&mut table, MAX_RECORDS);
             }
+        }
+    }
+
+    /// Drops the oldest hibernation records past `max` ([`MAX_RECORDS`]).
+    fn bound_records(table: &mut HashMap<String, Slot>, max: usize) {
+        let records = table
+            .values()
+            .filter(|s| matches!(s, Slot::Hibernated(_)))
+            .count();
+        if records <= max {
+            return;
+        }
+        let mut old: Vec<(u64, String)> = table
+            .iter()
+            .filter_map(|(d, s)| match s {
+                Slot::Hibernated(r) => Some((r.since_ms, d.clone())),
+                _ => None,
+            })
+            .collect();
+        old.sort_unstable();
+        for (_, doc) in old.into_iter().take(records - max) {
+            table.remove(&doc);
         }
     }
 
@@ -418,5 +445,28 @@ impl Router<Event> for RoomRouter {
                 }),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_hibernation_records_go_past_the_bound() {
+        let mut table = HashMap::new();
+        for (i, doc) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            let record = Record {
+                epoch: 1,
+                since_ms: 100 - i as u64, // "e" is the oldest
+                final_flush_seq: None,
+            };
+            table.insert(doc.to_string(), Slot::Hibernated(record));
+        }
+        table.insert("live".to_string(), Slot::Booting(Vec::new()));
+        Rooms::bound_records(&mut table, 3);
+        let mut left: Vec<&str> = table.keys().map(String::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["a", "b", "c", "live"]);
     }
 }
