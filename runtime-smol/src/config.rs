@@ -203,9 +203,13 @@ pub struct ControlConfig {
     /// the environment provides it; empty after the overrides is an error.
     #[serde(default)]
     pub auth_token: String,
-    /// Port (default 0 = ephemeral); always bound on 127.0.0.1.
+    /// Port (default 0 = ephemeral).
     #[serde(default)]
     pub port: u16,
+    /// Bind address (default `127.0.0.1`: the control plane is private; bind another
+    /// address only behind a firewall — every route but the probes needs the token).
+    #[serde(default = "defaults::control_bind")]
+    pub bind: String,
 }
 
 /// `WritesOptions` (minus the mutators, which are top-level `[mutators.*]`).
@@ -265,6 +269,10 @@ pub struct AuthorityConfig {
 
 /// Defaults, shared by serde and the docs.
 pub mod defaults {
+    /// `127.0.0.1`.
+    pub fn control_bind() -> String {
+        String::from("127.0.0.1")
+    }
     /// 30 s.
     pub fn idle_ttl_ms() -> u64 {
         30_000
@@ -560,6 +568,16 @@ impl Config {
                         "`control.auth_token` is empty: set it under [control] or in \
                          {ENV_CONTROL_AUTH_TOKEN} (or remove [control] to run without a \
                          control plane)"
+                    ),
+                ));
+            }
+            if control.bind.is_empty() || control.bind.chars().any(char::is_whitespace) {
+                return Err(invalid(
+                    "control.bind",
+                    format!(
+                        "`control.bind` = {:?} is not an address: use an IP address such as \
+                         \"127.0.0.1\" (the default) or \"0.0.0.0\"",
+                        control.bind
                     ),
                 ));
             }

@@ -107,9 +107,9 @@ fn unknown_options() {
         &["unknown option `upstream.ws`"],
     );
     check(
-        &format!("{MINIMAL}\n[control]\nauth_token = \"t\"\nbind = \"0.0.0.0\"\n"),
-        "control.bind",
-        &["unknown option `control.bind` under [control]"],
+        &format!("{MINIMAL}\n[control]\nauth_token = \"t\"\nhost = \"0.0.0.0\"\n"),
+        "control.host",
+        &["unknown option `control.host` under [control]"],
     );
     check(
         &format!("{}\n[authority]\napply_url = \"http://a/x\"\nclaim_url = \"http://a/y\"\nlmids_url = \"http://a/z\"\nretry = 3\n", writes("")),

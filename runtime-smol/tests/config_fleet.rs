@@ -124,3 +124,17 @@ fn bad_fleet_values_name_the_option() {
         &[],
     );
 }
+
+#[test]
+fn the_control_plane_binds_loopback_unless_told_otherwise() {
+    let with_control = format!("{FLEET}\n[control]\nauth_token = \"t\"\n");
+    let c = load(&with_control).unwrap();
+    assert_eq!(c.control.unwrap().bind, "127.0.0.1");
+    let c = load(&format!("{with_control}bind = \"0.0.0.0\"\n")).unwrap();
+    assert_eq!(c.control.unwrap().bind, "0.0.0.0");
+    check(
+        &format!("{with_control}bind = \"\"\n"),
+        "control.bind",
+        &["not an address"],
+    );
+}

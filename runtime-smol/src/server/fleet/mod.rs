@@ -243,13 +243,13 @@ impl FleetServerBuilder {
         ));
         let control_addr = match &config.control {
             Some(c) => {
-                let l = TcpListener::bind(("127.0.0.1", c.port))
+                let l = TcpListener::bind((c.bind.as_str(), c.port))
                     .await
                     .map_err(|e| {
                         format!(
-                            "cannot listen on 127.0.0.1:{} for the control plane: {e} (choose \
-                         another `control.port`, or 0)",
-                            c.port
+                            "cannot listen on {}:{} for the control plane: {e} (choose \
+                             another `control.port` or `control.bind`, or port 0)",
+                            c.bind, c.port
                         )
                     })?;
                 let a = l.local_addr().ok();
