@@ -161,3 +161,41 @@ fn an_idle_room_hibernates_and_its_next_connection_boots_it_again() {
         server.shutdown().await;
     }));
 }
+
+#[test]
+fn past_max_rooms_a_new_doc_is_closed_1013_and_live_rooms_serve_on() {
+    smol::block_on(within(async {
+        let b = start_fleet(SHELL_SECRET, "max_rooms = 1").await;
+        let port = b.server.port();
+        let mut first = reader(port, "d1", "d1").await;
+        first.subscribed().await;
+        let mut second = WsClient::connect_path(port, "/rooms/d2").await;
+        match second.closed().await {
+            Next::Closed(Some((1013, reason))) => {
+                assert!(reason.contains("fleet.max_rooms"), "{reason}")
+            }
+            other => panic!("expected 1013, got {other:?}"),
+        }
+        let mut again = reader(port, "d1", "d1").await;
+        again.subscribed().await;
+        assert_eq!(b.api.boots_of("d2"), 0);
+        b.server.shutdown().await;
+    }));
+}
+
+#[test]
+fn a_doc_longer_than_the_limit_is_refused_at_the_upgrade() {
+    smol::block_on(within(async {
+        let b = start_fleet(SHELL_SECRET, "").await;
+        let long = "d".repeat(rindle_room_core::fleet::MAX_DOC_BYTES + 1);
+        let path = rindle_room_core::fleet::room_path(&long);
+        assert_eq!(
+            WsClient::try_connect_path(b.server.port(), &path)
+                .await
+                .err(),
+            Some(404)
+        );
+        assert_eq!(b.api.state.lock().unwrap().requests, 0, "no boot was tried");
+        b.server.shutdown().await;
+    }));
+}

@@ -318,25 +318,11 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
         let now = rooms.shared.env.now_ms();
         for room in rooms.idle_rooms(now, idle_ms) {
             // Everything acknowledged must be confirmed upstream first: drain, then stop.
-            let (tx, rx) = async_channel::bounded(1);
-            if room
-                .events
-                .send(Event::Control(Control::Drain(tx)))
-                .await
-                .is_err()
-            {
-                continue;
-            }
-            match rx.recv().await {
-                Ok(Ok(seq)) => {
-                    room.final_flush_seq
-                        .store(seq, std::sync::atomic::Ordering::SeqCst);
+            match room.drain().await {
+                Some(Ok(_)) | None => {
                     rooms.stop_room(&room.doc);
                 }
-                Err(_) => {
-                    rooms.stop_room(&room.doc);
-                }
-                Ok(Err(e)) => rooms.shared.log.warn(&format!(
+                Some(Err(e)) => rooms.shared.log.warn(&format!(
                     "room {} stays up: its writes are not confirmed yet ({e})",
                     room.doc
                 )),
@@ -378,17 +364,7 @@ async fn enforce_box_budget(rooms: &Arc<Rooms>, max: u64) {
         if total <= max {
             break;
         }
-        let (tx, rx) = async_channel::bounded(1);
-        if room
-            .events
-            .send(Event::Control(Control::Drain(tx)))
-            .await
-            .is_err()
-        {
-            continue;
-        }
-        if let Ok(Ok(seq)) = rx.recv().await {
-            room.final_flush_seq.store(seq, Ordering::SeqCst);
+        if let Some(Ok(_)) = room.drain().await {
             if rooms.stop_room(&room.doc) {
                 rooms.shared.log.info(&format!(
                     "box budget: hibernating idle room {} ({bytes} bytes) — the live rooms \

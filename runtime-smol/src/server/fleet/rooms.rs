@@ -44,6 +44,24 @@ pub(crate) struct LiveRoom {
     pub moved: Arc<std::sync::atomic::AtomicBool>,
 }
 
+impl LiveRoom {
+    /// Drains the room (flushes until nothing is dirty or pending): `Some(Ok(final
+    /// flush seq))`, `Some(Err(why))`, or `None` when the room stopped first. A drain
+    /// that succeeds also records its seq for the room's hibernation record.
+    pub async fn drain(&self) -> Option<Result<u64, String>> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.events
+            .send(Event::Control(Control::Drain(tx)))
+            .await
+            .ok()?;
+        let drained = rx.recv().await.ok()?;
+        if let Ok(seq) = drained {
+            self.final_flush_seq.store(seq, Ordering::SeqCst);
+        }
+        Some(drained)
+    }
+}
+
 /// A hibernated (or stopped) room's record.
 #[derive(Clone, Debug)]
 pub(crate) struct Record {

@@ -109,11 +109,7 @@ async fn settle_one(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
             return;
         }
     };
-    let (tx, rx) = async_channel::bounded(1);
-    let drained = match room.events.send(Event::Control(Control::Drain(tx))).await {
-        Ok(()) => rx.recv().await.ok(),
-        Err(_) => None,
-    };
+    let drained = room.drain().await;
     // A fence settles the drain too: ask once more — a room that stopped in the same
     // step cannot answer, and then its `moved` flag says why.
     let (tx, rx) = async_channel::bounded(1);
@@ -126,7 +122,6 @@ async fn settle_one(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
     }
     match drained {
         Some(Ok(seq)) => {
-            room.final_flush_seq.store(seq, Ordering::SeqCst);
             log.info(&format!(
                 "start-up: room {} settled (flush seq {seq})",
                 u.doc
