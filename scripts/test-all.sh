@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test of the project: formatting, lints, the Rust workspace (unit tests,
-# conformance scenarios, IVM fixtures, the differential oracle, the fuzz smoke test),
-# the C and C++ face (scripts/test-c.sh), the Node face (scripts/test-node.sh), and the
-# no_std proof. CI (.ci/run) calls exactly this script on a clean clone.
+# Runs every test of the project: formatting, lints, the API docs (no rustdoc warning),
+# the Rust workspace (unit tests, conformance scenarios, IVM fixtures, the differential
+# oracle, the fuzz smoke test), the C and C++ face (scripts/test-c.sh), the Node face
+# (scripts/test-node.sh), and the no_std proof. CI (.ci/run) calls exactly this script
+# on a clean clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy (workspace, all targets, -D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo doc (workspace, -D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
 step "cargo test (workspace)"
 cargo test --workspace --locked

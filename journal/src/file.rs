@@ -1,6 +1,7 @@
 //! The durable file journal: one append-only file of checksummed records, `fsync`ed
-//! before any call returns. The record framing is [`super::record`] (re-exported here),
-//! the payloads [`super::payload`].
+//! before any call returns. The record framing (header, [`RecordKind`], [`crc32c`]) comes
+//! from the crate's private `record.rs` and is re-exported here; the payloads are
+//! described in `payload.rs`.
 //!
 //! # Durability and recovery
 //!

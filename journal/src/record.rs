@@ -35,9 +35,9 @@ pub const HEADER_LEN: usize = 12;
 /// What one framed record holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordKind {
-    /// A journaled mutation ([`JournalEntry`]).
+    /// A journaled mutation ([`JournalEntry`](crate::JournalEntry)).
     Entry,
-    /// A journaled flush batch ([`FlushRecord`]).
+    /// A journaled flush batch ([`FlushRecord`](crate::FlushRecord)).
     Flush,
     /// A flush confirmation: the authority settled that seq.
     Confirm,

@@ -23,7 +23,7 @@ const HEAP: u8 = 0xFF;
 
 /// An immutable UTF-8 string of at most `u32::MAX` bytes.
 ///
-/// Layout: `meta` is the inline length (0..=14) or [`HEAP`]; for a heap string `data`
+/// Layout: `meta` is the inline length (0..=14) or `HEAP` (`0xFF`); for a heap string `data`
 /// holds the length (`u32`, little-endian) and the address of the bytes.
 #[repr(C)]
 pub struct Text {

@@ -19,6 +19,14 @@
 //! Watermarks per client: *applied* (highest mid consumed by the head, the dedup
 //! watermark), *acked* (the ledger row clients see) and *durable* (what the authority
 //! committed).
+//!
+//! [`Room::begin_mutation`]: crate::Room::begin_mutation
+//! [`Room::commit_mutation`]: crate::Room::commit_mutation
+//! [`Room::reject_mutation`]: crate::Room::reject_mutation
+//! [`Room::ack`]: crate::Room::ack
+//! [`Room::begin_flush`]: crate::Room::begin_flush
+//! [`Room::flush_ok`]: crate::Room::flush_ok
+//! [`Room::flush_conflict`]: crate::Room::flush_conflict
 
 mod flush;
 pub mod keyed;
