@@ -616,6 +616,8 @@ fn flatten(out: &mut Vec<Item>, o: Output) {
             k(out, Kind::Stopped);
             out.push(Item::B(moved));
         }
+        // The host logged each one (error level); a single room keeps no fleet counters.
+        Output::Stranded { .. } => {}
         Output::Live { boot_id } => {
             k(out, Kind::Live);
             out.push(Item::S(boot_id));

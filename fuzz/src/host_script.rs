@@ -133,6 +133,7 @@ pub fn run_host_script(data: &[u8]) -> HostReached {
         flush_debounce_ms: 20,
         flush_dirty_max: 3,
         authority: data.first().is_some_and(|b| b & 1 == 1),
+        ack_after_flush: data.first().is_some_and(|b| b & 2 == 2),
     });
     let mut host = Host::new(cfg).expect("a valid config");
     let mut d = FuzzDriver;

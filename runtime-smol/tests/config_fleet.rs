@@ -40,11 +40,13 @@ fn a_minimal_fleet_takes_the_documented_defaults() {
     assert!(f
         .instance_id()
         .ends_with(&format!("-{}", std::process::id())));
-    // Not built yet: refused rather than silently ignored.
+    let flushed = FLEET.replace("shell_secret", "ack = \"flushed\"\nshell_secret");
+    let c = Config::from_toml_str_with_env(&flushed, |_| None).unwrap();
+    assert_eq!(c.fleet.unwrap().ack, AckMode::Flushed);
     check(
-        &FLEET.replace("shell_secret", "ack = \"flushed\"\nshell_secret"),
+        &FLEET.replace("shell_secret", "ack = \"confirmed\"\nshell_secret"),
         "fleet.ack",
-        &["not available"],
+        &["journaled", "flushed"],
     );
 }
 

@@ -209,6 +209,8 @@ pub struct Pair {
     pub replies: HashMap<u64, ControlReply>,
     pub started: Option<Result<(), String>>,
     pub stopped: Option<bool>,
+    /// Every stranded mutation the host reported.
+    pub stranded: Vec<rindle_room_core::fleet::StrandedMutation>,
     /// Every (clientID, mid) an append made durable, in order.
     pub durable: Vec<(String, u64)>,
     next_conn: ConnId,
@@ -229,6 +231,8 @@ pub struct Options {
     pub revoked: Vec<(String, u64)>,
     /// The room's memory budget.
     pub max_room_bytes: Option<u64>,
+    /// `ack = "flushed"`: acks wait for the flush's commit.
+    pub ack_after_flush: bool,
 }
 
 impl Default for Options {
@@ -241,6 +245,7 @@ impl Default for Options {
             placement: None,
             revoked: Vec::new(),
             max_room_bytes: None,
+            ack_after_flush: false,
         }
     }
 }
@@ -277,6 +282,7 @@ pub fn config(o: &Options) -> HostConfig {
             flush_debounce_ms: 20,
             flush_dirty_max: 512,
             authority: o.authority,
+            ack_after_flush: o.ack_after_flush,
         });
     }
     cfg
@@ -331,6 +337,7 @@ impl Pair {
             replies: HashMap::new(),
             started: None,
             stopped: None,
+            stranded: Vec::new(),
             durable: Vec::new(),
             next_conn: 1,
             next_request: 1,
@@ -429,6 +436,7 @@ impl Pair {
             Output::Started => self.started = Some(Ok(())),
             Output::StartFailed { reason } => self.started = Some(Err(reason)),
             Output::Stopped { moved } => self.stopped = Some(moved),
+            Output::Stranded { mutations } => self.stranded.extend(mutations),
             Output::StopAccepting | Output::Live { .. } => {}
             Output::Send { conn, text, class } => {
                 let Some(c) = self.clients.get_mut(&conn) else {

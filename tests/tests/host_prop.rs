@@ -66,15 +66,16 @@ struct Model {
     next_tally: u64,
 }
 
-fn options(authority: bool) -> Options {
+fn options(authority: bool, ack_after_flush: bool) -> Options {
     Options {
         authority,
+        ack_after_flush,
         send_budget: BUDGET,
         ..Options::default()
     }
 }
 
-fn step(p: &mut Pair, m: &mut Model, a: &Action, authority: bool) {
+fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
     match a {
         Action::Connect(i) => {
             if m.conns.contains_key(i) {
@@ -147,11 +148,8 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, authority: bool) {
             for (c, mid) in p.durable.drain(..) {
                 m.durable.insert((c, mid));
             }
-            let old = std::mem::replace(
-                p,
-                Pair::new(&options(authority), Default::default(), Default::default()),
-            );
-            let mut next = old.reboot(&options(authority));
+            let old = std::mem::replace(p, Pair::new(o, Default::default(), Default::default()));
+            let mut next = old.reboot(o);
             // The disk and the authority recover.
             next.journal.failing = false;
             next.authority.down = false;
@@ -204,7 +202,7 @@ fn check_exactly_once(p: &mut Pair) {
     );
 }
 
-fn check_invariants(p: &Pair, m: &mut Model) {
+fn check_invariants(p: &Pair, m: &mut Model, ack_after_flush: bool) {
     for (c, mid) in &p.durable {
         m.durable.insert((c.clone(), *mid));
     }
@@ -238,20 +236,53 @@ fn check_invariants(p: &Pair, m: &mut Model) {
                 );
             }
         }
+        if ack_after_flush {
+            released_lmids_are_committed(p, client);
+        }
     }
 }
 
-fn run(actions: &[Action], authority: bool) {
-    let mut p = Pair::live(&options(authority));
+/// `ack = "flushed"`: an lmid frame released by a progress frame is one the authority
+/// has committed (its ledger row only grows, so checking after every step suffices).
+fn released_lmids_are_committed(p: &Pair, client: &rindle_room_tests::pair::Client) {
+    let mut held: Vec<(i64, String, u64)> = Vec::new();
+    for f in &client.frames {
+        if let Some((who, lmid)) = lmid_of(f) {
+            held.push((f["batch"]["cv"].as_i64().unwrap(), who, lmid));
+        } else if f["t"] == "progress" {
+            let cv_min = f["frame"]["cvMin"].as_i64().unwrap();
+            for (_, who, lmid) in held.iter().filter(|(cv, ..)| *cv <= cv_min) {
+                let key = (
+                    "_rindle_client_mutations".to_string(),
+                    format!("[\"{who}\"]"),
+                );
+                let committed = p
+                    .authority
+                    .rows
+                    .get(&key)
+                    .map_or(0, |r| r[1].as_u64().unwrap());
+                assert!(
+                    *lmid <= committed,
+                    "{who}'s lmid {lmid} was released, the authority holds {committed}"
+                );
+            }
+            held.retain(|(cv, ..)| *cv > cv_min);
+        }
+    }
+}
+
+fn run(actions: &[Action], authority: bool, ack_after_flush: bool) {
+    let o = options(authority, ack_after_flush);
+    let mut p = Pair::live(&o);
     let mut m = Model::default();
     for a in actions {
-        step(&mut p, &mut m, a, authority);
-        check_invariants(&p, &mut m);
+        step(&mut p, &mut m, a, &o);
+        check_invariants(&p, &mut m, ack_after_flush);
     }
     // Finally: heal everything, reboot, and check the journal's story once more.
     p.journal.failing = false;
     p.release_journal();
-    step(&mut p, &mut m, &Action::Reboot, authority);
+    step(&mut p, &mut m, &Action::Reboot, &o);
 }
 
 proptest! {
@@ -259,13 +290,20 @@ proptest! {
 
     #[test]
     fn random_sessions_keep_the_host_invariants(actions in prop::collection::vec(action(), 1..60)) {
-        run(&actions, false);
+        run(&actions, false, false);
     }
 
     #[test]
     fn random_sessions_with_an_authority_keep_the_host_invariants(
         actions in prop::collection::vec(action(), 1..60)
     ) {
-        run(&actions, true);
+        run(&actions, true, false);
+    }
+
+    #[test]
+    fn random_sessions_acking_after_the_flush_release_only_committed_lmids(
+        actions in prop::collection::vec(action(), 1..60)
+    ) {
+        run(&actions, true, true);
     }
 }

@@ -6,7 +6,7 @@
 //! | `GET /healthz` | no | 200 `{"live":true}` (the process serves HTTP) |
 //! | `GET /readyz` | no | 200 `{"ready":true}` once start-up settlement is done and the box is not draining, else 503 `{"ready":false}` |
 //! | `GET /rooms` | yes | 200 `{"rooms":[{doc, state, connections, epoch, hibernatedAtMs?}]}` |
-//! | `GET /stats` | yes | 200 `{"box":{…, "stranded":[{doc, clientID, mid, name}]},"rooms":{doc: <the room's /stats>}}` (live rooms) |
+//! | `GET /stats` | yes | 200 `{"box":{…, "strandedTotal": n, "stranded":[{doc, clientID, mid, name}]},"rooms":{doc: <the room's /stats>}}` (live rooms) |
 //! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}` summed over every room; the revocation also holds for rooms booted later |
 //! | `POST /drain?doc=<doc>` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 404 when the box has no such room |
 //! | `GET /metrics` | yes | 200, Prometheus text (box-level families only) |
@@ -200,9 +200,11 @@ pub struct BoxTotals {
     pub max_box_bytes: Option<u64>,
     /// Whether new boots are refused for the box budget.
     pub over_budget: bool,
-    /// Mutations this box acknowledged before a restart and could not settle because
-    /// the doc is placed elsewhere now (fleet.md F4).
+    /// Mutations this box acknowledged and could not deliver because the doc is placed
+    /// elsewhere now (fleet.md F4): the first few thousand, listed.
     pub stranded: Vec<StrandedMutation>,
+    /// Every stranded mutation, listed or not.
+    pub stranded_total: u64,
 }
 
 /// A mutation acknowledged by this box that its settlement could not deliver.
@@ -267,6 +269,8 @@ pub fn stats_body(totals: &BoxTotals, rooms: &[(String, String)]) -> String {
     }
     s.push_str(",\"overBudget\":");
     s.push_str(if totals.over_budget { "true" } else { "false" });
+    s.push_str(",\"strandedTotal\":");
+    write_i64(&mut s, totals.stranded_total as i64);
     s.push_str(",\"stranded\":[");
     for (i, m) in totals.stranded.iter().enumerate() {
         if i > 0 {
@@ -401,7 +405,7 @@ mod tests {
         let s = stats_body(&totals, &[("a".into(), "{\"x\":1}".into())]);
         assert_eq!(
             s,
-            r#"{"box":{"instance":"i","rooms":{"booting":0,"live":1,"stopping":0,"hibernated":1},"connections":3,"boots":3,"bootFailures":0,"hibernations":0,"crashes":0,"retainedBytes":0,"budgetRefusals":0,"maxRoomBytes":null,"maxBoxBytes":null,"overBudget":false,"stranded":[]},"rooms":{"a":{"x":1}}}"#
+            r#"{"box":{"instance":"i","rooms":{"booting":0,"live":1,"stopping":0,"hibernated":1},"connections":3,"boots":3,"bootFailures":0,"hibernations":0,"crashes":0,"retainedBytes":0,"budgetRefusals":0,"maxRoomBytes":null,"maxBoxBytes":null,"overBudget":false,"strandedTotal":0,"stranded":[]},"rooms":{"a":{"x":1}}}"#
         );
         assert_eq!(ready_body(false).0, 503);
         assert_eq!(revoked_body(4), "{\"revoked\":4}");

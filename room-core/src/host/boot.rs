@@ -9,12 +9,13 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::ack::Unconfirmed;
 use super::authority::{Call, Purpose, Request};
 use super::frames::RecordedOutcome;
 use super::writes::{MutationInput, RunResult};
 use super::{
     ApplyResult, AuthorityError, AuthorityReply, Driver, FlushRecord, Host, IoId, JournalContents,
-    Level, Outcome, Output, Phase,
+    JournalEntry, Level, Outcome, Output, Phase,
 };
 
 /// Where a boot is.
@@ -259,7 +260,11 @@ impl Host {
             Ok(AuthorityReply::Applied(ApplyResult::Fenced { .. })) => {
                 let io = self.confirm_boot_flush(seq);
                 if record.epoch == self.placement_epoch {
-                    self.boot = None;
+                    // Every journaled entry was acknowledged by an earlier incarnation,
+                    // and none of them is confirmed from here.
+                    if let Some(boot) = self.boot.take() {
+                        self.unconfirmed = boot.contents.entries.iter().map(unconfirmed).collect();
+                    }
                     return self.room_moved(&format!("flush {seq} fenced under our epoch"));
                 }
                 self.log(
@@ -383,9 +388,19 @@ impl Host {
                 sub: &entry.sub,
                 journaled: entry.outcome,
             };
+            let cv = self.next_cv();
             let res = self
                 .run_mutation(&input, driver)
                 .map_err(|e| format!("journal replay failed: {e}"))?;
+            if !matches!(res, RunResult::Dedup) {
+                // Acknowledged again below; confirmed only by a flush.
+                if self.has_authority() {
+                    self.unconfirmed.push_back(unconfirmed(entry));
+                }
+                if self.ack_after_flush() {
+                    self.hold(&entry.client_id, entry.mid, cv);
+                }
+            }
             if let RunResult::NonApplied { kind, reason } = res {
                 // This incarnation's answer sheet for re-sent mids (the journal record is
                 // never rewritten).
@@ -450,5 +465,13 @@ impl Host {
                 self.handle_push_mutation(id, envelope, driver);
             }
         }
+    }
+}
+
+fn unconfirmed(e: &JournalEntry) -> Unconfirmed {
+    Unconfirmed {
+        client_id: e.client_id.clone(),
+        mid: e.mid,
+        name: e.name.clone(),
     }
 }

@@ -24,6 +24,10 @@ pub struct WriteSettings {
     /// Whether an authority is configured (the write-behind flush, epoch claim, lmid
     /// probe and drain run only with one).
     pub authority: bool,
+    /// `ack = "flushed"` (fleet.md F4): the lmid ack and the author's progress wait
+    /// until the flush carrying the mutation commits; `false` = `ack = "journaled"`,
+    /// the ack follows the local fsync.
+    pub ack_after_flush: bool,
 }
 
 /// A placement granted by the API server's room-boot (fleet.md F2): the epoch it

@@ -92,7 +92,7 @@ pub fn flush_body(doc: &str, epoch: u64, seq: u64, batch_hash: &str, changes: &s
 }
 
 impl Host {
-    fn has_authority(&self) -> bool {
+    pub(super) fn has_authority(&self) -> bool {
         self.cfg.writes.as_ref().is_some_and(|w| w.authority)
     }
 
@@ -282,6 +282,7 @@ impl Host {
                     }
                     // flush_ok can converge keys to newer authority images: drain.
                     self.drain_downstream(driver);
+                    self.on_durable(driver); // with `ack = "flushed"`, the ack
                 }
                 self.log(Level::Debug, format!("flush {seq} committed"));
                 self.maybe_compact();
@@ -450,6 +451,7 @@ impl Host {
         }
         self.moved = true;
         self.log(Level::Error, format!("room moved: {reason}"));
+        self.report_stranded();
         self.close_everything(4009, "room_moved");
         self.poll_drains();
         self.stop(true);

@@ -301,6 +301,13 @@ pub enum Output {
         /// Another placement owns the document.
         moved: bool,
     },
+    /// Acknowledged mutations a fenced room could not deliver (`ack = "journaled"`,
+    /// fleet.md F4): the driver counts and reports them; the journal keeps them. Comes
+    /// right before `Stopped { moved: true }`.
+    Stranded {
+        /// One per mutation, in journal order.
+        mutations: Vec<crate::fleet::StrandedMutation>,
+    },
     /// The current incarnation went live (waiters on it may proceed).
     Live {
         /// The incarnation's downstream bootId.

@@ -34,7 +34,8 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// sweepIntervalMs?, revocationWindowMs?, sendBudgetBytes?, firstFrameTimeoutMs?,
 /// maxSubscriptionsPerConn?, maxSnapshotBytes?, maxMaterializations?,
 /// upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
-/// flushDebounceMs?, flushDirtyMax?, authority}, placement?: {epoch, leaseToken}}`
+/// flushDebounceMs?, flushDirtyMax?, authority, ack?: "journaled" | "flushed"},
+/// placement?: {epoch, leaseToken}}`
 /// (`placement`: what room-boot granted; see [`Placement`](super::Placement)), revoked?:
 /// [[userId, atMs]] (revocations carried over from the box), maxRoomBytes?.
 pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
@@ -115,6 +116,16 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
             flush_debounce_ms: num(w, "flushDebounceMs", 250)?,
             flush_dirty_max: num(w, "flushDirtyMax", 512)? as usize,
             authority: w["authority"].as_bool().unwrap_or(false),
+            ack_after_flush: match w.get("ack") {
+                None | Some(Json::Null) => false,
+                Some(Json::String(m)) if m == "journaled" => false,
+                Some(Json::String(m)) if m == "flushed" => true,
+                Some(other) => {
+                    return Err(format!(
+                        "`writes.ack` must be \"journaled\" or \"flushed\", got {other}"
+                    ))
+                }
+            },
         });
     }
     Ok(cfg)
@@ -441,6 +452,23 @@ pub fn output_json(o: &Output) -> String {
             } else {
                 ",\"moved\":false"
             });
+        }
+        Output::Stranded { mutations } => {
+            t(&mut s, "stranded");
+            s.push_str(",\"mutations\":[");
+            for (i, m) in mutations.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push_str("{\"doc\":");
+                write_str(&mut s, &m.doc);
+                s.push_str(",\"clientID\":");
+                write_str(&mut s, &m.client_id);
+                s.push_str(&format!(",\"mid\":{},\"name\":", m.mid));
+                write_str(&mut s, &m.name);
+                s.push('}');
+            }
+            s.push(']');
         }
         Output::Live { boot_id } => {
             t(&mut s, "live");

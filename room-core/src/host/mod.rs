@@ -24,6 +24,7 @@
 //! Start with [`Host::new`] and [`Host::start`]; the host asks for what it needs next
 //! (read the journal, claim the epoch, mint a lease, open the upstream link).
 
+mod ack;
 mod authority;
 mod binding;
 mod boot;
@@ -108,9 +109,9 @@ struct SubMeta {
     exp: f64,
 }
 
-/// An append output and not answered yet: `(io, incarnation, (clientID, mid) of each
-/// entry)`.
-type PendingAppend = (IoId, u64, Vec<(String, u64)>);
+/// An append output and not answered yet: `(io, incarnation, the entries' keys and
+/// names)`.
+type PendingAppend = (IoId, u64, Vec<ack::Unconfirmed>);
 
 /// The host's named deadlines (ms on the driver's clock).
 #[derive(Debug, Default)]
@@ -209,6 +210,8 @@ pub struct Host {
     // ---- the write plane ----
     pending_mutes: Vec<(ConnId, writes::Envelope)>,
     unacked: HashMap<String, VecDeque<(u64, u64)>>,
+    /// Journaled entries the authority has not confirmed, in journal order (ack.rs).
+    unconfirmed: VecDeque<ack::Unconfirmed>,
     outcomes: HashMap<String, VecDeque<(u64, RecordedOutcome)>>,
     ack_queue: Vec<JournalEntry>,
     /// Appends output and not answered yet, in order: (io, incarnation, entry keys).
@@ -290,6 +293,7 @@ impl Host {
             logged_scope_skew: HashSet::new(),
             pending_mutes: Vec::new(),
             unacked: HashMap::new(),
+            unconfirmed: VecDeque::new(),
             outcomes: HashMap::new(),
             ack_queue: Vec::new(),
             appends: VecDeque::new(),

@@ -264,6 +264,7 @@ impl Host {
             c.held_mutes = 0;
         }
         self.unacked.clear();
+        self.unconfirmed.clear(); // the next incarnation's replay lists them again
         self.outcomes.clear();
         self.ack_queue.clear();
         self.timers.group_commit = None;

@@ -8,6 +8,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::ack::Unconfirmed;
 use super::frames::{self, RecordedOutcome};
 use super::{ConnId, Driver, Host, IoId, JournalEntry, Level, MutatorOutcome, Outcome, Output};
 use crate::contract::js_uint;
@@ -243,6 +244,11 @@ impl Host {
                 Outcome::Applied
             }
             RunResult::NonApplied { kind, reason } => {
+                if self.ack_after_flush() {
+                    // No data, but its ledger row still waits for the flush.
+                    let cv = self.next_cv();
+                    self.hold(&client, mid, cv);
+                }
                 let recorded = RecordedOutcome {
                     kind,
                     reason,
@@ -301,7 +307,14 @@ impl Host {
             return;
         }
         let io = self.io();
-        let keys: Vec<(String, u64)> = batch.iter().map(|e| (e.client_id.clone(), e.mid)).collect();
+        let keys: Vec<Unconfirmed> = batch
+            .iter()
+            .map(|e| Unconfirmed {
+                client_id: e.client_id.clone(),
+                mid: e.mid,
+                name: e.name.clone(),
+            })
+            .collect();
         self.appends.push_back((io, self.incarnation, keys));
         self.push(Output::JournalAppend { io, entries: batch });
     }
@@ -331,46 +344,43 @@ impl Host {
         if incarnation != self.incarnation || self.room.is_none() {
             return; // the incarnation died mid-append: its optimism died with it
         }
-        self.apply_ack(&keys, driver);
+        self.apply_ack(keys, driver);
     }
 
-    /// The ack: advance the ledger rows, ship the lmid frames, raise every author's
-    /// release point.
-    fn apply_ack(&mut self, entries: &[(String, u64)], driver: &mut dyn Driver) {
+    /// The append is durable: advance the ledger rows and ship the lmid frames. With
+    /// `ack = "journaled"` that is the ack — release the authors' holds and raise their
+    /// progress; with `ack = "flushed"` the holds stay until the flush commits (ack.rs).
+    fn apply_ack(&mut self, appended: Vec<Unconfirmed>, driver: &mut dyn Driver) {
         let Some(room) = self.room.as_mut() else {
             return;
         };
-        let head = match room.room_mut().ack(entries) {
+        let entries: Vec<(String, u64)> = appended
+            .iter()
+            .map(|u| (u.client_id.clone(), u.mid))
+            .collect();
+        let head = match room.room_mut().ack(&entries) {
             Ok(h) => h,
             Err(e) => {
                 self.violation(&format!("ack failed: {e}"));
                 return;
             }
         };
+        if self.has_authority() {
+            self.unconfirmed.extend(appended); // without one, nothing is ever confirmed
+        }
+        let after_flush = self.ack_after_flush();
         let mut authors: BTreeSet<String> = BTreeSet::new();
-        for (client, mid) in entries {
-            authors.insert(client.clone());
-            if let Some(held) = self.unacked.get_mut(client) {
-                held.retain(|(m, _)| m > mid);
-                if held.is_empty() {
-                    self.unacked.remove(client);
-                }
+        for (client, mid) in &entries {
+            if !after_flush {
+                self.release_holds(client, *mid);
             }
+            authors.insert(client.clone());
         }
         if head.is_some() {
             self.drain_downstream(driver); // the lmid frames (+ progress to their receivers)
         }
-        // Raise the release point for every author even if no frame reached it: one
-        // `progress` per author, to the connection of its first subscription (in `subs`
-        // order), found through the clientID index.
-        let mut targets: Vec<(&str, ConnId)> = authors
-            .iter()
-            .filter_map(|a| self.first_subscribed_conn(a))
-            .collect();
-        targets.sort_unstable();
-        let targets: Vec<ConnId> = targets.into_iter().map(|(_, conn)| conn).collect();
-        for conn in targets {
-            self.send_progress(conn, driver);
+        if !after_flush {
+            self.progress_to_authors(&authors, driver);
         }
     }
 }

@@ -153,13 +153,6 @@ impl FleetConfig {
                 "`fleet.boot_timeout_ms` must be at least 1 (default 10000)",
             ));
         }
-        if self.ack == AckMode::Flushed {
-            return Err(invalid(
-                "fleet.ack",
-                "`fleet.ack = \"flushed\"` is not available in this build yet (acks follow the \
-                 local fsync); remove it or set \"journaled\"",
-            ));
-        }
         if self.max_rooms == 0 {
             return Err(invalid(
                 "fleet.max_rooms",

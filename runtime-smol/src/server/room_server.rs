@@ -199,6 +199,7 @@ impl RoomServerBuilder {
             stop_listeners: stop_tx,
             started: started_tx,
             moved: Arc::default(),
+            stranded: None,
         });
         let events = actor.sender();
         let (done_tx, done_rx) = async_channel::bounded::<()>(1);

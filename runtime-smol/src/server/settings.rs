@@ -23,6 +23,7 @@ pub(crate) fn host_config(
             flush_debounce_ms: w.flush_debounce_ms,
             flush_dirty_max: w.flush_dirty_max,
             authority: has_authority,
+            ack_after_flush: false,
         }),
     };
     let cfg = HostConfig {

@@ -95,7 +95,14 @@ pub(crate) struct Parts {
     pub started: Sender<Result<(), String>>,
     /// Set when the host stops because another placement owns the document.
     pub moved: Arc<std::sync::atomic::AtomicBool>,
+    /// Told the acknowledged mutations a fenced room could not deliver (fleet mode
+    /// counts and lists them; without a sink the host's log lines are the report).
+    pub stranded: Option<StrandedSink>,
 }
+
+/// Where a fenced room's stranded mutations go.
+pub(crate) type StrandedSink =
+    Arc<dyn Fn(Vec<rindle_room_core::fleet::StrandedMutation>) + Send + Sync>;
 
 /// A reply the room task owes a control request.
 pub(crate) enum Waiter {
@@ -133,6 +140,7 @@ pub(crate) struct Actor {
     /// The host stopped: the loop ends.
     pub stopped: bool,
     pub moved: Arc<std::sync::atomic::AtomicBool>,
+    pub stranded: Option<StrandedSink>,
 }
 
 impl Actor {
@@ -164,6 +172,7 @@ impl Actor {
             next_request: 1,
             stopped: false,
             moved: parts.moved,
+            stranded: parts.stranded,
         };
         (actor, rx)
     }

@@ -42,6 +42,11 @@ impl Actor {
                 // the callers the room is closed.
                 self.waiters.clear();
             }
+            Output::Stranded { mutations } => {
+                if let Some(sink) = &self.stranded {
+                    sink(mutations);
+                }
+            }
             Output::Live { .. } => {
                 for w in self.live_waiters.drain(..) {
                     let _ = w.try_send(());

@@ -83,7 +83,7 @@ pub(crate) async fn call_room_boot(
 /// Starts `doc`'s room from its grant and waits for its start-up (the journal's flush
 /// records); the room then connects upstream by itself.
 pub(crate) async fn start_room(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     doc: &str,
     grant: BootGrant,
 ) -> Result<Started, String> {
@@ -161,6 +161,9 @@ pub(crate) async fn start_room(
     }
     host_cfg.revoked = shared.revocations(shared.env.now_ms());
     host_cfg.max_room_bytes = shared.fleet.max_room_bytes;
+    if let Some(w) = host_cfg.writes.as_mut() {
+        w.ack_after_flush = shared.fleet.ack == crate::config::AckMode::Flushed;
+    }
     host_cfg.placement = Some(Placement {
         epoch: grant.epoch,
         lease_token: grant.upstream_lease_token.clone(),
@@ -187,6 +190,10 @@ pub(crate) async fn start_room(
         stop_listeners: stop_tx,
         started: started_tx,
         moved: moved.clone(),
+        stranded: Some({
+            let shared = shared.clone();
+            Arc::new(move |list| shared.record_stranded(list))
+        }),
     });
     let events = room.sender();
     let (done_tx, done_rx) = async_channel::bounded::<()>(1);

@@ -150,6 +150,7 @@ fn totals(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> BoxTo
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone(),
+        stranded_total: rooms.shared.stranded_total.load(Ordering::Relaxed),
         ..BoxTotals::default()
     };
     for r in list {
@@ -199,8 +200,8 @@ fn metrics(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> Stri
         (
             "rindle_room_stranded_mutations_total",
             "counter",
-            "Mutations acknowledged before a restart that settlement could not deliver.",
-            t.stranded.len() as u64,
+            "Acknowledged mutations a fenced room could not deliver (journal kept).",
+            t.stranded_total,
         ),
         (
             "rindle_fleet_connections",

@@ -34,6 +34,7 @@ use super::clock::Env;
 use super::log::Logger;
 use crate::config::{Config, FleetConfig, LogFormat};
 use crate::mutators::Registry;
+use rindle_room_core::fleet::StrandedMutation;
 use rindle_room_downstream as conn;
 
 pub use rindle_room_core::fleet::RoomSummary as RoomInfo;
@@ -41,6 +42,9 @@ use rooms::{RoomRouter, Rooms};
 
 /// How long a closing downstream socket waits for the peer's close reply.
 const CLOSE_GRACE_MS: u64 = 2_000;
+
+/// Stranded mutations listed in `/stats` (all are counted and logged).
+pub const MAX_STRANDED_LISTED: usize = 10_000;
 
 /// Makes a room's logger (its lines carry the doc).
 type RoomLog = Arc<dyn Fn(&str) -> Logger + Send + Sync>;
@@ -76,7 +80,9 @@ pub(crate) struct Shared {
     /// Past `max_box_bytes` with no idle room left to hibernate: new boots are refused.
     pub over_budget: std::sync::atomic::AtomicBool,
     /// Mutations acknowledged before a restart that settlement could not deliver.
-    pub stranded: std::sync::Mutex<Vec<rindle_room_core::fleet::StrandedMutation>>,
+    pub stranded: std::sync::Mutex<Vec<StrandedMutation>>,
+    /// Every stranded mutation, listed or not.
+    pub stranded_total: std::sync::atomic::AtomicU64,
 }
 
 /// The box's counters (`/stats`, `/metrics`).
@@ -95,18 +101,16 @@ impl Shared {
         self.ready.load(Ordering::SeqCst) && !self.shutting_down.load(Ordering::SeqCst)
     }
 
-    /// Records mutations a fenced settlement left behind.
-    pub fn record_stranded(&self, list: Vec<scan::Stranded>) {
-        let mut all = self.stranded.lock().unwrap_or_else(|p| p.into_inner());
-        all.extend(
-            list.into_iter()
-                .map(|s| rindle_room_core::fleet::StrandedMutation {
-                    doc: s.doc,
-                    client_id: s.client_id,
-                    mid: s.mid,
-                    name: s.name,
-                }),
-        );
+    /// Records the mutations a fenced room left behind: all are counted, the first
+    /// [`MAX_STRANDED_LISTED`] are kept for `/stats` (the room's log lines and its
+    /// journal hold every one).
+    pub fn record_stranded(&self, list: Vec<StrandedMutation>) {
+        use std::sync::atomic::Ordering;
+        self.stranded_total
+            .fetch_add(list.len() as u64, Ordering::Relaxed);
+        let mut kept = self.stranded.lock().unwrap_or_else(|p| p.into_inner());
+        let room = MAX_STRANDED_LISTED.saturating_sub(kept.len());
+        kept.extend(list.into_iter().take(room));
     }
 
     /// The revocations still within the window at `now`, pruning the rest.
@@ -210,6 +214,7 @@ impl FleetServerBuilder {
             shutting_down: std::sync::atomic::AtomicBool::new(false),
             over_budget: std::sync::atomic::AtomicBool::new(false),
             stranded: std::sync::Mutex::new(Vec::new()),
+            stranded_total: std::sync::atomic::AtomicU64::new(0),
         });
         let rooms = Rooms::new(shared.clone());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);

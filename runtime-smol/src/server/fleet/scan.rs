@@ -1,8 +1,9 @@
 //! Start-up settlement (fleet.md F3, F4): before a restarted box reports ready, every
 //! room journal under `<data_dir>/rooms/` that still holds acknowledged entries or
 //! unconfirmed flushes is booted, settled and drained. A room whose settlement is fenced
-//! (another box owns the doc now) keeps its journal; its entries are logged one by one,
-//! counted and listed in `/stats` as **stranded** — never dropped silently.
+//! (another box owns the doc now) keeps its journal; the room itself reports what it
+//! acknowledged and could not deliver — logged one by one, counted and listed in
+//! `/stats` as **stranded**, never dropped silently (host `ack.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -24,15 +25,6 @@ pub(crate) struct Unsettled {
     pub entries: Vec<JournalEntry>,
     /// Unconfirmed flush records.
     pub unconfirmed: usize,
-}
-
-/// One mutation a fenced box acknowledged and could not settle.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Stranded {
-    pub doc: String,
-    pub client_id: String,
-    pub mid: u64,
-    pub name: String,
 }
 
 /// Reads every room journal under `<data_dir>/rooms/`; returns those with work left.
@@ -140,29 +132,14 @@ async fn settle_one(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
     }
 }
 
-/// The doc is placed elsewhere now: what this box acknowledged may never reach the
-/// authority from here. Say so, entry by entry, and keep the journal.
-fn strand(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
-    let stranded: Vec<Stranded> = u
-        .entries
-        .iter()
-        .map(|e| Stranded {
-            doc: u.doc.clone(),
-            client_id: e.client_id.clone(),
-            mid: e.mid,
-            name: e.name.clone(),
-        })
-        .collect();
-    for s in &stranded {
-        log.error(&format!(
-            "stranded mutation: doc {} clientID {} mid {} name {} (acknowledged by this box \
-             before it restarted; the doc is placed elsewhere now and the journal {} is kept)",
-            s.doc,
-            s.client_id,
-            s.mid,
-            s.name,
-            u.path.display()
-        ));
-    }
-    rooms.shared.record_stranded(stranded);
+/// The doc is placed elsewhere now: the room has reported (and logged) the
+/// acknowledged entries it could not deliver; say where the journal is.
+fn strand(_rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
+    log.error(&format!(
+        "start-up: room {} is placed on another box now; {} journaled entr(ies) it held are \
+         reported above as stranded where acknowledged, and its journal {} is kept",
+        u.doc,
+        u.entries.len(),
+        u.path.display()
+    ));
 }
