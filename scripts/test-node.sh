@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Node face (bindings-node, npm package @rindle/room-native). Installs the npm
 # dependencies from the committed package-lock.json if needed (`ws` for the room shell,
-# TypeScript for the type check: the Zero benchmark has its own package in
+# TypeScript for the type check, @types/node for scripts/test-readme.sh's check of the
+# README's snippets: the Zero benchmark has its own package in
 # bindings-node/bench and does not run here), builds the debug addon and the smol server
 # binary the shell's parity test runs against (cargo, no download, CARGO_TARGET_DIR
 # respected), runs `npm test` (node:test: conformance replay, surface, errors, WebCrypto
@@ -23,7 +24,7 @@ done
 step "Node: npm dependencies ($(node --version), npm $(npm --version))"
 # npm ci when there is no install yet or the committed lock is newer than npm's record
 # of the last install (node_modules/.package-lock.json).
-if [ ! -x node_modules/.bin/tsc ] || [ ! -d node_modules/ws ] ||
+if [ ! -x node_modules/.bin/tsc ] || [ ! -d node_modules/ws ] || [ ! -d node_modules/@types/node ] ||
   [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 else
