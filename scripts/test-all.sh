@@ -37,6 +37,9 @@ scripts/test-c.sh
 step "Node (bindings-node: npm ci, debug addon, node --test, tsc --noEmit on index.d.ts)"
 scripts/test-node.sh
 
+step "README (every code block of README.md compiled or run: scripts/test-readme.sh)"
+scripts/test-readme.sh
+
 if [ -x tests/no-std/check.sh ]; then
   step "no_std proof (tests/no-std)"
   tests/no-std/check.sh
