@@ -223,13 +223,25 @@ fn check_invariants(p: &Pair, m: &mut Model, ack_after_flush: bool) {
         );
         for f in &client.frames {
             if let Some((who, lmid)) = lmid_of(f) {
+                // Durable: appended to the journal, or committed by the authority (a
+                // room fetches a writer's lmid it has no journal entries for).
+                let key = (
+                    "_rindle_client_mutations".to_string(),
+                    format!("[\"{who}\"]"),
+                );
+                let committed = p
+                    .authority
+                    .rows
+                    .get(&key)
+                    .map_or(0, |r| r[1].as_u64().unwrap());
                 let durable_max = m
                     .durable
                     .iter()
                     .filter(|(c, _)| *c == who)
                     .map(|(_, mid)| *mid)
                     .max()
-                    .unwrap_or(0);
+                    .unwrap_or(0)
+                    .max(committed);
                 assert!(
                     lmid <= durable_max,
                     "{who} saw lmid {lmid}, but only {durable_max} is durable"

@@ -357,3 +357,21 @@ fn a_snapshot_alone_past_the_room_budget_kills_the_incarnation_with_a_reason() {
     assert!((3..=5).contains(&more), "{more} re-subscribes in 16 s");
     assert!(!p.host.is_live());
 }
+
+#[test]
+fn a_socket_whose_subscribe_waits_for_the_snapshot_is_closed_when_the_incarnation_dies() {
+    let mut p = Pair::live(&Options::default());
+    p.daemon.hold = true;
+    p.drop_upstream(); // incarnation 1 dies; incarnation 2 waits for its snapshot
+    p.advance(300);
+    let c = p.connect();
+    let tok = p.token(NOTES, "u1", 60_000);
+    p.send(c, &subscribe_frame(1, &tok)); // held until the snapshot lands
+    assert!(p.clients[&c].closed.is_none());
+    p.drop_upstream(); // incarnation 2 dies before it went live
+    assert_eq!(
+        p.clients[&c].closed,
+        Some((1012, "room re-subscribing".into())),
+        "told to re-send, not left waiting"
+    );
+}

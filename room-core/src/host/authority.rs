@@ -25,6 +25,8 @@ pub(super) enum Purpose {
     Probe,
     /// The write-behind flush.
     Flush,
+    /// A clientID the incarnation has not seen: its durable lmid (newcomer.rs).
+    Newcomer,
 }
 
 /// The request itself (resent verbatim on a retry).
@@ -82,6 +84,7 @@ impl Host {
         self.closed()
             || (matches!(call.purpose, Purpose::Settle | Purpose::Probe)
                 && (call.incarnation != self.incarnation || self.boot.is_none()))
+            || (call.purpose == Purpose::Newcomer && call.incarnation != self.incarnation)
     }
 
     pub(super) fn on_authority(
@@ -120,6 +123,7 @@ impl Host {
             Purpose::Claim => self.on_claimed(result),
             Purpose::Settle | Purpose::Probe => self.on_boot_call(call, result, driver),
             Purpose::Flush => self.on_flush_applied(call, result, driver),
+            Purpose::Newcomer => self.on_newcomer_lmid(call, result, driver),
         }
     }
 

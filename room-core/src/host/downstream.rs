@@ -296,6 +296,12 @@ impl Host {
         let qid = *qid;
         if let Some(JsValue::Str(name)) = msg.get("name") {
             let name = name.clone();
+            if name == LMID_QUERY_NAME {
+                let waiting = super::newcomer::Waiting::Subscribe(msg.clone());
+                if self.await_lmid(id, waiting).is_none() {
+                    return; // served once the authority told its durable lmid
+                }
+            }
             self.handle_lmid_subscribe(id, qid, &name, driver);
             return;
         }

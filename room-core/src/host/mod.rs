@@ -39,6 +39,7 @@ pub mod json;
 mod leases;
 mod limits;
 mod metrics;
+mod newcomer;
 mod upstream;
 mod writes;
 
@@ -66,6 +67,7 @@ pub use io::{
 };
 pub use limits::MAX_HELD_MUTATIONS_PER_CONN;
 pub use metrics::Counters;
+pub use newcomer::MAX_FRAMES_AWAITING_LMID;
 
 /// The reserved lmid system query, subscribed by name.
 pub const LMID_QUERY_NAME: &str = "_rindle/clientLmid";
@@ -212,6 +214,10 @@ pub struct Host {
     unacked: HashMap<String, VecDeque<(u64, u64)>>,
     /// Journaled entries the authority has not confirmed, in journal order (ack.rs).
     unconfirmed: VecDeque<ack::Unconfirmed>,
+    /// clientIDs whose durable lmid this incarnation knows (newcomer.rs).
+    lmid_known: HashSet<String>,
+    /// Lmid fetches under way, with what waits on them.
+    fetching: newcomer::Fetching,
     outcomes: HashMap<String, VecDeque<(u64, RecordedOutcome)>>,
     ack_queue: Vec<JournalEntry>,
     /// Appends output and not answered yet, in order: (io, incarnation, entry keys).
@@ -294,6 +300,8 @@ impl Host {
             pending_mutes: Vec::new(),
             unacked: HashMap::new(),
             unconfirmed: VecDeque::new(),
+            lmid_known: HashSet::new(),
+            fetching: newcomer::Fetching::new(),
             outcomes: HashMap::new(),
             ack_queue: Vec::new(),
             appends: VecDeque::new(),

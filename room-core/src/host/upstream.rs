@@ -252,10 +252,19 @@ impl Host {
         self.incarnation += 1;
         self.boot = None;
         self.boot_id = self.fresh_boot_id();
-        let conns: alloc::collections::BTreeSet<u64> = self.subs.values().map(|m| m.conn).collect();
+        // Subscribed sockets, and those whose frames wait for the snapshot: each
+        // re-sends after reconnecting (nothing they sent is answered otherwise).
+        let conns: alloc::collections::BTreeSet<u64> = self
+            .subs
+            .values()
+            .map(|m| m.conn)
+            .chain(self.pending_subs.iter().map(|(id, _)| *id))
+            .chain(self.pending_mutes.iter().map(|(id, _)| *id))
+            .collect();
         for id in conns {
             self.close_conn(id, 1012, "room re-subscribing", false);
         }
+        self.drop_fetches();
         self.subs.clear();
         self.pending_subs.clear();
         self.pending_mutes.clear();

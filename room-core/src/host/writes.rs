@@ -184,6 +184,14 @@ impl Host {
             }
             return;
         }
+        let Some(super::newcomer::Waiting::Mutation(e)) =
+            self.await_lmid(id, super::newcomer::Waiting::Mutation(e))
+        else {
+            return; // run once the authority told its clientID's durable lmid
+        };
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
         // Judged after the live gate, so a mutation queued behind a pending subscribe
         // sees the subject that subscribe bound.
         let Some(sub) = conn.sub.clone() else {

@@ -34,6 +34,11 @@ pub struct ApiState {
     /// Right after granting a boot, another placement claims the doc (the granted
     /// epoch is fenced at once).
     pub steal_after_boot: bool,
+    /// One write authority per doc, started on the doc's first boot (wins over
+    /// `authority`).
+    pub per_doc_authority: bool,
+    /// The per-doc authorities.
+    pub authorities: BTreeMap<String, super::FakeAuthority>,
 }
 
 /// The fake API server.
@@ -69,6 +74,27 @@ impl FakeApi {
     pub fn boots_of(&self, doc: &str) -> usize {
         let s = self.state.lock().unwrap();
         s.boots.iter().filter(|(d, _)| d == doc).count()
+    }
+
+    /// `doc`'s own authority, when there is one per doc.
+    async fn doc_authority(&self, doc: &str) -> Option<super::FakeAuthority> {
+        {
+            let s = self.state.lock().unwrap();
+            if !s.per_doc_authority {
+                return None;
+            }
+            if let Some(a) = s.authorities.get(doc) {
+                return Some(a.clone());
+            }
+        }
+        let started = super::FakeAuthority::start().await;
+        let mut s = self.state.lock().unwrap();
+        Some(
+            s.authorities
+                .entry(doc.to_string())
+                .or_insert(started)
+                .clone(),
+        )
     }
 
     async fn serve(self, mut stream: TcpStream) {
@@ -112,8 +138,10 @@ impl FakeApi {
         if delay > 0 {
             smol::Timer::after(Duration::from_millis(delay)).await;
         }
+        let per_doc = self.doc_authority(&doc).await;
         let mut s = self.state.lock().unwrap();
-        let epoch = match &s.authority {
+        let authority = per_doc.or_else(|| s.authority.clone());
+        let epoch = match &authority {
             Some(a) => {
                 let mut st = a.state.lock().unwrap();
                 st.epoch += 1;
@@ -127,7 +155,7 @@ impl FakeApi {
         };
         s.epochs.insert(doc.clone(), epoch);
         s.boots.push((doc.clone(), instance));
-        let urls = match &s.authority {
+        let urls = match &authority {
             Some(a) => json!({
                 "apply": format!("{}/apply-row-change-txn", a.base),
                 "claim": format!("{}/claim-room-epoch", a.base),
@@ -140,7 +168,7 @@ impl FakeApi {
             }),
         };
         if s.steal_after_boot {
-            if let Some(a) = &s.authority {
+            if let Some(a) = &authority {
                 a.fence();
             }
         }

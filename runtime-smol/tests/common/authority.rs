@@ -23,6 +23,8 @@ pub struct AState {
     /// Every apply body received (answered or not), in order.
     pub bodies: Vec<String>,
     pub claims: usize,
+    /// Applies refused as fenced, by the epoch they carried.
+    pub fenced: Vec<u64>,
 }
 
 /// The fake authority.
@@ -138,6 +140,7 @@ impl FakeAuthority {
 fn apply(s: &mut AState, v: &Value) -> (u16, String) {
     let epoch = v["epoch"].as_u64().unwrap_or(0);
     if epoch != s.epoch {
+        s.fenced.push(epoch);
         return (
             409,
             json!({"error":"fenced","currentEpoch": s.epoch}).to_string(),

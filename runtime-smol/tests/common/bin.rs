@@ -11,6 +11,8 @@ use super::within;
 pub struct Room {
     pub child: Child,
     pub port: u16,
+    /// The control plane's port (fleet mode; 0 when unknown).
+    pub control_port: u16,
     lines: async_channel::Receiver<String>,
     pub log: Vec<String>,
 }
@@ -23,8 +25,36 @@ impl Room {
         Room::spawn(cmd).await
     }
 
+    /// Starts the binary in fleet mode and waits until it listens (its start-up
+    /// settlement may still run: see `/readyz`).
+    pub async fn start_fleet(config: &std::path::Path) -> Room {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rindle-room"));
+        cmd.arg("--config").arg(config);
+        let mut room = Room::launch(cmd);
+        let listening = room.wait_for("fleet listening on ws://127.0.0.1:").await;
+        let after = listening.split("ws://127.0.0.1:").nth(1).unwrap();
+        room.port = after.split('/').next().unwrap().parse().unwrap();
+        let control = room.wait_for("fleet control plane on http://").await;
+        room.control_port = control.rsplit(':').next().unwrap().trim().parse().unwrap();
+        room
+    }
+
     /// Runs `cmd` (the binary, perhaps under a wrapper) and waits until it is live.
-    pub async fn spawn(mut cmd: Command) -> Room {
+    pub async fn spawn(cmd: Command) -> Room {
+        let mut room = Room::launch(cmd);
+        let listening = room.wait_for("listening on ws://127.0.0.1:").await;
+        room.port = listening
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        room.wait_for("live (bootId").await;
+        room
+    }
+
+    fn launch(mut cmd: Command) -> Room {
         let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -40,22 +70,13 @@ impl Room {
                 let _ = tx.send_blocking(line);
             }
         });
-        let mut room = Room {
+        Room {
             child,
             port: 0,
+            control_port: 0,
             lines,
             log: Vec::new(),
-        };
-        let listening = room.wait_for("listening on ws://127.0.0.1:").await;
-        room.port = listening
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        room.wait_for("live (bootId").await;
-        room
+        }
     }
 
     pub async fn wait_for(&mut self, needle: &str) -> String {

@@ -1,0 +1,158 @@
+//! A writer the room has never heard of: fetch its durable lmid first.
+//!
+//! The boot probe covers the clientIDs in the room's own journal. A placement that
+//! moved (fleet mode: another box served the doc until it died or was fenced), or a
+//! journal that is gone, leaves writers whose ledger row exists only at the authority.
+//! Serving such a writer from an empty ledger would show it lmid 0 — its next mid is a
+//! gap, and a flush would try to *add* a ledger row the authority already holds. So
+//! before the first lmid subscribe or mutation of a clientID this incarnation does not
+//! know, the room asks the authority (`room-lmids` for that one client), seeds the
+//! answer as durable, and only then serves the held frames, in arrival order.
+//!
+//! Only with an authority: without one there is nothing to ask, and the ledger is the
+//! room's own.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::authority::{Call, Purpose, Request};
+use super::writes::Envelope;
+use super::{AuthorityError, AuthorityReply, ConnId, Driver, Host, Level};
+use crate::json::tree::JsValue;
+
+/// Frames one clientID may have waiting on its lmid fetch (across its connections).
+pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
+
+/// A frame waiting for its clientID's durable lmid.
+#[derive(Clone, Debug)]
+pub(crate) enum Waiting {
+    /// The lmid system subscribe.
+    Subscribe(JsValue),
+    /// A `pushMutation`.
+    Mutation(Envelope),
+}
+
+impl Host {
+    /// Takes connection `id`'s `frame` when it must wait for its clientID's durable
+    /// lmid (a fetch is then under way); hands it back when it may be served now.
+    pub(super) fn await_lmid(&mut self, id: ConnId, frame: Waiting) -> Option<Waiting> {
+        if !self.has_authority() || self.room.is_none() {
+            return Some(frame);
+        }
+        let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.clone()) else {
+            return Some(frame);
+        };
+        if self.lmid_known.contains(&client) {
+            return Some(frame);
+        }
+        let has_row = self
+            .room
+            .as_ref()
+            .is_some_and(|r| r.room().acked_lmid(&client) > 0);
+        if has_row {
+            // Its journal entries were probed at boot, or it wrote through this gate.
+            self.lmid_known.insert(client);
+            return Some(frame);
+        }
+        match self.fetching.get_mut(&client) {
+            Some(waiting) if waiting.len() >= MAX_FRAMES_AWAITING_LMID => {
+                let message = format!(
+                    "more than {MAX_FRAMES_AWAITING_LMID} frames for clientID `{client}` while \
+                     the room fetches its durable lmid from the authority: slow down"
+                );
+                self.refuse_conn(id, None, &message);
+            }
+            Some(waiting) => waiting.push((id, frame)),
+            None => {
+                self.fetching
+                    .insert(client.clone(), alloc::vec![(id, frame)]);
+                self.call(Purpose::Newcomer, Request::Lmids(alloc::vec![client]));
+            }
+        }
+        None
+    }
+
+    /// The authority answered a newcomer's lmid fetch: seed it, then serve what waited.
+    pub(super) fn on_newcomer_lmid(
+        &mut self,
+        call: Call,
+        result: Result<AuthorityReply, AuthorityError>,
+        driver: &mut dyn Driver,
+    ) {
+        let Request::Lmids(clients) = &call.request else {
+            return;
+        };
+        let Some(client) = clients.first().cloned() else {
+            return;
+        };
+        if call.incarnation != self.incarnation {
+            return; // the incarnation died: its waiters were closed with it
+        }
+        let waiting = self.fetching.remove(&client).unwrap_or_default();
+        let lmid = match result {
+            Ok(AuthorityReply::Lmids(lmids)) => lmids.get(&client).copied().unwrap_or(0),
+            other => {
+                let why = match other {
+                    Err(e) => format!("{e}"),
+                    Ok(reply) => format!("unexpected reply {reply:?}"),
+                };
+                let message = format!(
+                    "the room cannot fetch the durable lmid of clientID `{client}` from the \
+                     authority ({why}); reconnect later"
+                );
+                self.log(Level::Error, message.clone());
+                for (id, _) in waiting {
+                    if self.is_open(id) {
+                        self.send(id, super::frames::error(None, &message));
+                        self.close_conn(id, 1011, "lmid fetch failed", false);
+                    }
+                }
+                return;
+            }
+        };
+        if lmid > 0 {
+            let Some(room) = self.room.as_mut() else {
+                return;
+            };
+            match room.room_mut().seed_durable(&[(client.clone(), lmid)]) {
+                Ok(Some(_)) => self.drain_downstream(driver),
+                Ok(None) => {}
+                Err(e) => return self.violation(&format!("durable seed failed: {e}")),
+            }
+            self.log(
+                Level::Debug,
+                format!("clientID {client}: durable lmid {lmid} fetched from the authority"),
+            );
+        }
+        self.lmid_known.insert(client);
+        for (id, frame) in waiting {
+            if !self.is_open(id) {
+                continue;
+            }
+            match frame {
+                Waiting::Subscribe(msg) => self.handle_subscribe(id, &msg, driver),
+                Waiting::Mutation(e) => self.handle_push_mutation(id, e, driver),
+            }
+        }
+    }
+
+    /// The incarnation died: connections waiting on a fetch are closed with the rest
+    /// (`1012`); they re-send after reconnecting.
+    pub(super) fn drop_fetches(&mut self) {
+        self.lmid_known.clear();
+        let ids: Vec<ConnId> = core::mem::take(&mut self.fetching)
+            .into_values()
+            .flatten()
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            if self.is_open(id) {
+                self.close_conn(id, 1012, "room re-subscribing", false);
+            }
+        }
+    }
+}
+
+/// clientID → the frames waiting for its lmid fetch, in arrival order.
+pub(crate) type Fetching = hashbrown::HashMap<String, Vec<(ConnId, Waiting)>>;
