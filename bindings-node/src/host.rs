@@ -723,6 +723,7 @@ fn flatten(out: &mut Vec<Item>, o: Output) {
             let (kind, payload) = match reply {
                 ControlReply::Stats(s) => ("stats", s),
                 ControlReply::Health(h) => ("health", h.to_string()),
+                ControlReply::Ready(r) => ("ready", r.to_string()),
                 ControlReply::Revoked(n) => ("revoked", n.to_string()),
                 ControlReply::Drained(Ok(seq)) => ("drained", seq.to_string()),
                 ControlReply::Drained(Err(e)) => ("drainFailed", e),
@@ -772,6 +773,7 @@ pub fn route_control(
             let json = match request {
                 ControlRequest::Stats => String::from("{\"kind\":\"stats\"}"),
                 ControlRequest::Health => String::from("{\"kind\":\"health\"}"),
+                ControlRequest::Ready => String::from("{\"kind\":\"ready\"}"),
                 ControlRequest::Drain => String::from("{\"kind\":\"drain\"}"),
                 ControlRequest::Revoke { user } => {
                     let mut s = String::from("{\"kind\":\"revoke\",\"user\":");
@@ -793,6 +795,7 @@ pub fn control_http(kind: Option<String>, payload: String) -> Vec<Item> {
     let reply = match kind.as_deref() {
         Some("stats") => Some(ControlReply::Stats(payload)),
         Some("health") => Some(ControlReply::Health(payload == "true")),
+        Some("ready") => Some(ControlReply::Ready(payload == "true")),
         Some("revoked") => Some(ControlReply::Revoked(payload.parse().unwrap_or(0))),
         Some("drained") => Some(ControlReply::Drained(Ok(payload.parse().unwrap_or(0)))),
         Some("drainFailed") => Some(ControlReply::Drained(Err(payload))),

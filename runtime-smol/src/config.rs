@@ -41,7 +41,7 @@ pub struct Config {
     pub demo: Option<DemoConfig>,
     /// How clients are authorized and served.
     pub downstream: DownstreamConfig,
-    /// The private control plane (`/stats`, `/revoke`, `/drain`, `/metrics`, `/healthz`).
+    /// The private control plane (`/stats`, `/revoke`, `/drain`, `/metrics`, the probes).
     pub control: Option<ControlConfig>,
     /// The write plane; absent = read-only.
     pub writes: Option<WritesConfig>,

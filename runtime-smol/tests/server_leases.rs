@@ -161,13 +161,17 @@ fn the_control_plane_authenticates_routes_and_reports() {
             control(&server, "POST", "/drain", "").await,
             (200, r#"{"finalFlushSeq":0,"drained":true}"#.into())
         );
-        // Not live: 503.
+        // Not live: not ready (still alive).
         rindled.hold();
         rindled.drop_conn();
         eventually("the incarnation death", || rindled.subscribes() >= 2).await;
         assert_eq!(
+            control(&server, "GET", "/readyz", "").await,
+            (503, r#"{"ready":false}"#.into())
+        );
+        assert_eq!(
             control(&server, "GET", "/healthz", "").await,
-            (503, r#"{"live":false}"#.into())
+            (200, r#"{"live":true}"#.into())
         );
         server.shutdown().await;
     });

@@ -2,18 +2,21 @@
 //! check and the answers, for any driver's HTTP server; and the host's side of each
 //! request.
 //!
-//! | Method + path | Reply |
-//! |---|---|
-//! | `GET /stats` | 200, the seed's fields |
-//! | `POST /revoke {userId}` | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
-//! | `POST /drain` | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
-//! | `GET /metrics` | 200, the driver's Prometheus text |
-//! | `GET /healthz` | 200 `{"live":true}` when live, else 503 `{"live":false}` |
-//! | anything else | 404 `{"error":"unknown endpoint"}` |
+//! | Method + path | Token | Reply |
+//! |---|---|---|
+//! | `GET /healthz` | no | 200 `{"live":true}` while the room runs (liveness) |
+//! | `GET /readyz` | no | 200 `{"ready":true}` when the incarnation is live and the room is not shutting down, else 503 `{"ready":false}` |
+//! | `GET /stats` | yes | 200, the seed's fields |
+//! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
+//! | `POST /drain` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
+//! | `GET /metrics` | yes | 200, the driver's Prometheus text |
+//! | anything else | yes | 404 `{"error":"unknown endpoint"}` |
 //!
-//! Every request must carry `Authorization: Bearer <token>` (compared in constant time),
-//! else 401 `{"error":"unauthorized"}`. Routing compares the method and the raw
-//! request-target exactly, as the seed does.
+//! The probes answer without a token and reveal nothing else (fleet.md F9, as in fleet
+//! mode); every other request must carry `Authorization: Bearer <token>` (compared in
+//! constant time), else 401 `{"error":"unauthorized"}`. Routing compares the method and
+//! the raw request-target exactly, as the seed does. A room that stopped answers no
+//! probe: the driver renders that as 503 (`ControlRoute::http(None)`).
 
 use alloc::format;
 use alloc::string::String;
@@ -59,7 +62,7 @@ pub fn bearer_matches(given: &[u8], expected: &[u8]) -> bool {
 }
 
 /// Routes one control-plane request: `authorization` is the header's value, `token` the
-/// configured bearer token.
+/// configured bearer token. The probes (`GET /healthz`, `GET /readyz`) need no token.
 pub fn route_control(
     method: &str,
     path: &str,
@@ -67,6 +70,11 @@ pub fn route_control(
     body: &str,
     token: &str,
 ) -> ControlRoute {
+    match (method, path) {
+        ("GET", "/healthz") => return ControlRoute::Host(ControlRequest::Health),
+        ("GET", "/readyz") => return ControlRoute::Host(ControlRequest::Ready),
+        _ => {}
+    }
     let expected = format!("Bearer {token}");
     let authorized =
         authorization.is_some_and(|given| bearer_matches(given.as_bytes(), expected.as_bytes()));
@@ -86,7 +94,6 @@ pub fn route_control(
         },
         ("POST", "/drain") => ControlRoute::Host(ControlRequest::Drain),
         ("GET", "/metrics") => ControlRoute::Metrics,
-        ("GET", "/healthz") => ControlRoute::Host(ControlRequest::Health),
         _ => ControlRoute::Reply(404, error_body("unknown endpoint")),
     }
 }
@@ -102,6 +109,8 @@ impl ControlRoute {
             Some(ControlReply::Stats(s)) => (200, s.clone()),
             Some(ControlReply::Health(true)) => (200, String::from("{\"live\":true}")),
             Some(ControlReply::Health(false)) => (503, String::from("{\"live\":false}")),
+            Some(ControlReply::Ready(true)) => (200, String::from("{\"ready\":true}")),
+            Some(ControlReply::Ready(false)) => (503, String::from("{\"ready\":false}")),
             Some(ControlReply::Revoked(n)) => {
                 let mut s = String::from("{\"revoked\":");
                 write_i64(&mut s, *n as i64);
@@ -128,8 +137,12 @@ impl Host {
                 reply(self, ControlReply::Stats(s));
             }
             ControlRequest::Health => {
-                let live = self.live && !self.closed();
-                reply(self, ControlReply::Health(live));
+                let running = !self.closed();
+                reply(self, ControlReply::Health(running));
+            }
+            ControlRequest::Ready => {
+                let ready = self.live && self.phase == Phase::Running && !self.moved;
+                reply(self, ControlReply::Ready(ready));
             }
             ControlRequest::Revoke { user } => {
                 let n = self.revoke_user(&user);
@@ -302,6 +315,43 @@ mod tests {
         assert_eq!(
             r("GET", "/nope", ok, ""),
             ControlRoute::Reply(404, error_body("unknown endpoint"))
+        );
+    }
+
+    #[test]
+    fn probes_need_no_token_and_reveal_nothing_else() {
+        let r = |m, p, a| route_control(m, p, a, "", "t");
+        for auth in [None, Some("Bearer nope"), Some("Bearer t")] {
+            assert_eq!(
+                r("GET", "/healthz", auth),
+                ControlRoute::Host(ControlRequest::Health)
+            );
+            assert_eq!(
+                r("GET", "/readyz", auth),
+                ControlRoute::Host(ControlRequest::Ready)
+            );
+        }
+        let unauthorized = ControlRoute::Reply(401, error_body("unauthorized"));
+        for (m, p) in [
+            ("POST", "/healthz"),
+            ("GET", "/healthz?x=1"),
+            ("GET", "/readyz/"),
+            ("GET", "/metrics"),
+            ("GET", "/stats"),
+        ] {
+            assert_eq!(r(m, p, None), unauthorized, "{m} {p}");
+        }
+        assert_eq!(
+            ControlRoute::http(Some(&ControlReply::Ready(true))),
+            (200, String::from("{\"ready\":true}"))
+        );
+        assert_eq!(
+            ControlRoute::http(Some(&ControlReply::Ready(false))),
+            (503, String::from("{\"ready\":false}"))
+        );
+        assert_eq!(
+            ControlRoute::http(Some(&ControlReply::Health(true))),
+            (200, String::from("{\"live\":true}"))
         );
     }
 }

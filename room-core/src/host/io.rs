@@ -148,8 +148,11 @@ pub enum AuthorityReply {
 pub enum ControlRequest {
     /// `GET /stats`.
     Stats,
-    /// `GET /healthz`.
+    /// `GET /healthz`: liveness (the room task answers).
     Health,
+    /// `GET /readyz`: readiness (the incarnation is live and the room is not shutting
+    /// down).
+    Ready,
     /// `POST /revoke {userId}`.
     Revoke {
         /// The subject to revoke.
@@ -175,8 +178,10 @@ pub enum ControlRequest {
 pub enum ControlReply {
     /// `/stats` as JSON text, in the seed's member order.
     Stats(String),
-    /// Whether the current incarnation is live.
+    /// Liveness: whether the room still runs (`false` once it stopped or moved).
     Health(bool),
+    /// Readiness: whether the incarnation is live and the room not shutting down.
+    Ready(bool),
     /// How many subscriptions a revocation dropped.
     Revoked(u64),
     /// A drain finished: the last committed flush seq, or why it failed.

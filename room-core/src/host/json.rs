@@ -363,6 +363,7 @@ pub fn control_request_from_json(json: &str) -> Result<ControlRequest, JsonError
     Ok(match v["kind"].as_str() {
         Some("stats") => ControlRequest::Stats,
         Some("health") => ControlRequest::Health,
+        Some("ready") => ControlRequest::Ready,
         Some("revoke") => ControlRequest::Revoke {
             user: v["user"].as_str().unwrap_or("").to_string(),
         },
@@ -397,6 +398,7 @@ fn reply_json(out: &mut String, r: &ControlReply) {
     let (kind, value): (&str, Option<String>) = match r {
         ControlReply::Stats(s) => ("stats", Some(s.clone())),
         ControlReply::Health(h) => ("health", Some(h.to_string())),
+        ControlReply::Ready(r) => ("ready", Some(r.to_string())),
         ControlReply::Revoked(n) => ("revoked", Some(n.to_string())),
         ControlReply::Drained(Ok(seq)) => ("drained", Some(seq.to_string())),
         ControlReply::Drained(Err(e)) => {

@@ -1,16 +1,17 @@
 //! The private control plane (seed 002 `startControl`, authority.md §7): HTTP on
-//! 127.0.0.1. The routes, the bearer check (constant time) and the answers are the
-//! host's ([`rindle_room_core::host::route_control`]); this file reads requests, asks
-//! the room task and writes responses.
+//! `control.bind` (127.0.0.1 by default). The routes, the bearer check (constant time)
+//! and the answers are the host's ([`rindle_room_core::host::route_control`]); this file
+//! reads requests, asks the room task and writes responses.
 //!
-//! | Method + path | Reply |
-//! |---|---|
-//! | `GET /stats` | 200, the seed's fields |
-//! | `POST /revoke {userId}` | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
-//! | `POST /drain` | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
-//! | `GET /metrics` | 200, Prometheus text |
-//! | `GET /healthz` | 200 `{"live":true}` when live, else 503 `{"live":false}` |
-//! | anything else | 404 `{"error":"unknown endpoint"}` |
+//! | Method + path | Token | Reply |
+//! |---|---|---|
+//! | `GET /healthz` | no | 200 `{"live":true}` while the room runs |
+//! | `GET /readyz` | no | 200 `{"ready":true}` when live and not shutting down, else 503 `{"ready":false}` |
+//! | `GET /stats` | yes | 200, the seed's fields |
+//! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
+//! | `POST /drain` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
+//! | `GET /metrics` | yes | 200, Prometheus text |
+//! | anything else | yes | 404 `{"error":"unknown endpoint"}` |
 //!
 //! Routing compares the method and the raw request-target exactly, as the seed does.
 
@@ -139,6 +140,7 @@ async fn route(req: &http::Request, token: &str, events: &Sender<Event>) -> Repl
     let reply = match request {
         ControlRequest::Stats => ask(events, Control::Stats).await.map(ControlReply::Stats),
         ControlRequest::Health => ask(events, Control::Health).await.map(ControlReply::Health),
+        ControlRequest::Ready => ask(events, Control::Ready).await.map(ControlReply::Ready),
         ControlRequest::Revoke { user } => ask(events, |reply| Control::Revoke { user, reply })
             .await
             .map(ControlReply::Revoked),

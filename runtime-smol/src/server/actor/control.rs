@@ -17,8 +17,10 @@ pub(crate) enum Control {
     Stats(Sender<String>),
     /// `GET /metrics`: Prometheus text.
     Metrics(Sender<String>),
-    /// `GET /healthz`: whether the incarnation is live.
+    /// `GET /healthz`: whether the room runs (answered until it stops).
     Health(Sender<bool>),
+    /// `GET /readyz`: whether the incarnation is live and the room not shutting down.
+    Ready(Sender<bool>),
     /// `POST /revoke {userId}`: how many subscriptions were dropped.
     Revoke { user: String, reply: Sender<u64> },
     /// `POST /drain`: the last committed flush seq, once quiescent.
@@ -66,6 +68,7 @@ impl Actor {
             }
             Control::Stats(r) => (ControlRequest::Stats, Waiter::Stats(r)),
             Control::Health(r) => (ControlRequest::Health, Waiter::Health(r)),
+            Control::Ready(r) => (ControlRequest::Ready, Waiter::Health(r)),
             Control::Revoke { user, reply } => {
                 (ControlRequest::Revoke { user }, Waiter::Revoke(reply))
             }

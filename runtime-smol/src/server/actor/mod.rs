@@ -107,6 +107,7 @@ pub(crate) type StrandedSink =
 /// A reply the room task owes a control request.
 pub(crate) enum Waiter {
     Stats(Sender<String>),
+    /// `/healthz` or `/readyz`.
     Health(Sender<bool>),
     Revoke(Sender<u64>),
     Drain(Sender<Result<u64, String>>),
@@ -300,7 +301,7 @@ impl Actor {
             (Waiter::Stats(tx), ControlReply::Stats(s)) => {
                 let _ = tx.try_send(s);
             }
-            (Waiter::Health(tx), ControlReply::Health(h)) => {
+            (Waiter::Health(tx), ControlReply::Health(h) | ControlReply::Ready(h)) => {
                 let _ = tx.try_send(h);
             }
             (Waiter::Revoke(tx), ControlReply::Revoked(n)) => {
