@@ -168,9 +168,10 @@ impl DemoData {
     }
 }
 
-/// A random secret (32 hex digits) for demo key rings and control tokens.
+/// A random secret for demo key rings and control tokens: 128 bits from the OS CSPRNG
+/// as 32 hex digits.
 pub fn random_secret() -> String {
-    super::actor::new_boot_id().replace('-', "")
+    super::actor::hex(&super::actor::random_bytes::<16>())
 }
 
 /// Mints a lease token for the demo (or any room whose key ring is known).
@@ -274,6 +275,16 @@ mod tests {
             "{applied}"
         );
         assert!(room.is_live());
+    }
+
+    #[test]
+    fn secrets_are_128_random_bits_in_hex() {
+        let (a, b) = (random_secret(), random_secret());
+        assert_eq!(a.len(), 32);
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -1,29 +1,39 @@
-//! Randomness for the host: its entropy seed, and ids for the demo.
+//! Randomness for the host (its entropy seed), bootIds and the demo's secrets, all from
+//! the OS CSPRNG (`getrandom`: `getrandom(2)` on Linux, the platform's equivalent
+//! elsewhere).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+/// `N` bytes from the OS CSPRNG.
+///
+/// # Panics
+///
+/// When the OS cannot supply randomness (no `getrandom(2)` and no readable
+/// `/dev/urandom`) — as std's `HashMap` seeding does: nothing that needs a secret can
+/// run safely without it.
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    if let Err(e) = getrandom::fill(&mut bytes) {
+        panic!("the operating system's random number generator failed: {e}");
+    }
+    bytes
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}
 
 /// A fresh random incarnation id (UUID v4 text).
 pub(crate) fn new_boot_id() -> String {
-    use std::collections::hash_map::RandomState;
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut bytes = [0u8; 16];
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        // RandomState is seeded from the OS; the counter and time make every call differ.
-        let mut h = RandomState::new().build_hasher();
-        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_usize(i);
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
-        );
-        chunk.copy_from_slice(&h.finish().to_le_bytes());
-    }
+    let mut bytes: [u8; 16] = random_bytes();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex(&bytes);
     format!(
         "{}-{}-{}-{}-{}",
         &hex[0..8],
@@ -34,22 +44,9 @@ pub(crate) fn new_boot_id() -> String {
     )
 }
 
-/// 32 random bytes for the host's bootIds: the kernel's CSPRNG (`/dev/urandom`), or —
-/// where that cannot be read — bytes mixed from the OS-seeded `RandomState`.
+/// 32 random bytes for the host's bootIds.
 pub(crate) fn entropy() -> [u8; 32] {
-    let mut bytes = [0u8; 32];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        if std::io::Read::read_exact(&mut f, &mut bytes).is_ok() {
-            return bytes;
-        }
-    }
-    for chunk in bytes.chunks_mut(16) {
-        let hex: String = new_boot_id().chars().filter(|c| *c != '-').collect();
-        for (j, b) in chunk.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&hex[j * 2..j * 2 + 2], 16).unwrap_or(0);
-        }
-    }
-    bytes
+    random_bytes()
 }
 
 #[cfg(test)]
@@ -60,6 +57,13 @@ mod tests {
         let b = super::new_boot_id();
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn entropy_differs_and_hex_is_lowercase() {
+        assert_ne!(super::entropy(), super::entropy());
+        assert_eq!(super::hex(&[0x00, 0xab, 0x7f]), "00ab7f");
     }
 }

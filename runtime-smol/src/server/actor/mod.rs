@@ -34,7 +34,7 @@ use crate::mutators::Registry;
 use rindle_room_downstream::{ConnEvent, ConnOut};
 
 pub(crate) use control::Control;
-pub(crate) use ids::{entropy, new_boot_id};
+pub(crate) use ids::{entropy, hex, new_boot_id, random_bytes};
 
 /// Everything the room task reacts to.
 pub(crate) enum Event {
