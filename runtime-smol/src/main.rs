@@ -55,6 +55,9 @@ const DEMO_TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Every `log` record (the server's and its dependencies') goes to stderr, filtered
+    // by RINDLE_LOG; the configuration's `log_format` takes over once it is read.
+    rindle_room_smol::server::log::install(rindle_room_smol::config::LogFormat::Text);
     // A write past `ulimit -f` must fail the append (the incarnation dies, nothing
     // acknowledged is lost), not kill the process; and every socket is a descriptor.
     rindle_room_smol::server::process::ignore_sigxfsz();

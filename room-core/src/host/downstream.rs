@@ -152,6 +152,7 @@ impl Host {
                 closing: false,
             },
         );
+        self.debug(|| format!("conn {id}: open"));
         if self.closed() || self.shutting_down() {
             self.close_conn(id, 1001, "room shutting down", false);
         }
@@ -181,6 +182,11 @@ impl Host {
                 room.room_mut().unsubscribe(&q.sub_key, now);
             }
         }
+        self.debug(|| {
+            let client = conn.client_id.as_deref().unwrap_or("-");
+            let n = conn.queries.len();
+            format!("conn {id}: closed (clientID {client}, {n} subscription(s) detached)")
+        });
     }
 
     /// Drops connection `id` from the connections of `client`.
@@ -217,9 +223,12 @@ impl Host {
             return;
         }
         let Ok(msg) = JsValue::parse(text) else {
-            return; // not JSON: ignored, as the seed does
+            // Not JSON: ignored, as the seed does.
+            self.debug(|| format!("conn {id}: ignored frame: not JSON ({} bytes)", text.len()));
+            return;
         };
         if !matches!(msg, JsValue::Obj(_)) {
+            self.debug(|| format!("conn {id}: ignored frame: not a JSON object"));
             return;
         }
         self.handle_downstream_msg(id, &msg, driver);
@@ -231,6 +240,9 @@ impl Host {
             Some(JsValue::Str(t)) if t == "init" => self.on_init(id, msg),
             Some(JsValue::Str(t)) if t == "subscribe" => {
                 let Some(JsValue::Num(qid)) = msg.get("queryId") else {
+                    self.debug(|| {
+                        format!("conn {id}: ignored frame: subscribe without a numeric queryId")
+                    });
                     return;
                 };
                 if let Some(c) = self.conns.get_mut(&id) {
@@ -245,16 +257,24 @@ impl Host {
                         c.held_subs += 1;
                     }
                     self.pending_subs.push((id, msg.clone()));
+                    let key = qid_key(*qid);
+                    self.debug(|| {
+                        format!("conn {id}: subscribe queryId {key} held until the room is live")
+                    });
                     return;
                 }
                 self.handle_subscribe(id, msg, driver);
             }
             Some(JsValue::Str(t)) if t == "unsubscribe" => {
                 let Some(JsValue::Num(q)) = msg.get("queryId") else {
+                    self.debug(|| {
+                        format!("conn {id}: ignored frame: unsubscribe without a numeric queryId")
+                    });
                     return;
                 };
                 let key = qid_key(*q);
                 let prev = self.conns.get_mut(&id).and_then(|c| c.queries.remove(&key));
+                let known = prev.is_some();
                 if let Some(prev) = prev {
                     self.subs.remove(&prev.sub_key);
                     let now = self.now;
@@ -262,6 +282,14 @@ impl Host {
                         room.room_mut().unsubscribe(&prev.sub_key, now);
                     }
                 }
+                self.debug(|| {
+                    let what = if known {
+                        ""
+                    } else {
+                        " (not subscribed: nothing to do)"
+                    };
+                    format!("conn {id}: unsubscribe queryId {key}{what}")
+                });
             }
             Some(JsValue::Str(t)) if t == "pushMutation" => {
                 match super::writes::Envelope::from_frame(msg) {
@@ -277,11 +305,20 @@ impl Host {
                 );
                 self.send(id, text);
             }
-            _ => {}
+            other => self.debug(|| match other {
+                Some(JsValue::Str(t)) => format!("conn {id}: ignored frame: unknown type {t:?}"),
+                _ => format!("conn {id}: ignored frame: no string \"t\""),
+            }),
         }
     }
 
     fn query_error(&mut self, conn: ConnId, qid: f64, message: &str) {
+        self.debug(|| {
+            format!(
+                "conn {conn}: queryError for queryId {}: {message}",
+                qid_key(qid)
+            )
+        });
         self.send(conn, frames::query_error(qid, message));
     }
 
@@ -472,6 +509,15 @@ impl Host {
                 }
             }
         }
+        self.debug(|| {
+            let who = if meta.user.is_empty() {
+                String::from("the lmid query")
+            } else {
+                format!("sub {}", meta.user)
+            };
+            let bytes = snapshot.len();
+            format!("conn {id}: subscribed queryId {key} ({who}, epoch {epoch}, snapshot {bytes} bytes)")
+        });
         if let Some(c) = self.conns.get_mut(&id) {
             c.queries.insert(
                 key,

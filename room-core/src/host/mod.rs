@@ -208,6 +208,8 @@ pub struct Host {
     revoked: HashMap<String, u64>,
     pending_subs: Vec<(ConnId, crate::json::tree::JsValue)>,
     logged_scope_skew: HashSet<String>,
+    /// Log lines below this level are not produced ([`Host::set_log_level`]).
+    log_level: Level,
 
     // ---- the write plane ----
     pending_mutes: Vec<(ConnId, writes::Envelope)>,
@@ -297,6 +299,7 @@ impl Host {
             revoked: cfg.revoked.iter().cloned().collect(),
             pending_subs: Vec::new(),
             logged_scope_skew: HashSet::new(),
+            log_level: Level::Debug,
             pending_mutes: Vec::new(),
             unacked: HashMap::new(),
             unconfirmed: VecDeque::new(),
@@ -431,6 +434,14 @@ impl Host {
         Some(o)
     }
 
+    /// Produces [`Output::Log`] lines of `level` and above only (default
+    /// [`Level::Debug`]: every line). A driver whose logger drops debug lines sets
+    /// [`Level::Info`] so the host does not format the per-connection, per-subscription
+    /// and per-mutation lines at all.
+    pub fn set_log_level(&mut self, level: Level) {
+        self.log_level = level;
+    }
+
     /// Whether the current incarnation is live.
     pub fn is_live(&self) -> bool {
         self.live
@@ -479,7 +490,19 @@ impl Host {
     }
 
     fn log(&mut self, level: Level, text: String) {
-        self.push(Output::Log { level, text });
+        if level >= self.log_level {
+            self.push(Output::Log { level, text });
+        }
+    }
+
+    /// A [`Level::Debug`] line, formatted only when debug lines are produced.
+    fn debug(&mut self, text: impl FnOnce() -> String) {
+        if self.log_level <= Level::Debug {
+            self.push(Output::Log {
+                level: Level::Debug,
+                text: text(),
+            });
+        }
     }
 
     /// Stopped or moved: no new work (a draining shutdown still serves).

@@ -159,7 +159,10 @@ impl Host {
         e: Envelope,
         driver: &mut dyn Driver,
     ) {
-        let fail = |me: &mut Host, message: &str| me.send(id, frames::error(None, message));
+        let fail = |me: &mut Host, message: &str| {
+            me.debug(|| format!("conn {id}: pushMutation refused: {message}"));
+            me.send(id, frames::error(None, message));
+        };
         if self.cfg.writes.is_none() {
             return fail(self, "this room is read-only (no write plane configured)");
         }
@@ -180,6 +183,13 @@ impl Host {
                 if let Some(c) = self.conns.get_mut(&id) {
                     c.held_mutes += 1;
                 }
+                let who = format!("{}:", e.client_id);
+                self.debug(|| {
+                    format!(
+                        "conn {id}: mutation {who}{} held until the room is live",
+                        e.mid
+                    )
+                });
                 self.pending_mutes.push((id, e));
             }
             return;
@@ -231,6 +241,9 @@ impl Host {
         let outcome = match result {
             RunResult::Dedup => {
                 self.counters.mutations_dedup += 1;
+                self.debug(|| {
+                    format!("conn {id}: mutation {client}:{mid} is a duplicate (already processed)")
+                });
                 // A re-sent non-applied mid is answered with its recorded outcome.
                 let recorded = self
                     .outcomes
@@ -244,6 +257,10 @@ impl Host {
             }
             RunResult::Applied { apply_cv } => {
                 self.counters.mutations_applied += 1;
+                self.debug(|| {
+                    let name = &e.name;
+                    format!("conn {id}: mutation `{name}` ({client}:{mid}) applied @ cv {apply_cv}")
+                });
                 self.unacked
                     .entry(client.clone())
                     .or_default()
@@ -267,6 +284,7 @@ impl Host {
                 // precedes the lmid ack on this ordered socket.
                 self.record_outcome(&client, mid, recorded.clone());
                 self.send_live(id, frames::mutation_outcome(mid, &recorded), driver);
+                self.debug(|| format!("conn {id}: mutation {client}:{mid}: outcome {kind} sent"));
                 if kind == "deopt" {
                     self.counters.mutations_deopt += 1;
                     Outcome::Deopt

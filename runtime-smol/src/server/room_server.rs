@@ -184,7 +184,14 @@ impl RoomServerBuilder {
             authority.is_some(),
             super::actor::entropy(),
         )?;
-        let host = Host::new(host_cfg)?;
+        let mut host = Host::new(host_cfg)?;
+        // Lines the logger would drop are not even formatted.
+        host.set_log_level(match log.min_level_for(super::log::ROOM_TARGET) {
+            super::log::Level::Debug => rindle_room_core::host::Level::Debug,
+            super::log::Level::Info => rindle_room_core::host::Level::Info,
+            super::log::Level::Warn => rindle_room_core::host::Level::Warn,
+            super::log::Level::Error => rindle_room_core::host::Level::Error,
+        });
         let (started_tx, started_rx) = async_channel::bounded(1);
         let (actor, rx) = Actor::new(Parts {
             env: env.clone(),

@@ -43,11 +43,12 @@ impl Room {
     pub async fn spawn(cmd: Command) -> Room {
         let mut room = Room::launch(cmd);
         let listening = room.wait_for("listening on ws://127.0.0.1:").await;
+        // The digits after the last `:` (a JSON line ends with `"}`).
         room.port = listening
             .rsplit(':')
             .next()
             .unwrap()
-            .trim()
+            .trim_end_matches(|c: char| !c.is_ascii_digit())
             .parse()
             .unwrap();
         room.wait_for("live (bootId").await;

@@ -7,6 +7,7 @@ use rindle_room_core::host::{AuthorityReply, Level, Output};
 
 use super::journal_writer::JournalJob;
 use super::{Actor, Event};
+use crate::server::log::{Level as LogLevel, ROOM_TARGET};
 
 impl Actor {
     /// Carries out every output the host has queued.
@@ -120,12 +121,15 @@ impl Actor {
                 });
             }
             Output::ControlReply { id, reply } => self.reply(id, reply),
-            Output::Log { level, text } => match level {
-                Level::Debug => self.log.debug(&text),
-                Level::Info => self.log.info(&text),
-                Level::Warn => self.log.warn(&text),
-                Level::Error => self.log.error(&text),
-            },
+            Output::Log { level, text } => {
+                let level = match level {
+                    Level::Debug => LogLevel::Debug,
+                    Level::Info => LogLevel::Info,
+                    Level::Warn => LogLevel::Warn,
+                    Level::Error => LogLevel::Error,
+                };
+                self.log.log_to(ROOM_TARGET, level, &text);
+            }
         }
     }
 
