@@ -378,7 +378,8 @@ fn main() {
             );
             smol::Timer::after(Duration::from_millis(500)).await;
         }
-        smol::Timer::after(Duration::from_millis(500)).await;
+        // The sweeper hands freed pages back a second after the last hibernation.
+        smol::Timer::after(Duration::from_millis(2_000)).await;
         let hibernated = h.rss_kib();
         // Freed memory the allocator keeps is reused, not leaked: a second wave of as
         // many new rooms, hibernated again, should barely move the RSS.
@@ -396,7 +397,8 @@ fn main() {
             );
             smol::Timer::after(Duration::from_millis(500)).await;
         }
-        smol::Timer::after(Duration::from_millis(500)).await;
+        // The sweeper hands freed pages back a second after the last hibernation.
+        smol::Timer::after(Duration::from_millis(2_000)).await;
         let second = h.rss_kib();
         h.stop();
         let _ = std::fs::remove_dir_all(&dir);

@@ -21,7 +21,7 @@ mod scan;
 mod upstream;
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -304,6 +304,7 @@ fn logger(doc: &str, format: LogFormat, sink: Option<super::log::LogSink>) -> Lo
 async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
     let idle_ms = rooms.shared.fleet.idle_evict_ms;
     let tick = Duration::from_millis((idle_ms / 4).clamp(10, 1_000));
+    let mut trim = TrimAfterHibernation::default();
     loop {
         let stopped = async {
             let _ = stop.recv().await;
@@ -321,6 +322,10 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
             enforce_box_budget(&rooms, max).await;
         }
         let now = rooms.shared.env.now_ms();
+        let hibernations = rooms.shared.counters.hibernations.load(Ordering::Relaxed);
+        if trim.due(hibernations, now) {
+            crate::server::process::return_free_memory();
+        }
         for room in rooms.idle_rooms(now, idle_ms) {
             // Everything acknowledged must be confirmed upstream first: drain, then stop.
             match room.drain().await {
@@ -332,6 +337,31 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
                     room.doc
                 )),
             }
+        }
+    }
+}
+
+/// When to hand freed memory back after hibernations: once they have stopped for a
+/// second (a hibernated room's task frees its memory a moment after the sweep).
+#[derive(Debug, Default)]
+struct TrimAfterHibernation {
+    seen: u64,
+    changed_at: Option<u64>,
+}
+
+impl TrimAfterHibernation {
+    fn due(&mut self, hibernations: u64, now_ms: u64) -> bool {
+        if hibernations != self.seen {
+            self.seen = hibernations;
+            self.changed_at = Some(now_ms);
+            return false;
+        }
+        match self.changed_at {
+            Some(at) if now_ms.saturating_sub(at) >= 1_000 => {
+                self.changed_at = None;
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -507,5 +537,23 @@ impl FleetServer {
         {
             smol::Timer::after(Duration::from_millis(10)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TrimAfterHibernation;
+
+    #[test]
+    fn freed_memory_is_handed_back_once_hibernations_pause_for_a_second() {
+        let mut t = TrimAfterHibernation::default();
+        assert!(!t.due(0, 0), "nothing hibernated yet");
+        assert!(!t.due(3, 100), "a wave starts");
+        assert!(!t.due(5, 600), "still going");
+        assert!(!t.due(5, 1_500), "paused 900 ms");
+        assert!(t.due(5, 1_600), "paused a second");
+        assert!(!t.due(5, 5_000), "once per wave");
+        assert!(!t.due(6, 5_100));
+        assert!(t.due(6, 6_100));
     }
 }
