@@ -17,11 +17,12 @@ use crate::result::rindle_room_result;
 /// `data` is also a C string (JSON text, tokens and hashes never contain a NUL byte).
 /// Free it with `rindle_room_buf_free()`, once; do not change any field before. A buf
 /// with `data == NULL` holds nothing: an absent (`undefined`) result, or a buf already
-/// freed. Zero-initialize a buf you declare (`rindle_room_buf out = {0};`), so that
-/// freeing it is safe whether or not a call filled it.
+/// freed. Zero a buf you declare (`memset(&out, 0, sizeof out);`, which C and C++
+/// accept without warnings), so that freeing it is safe whether or not a call filled it.
 ///
 /// ```c
-/// rindle_room_buf out = {0};
+/// rindle_room_buf out;
+/// memset(&out, 0, sizeof out);
 /// if (rindle_room_commit_all(room, &out) == RINDLE_ROOM_RESULT_OK) {
 ///   fwrite(out.data, 1, out.len, stdout);
 ///   rindle_room_buf_free(&out);

@@ -25,7 +25,8 @@
 //! ```c
 //! rindle_room *room = NULL;
 //! if (rindle_room_open(hello, hello_len, 30000, &room) != RINDLE_ROOM_RESULT_OK) { ... }
-//! rindle_room_buf out = {0};
+//! rindle_room_buf out;
+//! memset(&out, 0, sizeof out);
 //! rindle_room_apply(room, snapshot, snapshot_len, &out);   // {"applied":"snapshot",…}
 //! rindle_room_buf_free(&out);
 //! rindle_room_subscribe(room, "c1:1", 4, 1, ast, ast_len, now_ms, &out);  // hello + snapshot
