@@ -2,8 +2,9 @@
 # Runs every test of the project: formatting, lints, the API docs (no rustdoc warning),
 # the Rust workspace (unit tests, conformance scenarios, IVM fixtures, the differential
 # oracle, the fuzz smoke test), the C and C++ face (scripts/test-c.sh), the Node face
-# (scripts/test-node.sh), and the no_std proof. CI (.ci/run) calls exactly this script
-# on a clean clone.
+# (scripts/test-node.sh), the README's code blocks (scripts/test-readme.sh), the npm
+# packages as a user installs them (scripts/test-npm-pack.sh), and the no_std proof. CI
+# (.ci/run) calls exactly this script on a clean clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +40,9 @@ scripts/test-node.sh
 
 step "README (every code block of README.md compiled or run: scripts/test-readme.sh)"
 scripts/test-readme.sh
+
+step "npm packages (packed for glibc 2.17, installed from the tarballs: scripts/test-npm-pack.sh)"
+scripts/test-npm-pack.sh
 
 if [ -x tests/no-std/check.sh ]; then
   step "no_std proof (tests/no-std)"
