@@ -1,6 +1,6 @@
 //! Process-wide settings the server depends on: the open-file limit (every socket is a
 //! descriptor, and `server.max_connections` defaults from it), `SIGXFSZ`, and handing
-//! freed heap pages back to the OS. The crate's only unsafe code: four libc calls.
+//! freed heap pages back to the OS. The crate's only unsafe code: five libc calls.
 
 #![allow(unsafe_code)]
 
@@ -70,10 +70,18 @@ pub fn ignore_sigxfsz() {
 /// thread's arena for reuse, so without this a fleet's RSS never falls after a wave of
 /// rooms hibernates, and with a thread per core each thread keeps its own high-water
 /// mark. No-op elsewhere.
-pub fn return_free_memory() {
+/// Returns the heap bytes in use afterwards, where the allocator tells.
+pub fn return_free_memory() -> Option<u64> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `malloc_trim` only walks the allocator's own free lists; any pad is valid.
-    unsafe {
-        libc::malloc_trim(0);
+    {
+        // SAFETY: `malloc_trim` only walks the allocator's own free lists; any pad is
+        // valid. `mallinfo` reads counters (its int fields wrap past 2 GiB: a log hint).
+        let info = unsafe {
+            libc::malloc_trim(0);
+            libc::mallinfo()
+        };
+        Some(info.uordblks as u32 as u64 + info.hblkhd as u32 as u64)
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
 }

@@ -49,6 +49,19 @@ async fn ask<T>(events: &Sender<Event>, make: impl FnOnce(Sender<T>) -> Control)
         .await
 }
 
+/// `answer`'s value if it comes before `deadline` (`None`: late, or the room stopped).
+async fn before<T, E>(
+    deadline: std::time::Instant,
+    answer: impl std::future::Future<Output = Result<T, E>>,
+) -> Option<T> {
+    async { answer.await.ok() }
+        .or(async {
+            smol::Timer::at(deadline).await;
+            None
+        })
+        .await
+}
+
 fn json((status, body): (u16, String)) -> Reply {
     (status, JSON, body.into_bytes())
 }
@@ -68,13 +81,36 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
         FleetRoute::Rooms => json((200, rooms_body(&rooms.list()))),
         FleetRoute::Stats => {
             let list = rooms.list();
+            // Every room is asked at once (each answers on its own task), and the answers
+            // are collected under one deadline: a box of thousands of rooms answers in
+            // about the time of its slowest room, and a stuck room costs at most the
+            // deadline.
+            let mut asked = Vec::new();
+            for room in rooms.live_rooms() {
+                let (stats_tx, stats_rx) = async_channel::bounded(1);
+                let (memory_tx, memory_rx) = async_channel::bounded(1);
+                let sent = room
+                    .events
+                    .send(Event::Control(Control::Stats(stats_tx)))
+                    .await
+                    .is_ok()
+                    && room
+                        .events
+                        .send(Event::Control(Control::Memory(memory_tx)))
+                        .await
+                        .is_ok();
+                if sent {
+                    asked.push((room.doc.clone(), stats_rx, memory_rx));
+                }
+            }
+            let deadline = std::time::Instant::now() + ROOM_ANSWER_TIMEOUT;
             let mut per_room = Vec::new();
             let (mut bytes, mut refusals) = (0, 0);
-            for room in rooms.live_rooms() {
-                if let Some(text) = ask(&room.events, Control::Stats).await {
-                    per_room.push((room.doc.clone(), text));
+            for (doc, stats_rx, memory_rx) in asked {
+                if let Some(text) = before(deadline, stats_rx.recv()).await {
+                    per_room.push((doc, text));
                 }
-                if let Some((b, r)) = super::memory_of(&room).await {
+                if let Some((b, r)) = before(deadline, memory_rx.recv()).await {
                     bytes += b;
                     refusals += r;
                 }

@@ -324,7 +324,13 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
         let now = rooms.shared.env.now_ms();
         let hibernations = rooms.shared.counters.hibernations.load(Ordering::Relaxed);
         if trim.due(hibernations, now) {
-            crate::server::process::return_free_memory();
+            if let Some(in_use) = crate::server::process::return_free_memory() {
+                rooms.shared.log.info(&format!(
+                    "hibernations paused: free heap pages returned to the OS ({} KiB of \
+                     heap in use)",
+                    in_use / 1024
+                ));
+            }
         }
         for room in rooms.idle_rooms(now, idle_ms) {
             // Everything acknowledged must be confirmed upstream first: drain, then stop.
@@ -366,14 +372,20 @@ impl TrimAfterHibernation {
     }
 }
 
-/// Asks a room for its retained bytes and budget refusals; `None` when it stopped.
+/// Asks a room for its retained bytes and budget refusals; `None` when it stopped or
+/// did not answer within 5 s.
 pub(crate) async fn memory_of(room: &rooms::LiveRoom) -> Option<(u64, u64)> {
     let (tx, rx) = async_channel::bounded(1);
     room.events
         .send(Event::Control(Control::Memory(tx)))
         .await
         .ok()?;
-    rx.recv().await.ok()
+    async { rx.recv().await.ok() }
+        .or(async {
+            smol::Timer::after(Duration::from_secs(5)).await;
+            None
+        })
+        .await
 }
 
 /// The box budget (fleet.md F6): past `max_box_bytes`, hibernate idle rooms least
