@@ -2,69 +2,72 @@
 //!
 //! ```text
 //! rindle-room --config room.toml
-//! rindle-room demo [--data file.json] [--port N] [--journal PATH] [--log-format json]
+//! rindle-room demo [--data file.json] [--port N] [--journal PATH] [--keep] [--log-format json]
 //! rindle-room demo --fleet [--data file.json] [--port N] [--keep] [--log-format json]
+//! rindle-room token --config room.toml [--doc D] --sub S --query AST [--ttl-ms N] [--kid K]
 //! rindle-room journal check PATH
 //! rindle-room journal salvage PATH OUT
 //! ```
 //!
-//! Logs go to stderr; the demo's connection details go to stdout. SIGINT/SIGTERM shut
-//! down gracefully (stop accepting, flush and drain with an authority, close every
-//! socket with 1001) and exit 0. Exit codes: 0 after a shutdown, 1 on a start-up error,
-//! 2 on a usage error, 3 when the authority fenced the room (another placement owns the
-//! document). `journal check` exits 0 when the room can open the journal (clean, or a
-//! torn tail it truncates) and 1 when it is damaged; `journal salvage` exits 0 once the
-//! copy is written and synced.
+//! `rindle-room --help` (and `COMMAND --help`) lists every option, the environment
+//! variables and the exit codes ([`cli`]). Logs go to stderr; the demo's connection
+//! details and a minted token go to stdout. SIGINT/SIGTERM shut down gracefully (stop
+//! accepting, flush and drain with an authority, close every socket with 1001) and exit
+//! 0. Exit codes: 0 after a shutdown, 1 on a start-up error, 2 on a usage error, 3 when
+//! the authority fenced the room (another placement owns the document). `journal check`
+//! exits 0 when the room can open the journal (clean, or a torn tail it truncates) and 1
+//! when it is damaged; `journal salvage` exits 0 once the copy is written and synced.
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+mod cli;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_signal::{Signal, Signals};
+use cli::{Command, DemoArgs, TokenArgs};
 use futures_lite::{FutureExt, StreamExt};
 use rindle_room_core::json::tree::JsValue;
-use rindle_room_smol::config::Config;
+use rindle_room_smol::config::{Config, LogFormat};
 use rindle_room_smol::server::demo::{self, DemoData, DemoUpstream};
 use rindle_room_smol::server::{Clock, FleetServer, RoomServer, SystemClock};
-
-const USAGE: &str = "\
-usage:
-  rindle-room --config room.toml
-  rindle-room demo [--data FILE.json] [--port N] [--journal PATH] [--log-format text|json]
-  rindle-room demo --fleet [--data FILE.json] [--port N] [--keep] [--log-format text|json]
-  rindle-room journal check PATH
-  rindle-room journal salvage PATH OUT
-
-  --config FILE    run the room a TOML file describes (see docs/config.md); with
-                   [fleet], many rooms booted on demand (see docs/fleet.md)
-  demo             run a self-contained room on demo data (no rindled, no authority):
-    --data FILE    tables and rows as JSON (default: a built-in issue tracker)
-    --port N       downstream websocket port (default 0: any free port)
-    --journal PATH the write journal (default: <tmp>/rindle-room-demo/journal)
-    --log-format   text (default) or json
-    --fleet        many rooms in one process: ws://127.0.0.1:<port>/rooms/demo%2F<name>,
-                   each booted on its first connection by an embedded room-boot
-    --keep         (with --fleet) keep the rooms' journals from an earlier run
-  journal check    report a journal's intact records and damage (read-only)
-  journal salvage  write every intact record of PATH to the new file OUT (never in place)
-";
 
 /// How long the demo's printed token stays valid.
 const DEMO_TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
     // Every `log` record (the server's and its dependencies') goes to stderr, filtered
     // by RINDLE_LOG; the configuration's `log_format` takes over once it is read.
-    rindle_room_smol::server::log::install(rindle_room_smol::config::LogFormat::Text);
+    rindle_room_smol::server::log::install(LogFormat::Text);
     // A write past `ulimit -f` must fail the append (the incarnation dies, nothing
     // acknowledged is lost), not kill the process; and every socket is a descriptor.
     rindle_room_smol::server::process::ignore_sigxfsz();
     rindle_room_smol::server::process::raise_nofile_limit();
+    let command = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(c) => c,
+        Err(usage) => {
+            eprintln!("rindle-room: {}\n\n{}", usage.message, usage.help);
+            std::process::exit(2);
+        }
+    };
+    let command = match command {
+        Command::Help(text) => {
+            print!("{text}");
+            std::process::exit(0);
+        }
+        Command::Version => {
+            println!("rindle-room {}", env!("CARGO_PKG_VERSION"));
+            std::process::exit(0);
+        }
+        Command::JournalCheck { path } => std::process::exit(journal_check(&path)),
+        Command::JournalSalvage { path, out } => std::process::exit(journal_salvage(&path, &out)),
+        Command::Token(t) => std::process::exit(run_token(t)),
+        other => other,
+    };
     // A fleet's rooms are independent tasks: give the executor a thread per core (one
     // room still runs on one thread at a time). A single room keeps one thread.
-    if std::env::var_os("SMOL_THREADS").is_none() && is_fleet(&args) {
+    if std::env::var_os("SMOL_THREADS").is_none() && is_fleet(&command) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         std::env::set_var("SMOL_THREADS", cores.to_string());
     }
@@ -72,97 +75,146 @@ fn main() {
     // the demo data and the seed are then parsed on the thread that keeps the room, in
     // the allocator arena the room reuses. Parsed on the main thread, their freed memory
     // would stay resident in the main arena (about 3.5 MiB for 10,000 rows).
-    let code = smol::block_on(smol::spawn(run(args)));
+    let code = smol::block_on(smol::spawn(run(command)));
     std::process::exit(code);
 }
 
-/// Whether the arguments run a fleet: `demo --fleet`, or `--config` with a `[fleet]`
+/// Whether the command runs a fleet: `demo --fleet`, or `--config` with a `[fleet]`
 /// table (a file that does not parse is left to the real load to report).
-fn is_fleet(args: &[String]) -> bool {
-    match args.first().map(String::as_str) {
-        Some("demo") => args.iter().any(|a| a == "--fleet"),
-        Some("--config") => args
-            .get(1)
-            .and_then(|p| std::fs::read_to_string(p).ok())
+fn is_fleet(command: &Command) -> bool {
+    match command {
+        Command::Demo(d) => d.fleet,
+        Command::Run { config } => std::fs::read_to_string(config)
+            .ok()
             .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
             .is_some_and(|t| t.contains_key("fleet")),
         _ => false,
     }
 }
 
-async fn run(args: Vec<String>) -> i32 {
-    match args.first().map(String::as_str) {
-        Some("--help") | Some("-h") | None => {
-            print!("{USAGE}");
-            if args.is_empty() {
-                2
-            } else {
+async fn run(command: Command) -> i32 {
+    match command {
+        Command::Run { config } => run_config(&config).await,
+        Command::Demo(d) if d.fleet => run_demo_fleet(d).await,
+        Command::Demo(d) => run_demo(d).await,
+        // Answered before the executor starts.
+        _ => 2,
+    }
+}
+
+/// `journal check PATH`.
+fn journal_check(path: &Path) -> i32 {
+    use rindle_room_smol::journal::salvage;
+    match salvage::check(path) {
+        Ok(report) => {
+            println!("{report}");
+            if report.is_clean() || report.is_torn_tail_only() {
                 0
+            } else {
+                1
             }
         }
-        Some("--version") | Some("-V") => {
-            println!("rindle-room {}", env!("CARGO_PKG_VERSION"));
+        Err(e) => {
+            eprintln!("rindle-room: {e}");
+            1
+        }
+    }
+}
+
+/// `journal salvage PATH OUT`.
+fn journal_salvage(path: &Path, out: &Path) -> i32 {
+    use rindle_room_smol::journal::salvage;
+    match salvage::salvage(path, out) {
+        Ok(report) => {
+            println!("{report}");
+            println!(
+                "salvaged: {} intact record(s) written to {} (synced); {} damaged \
+                 range(s) and {} unreadable record(s) skipped; {} is unchanged",
+                report.intact(),
+                out.display(),
+                report.damaged.len(),
+                report.unreadable.len(),
+                path.display()
+            );
             0
         }
-        Some("--config") => match args.get(1) {
-            Some(path) if args.len() == 2 => run_config(path).await,
-            _ => usage("--config takes exactly one file"),
-        },
-        Some("journal") => run_journal(&args[1..]),
-        Some("demo") => match DemoArgs::parse(&args[1..]) {
-            Ok(d) if d.fleet => run_demo_fleet(d).await,
-            Ok(d) => run_demo(d).await,
-            Err(e) => usage(&e),
-        },
-        Some(other) => usage(&format!("unknown argument {other:?}")),
+        Err(e) => {
+            eprintln!("rindle-room: {e}");
+            1
+        }
     }
 }
 
-/// `journal check PATH` / `journal salvage PATH OUT`.
-fn run_journal(args: &[String]) -> i32 {
-    use rindle_room_smol::journal::salvage;
-    match args {
-        [cmd, path] if cmd == "check" => match salvage::check(path) {
-            Ok(report) => {
-                println!("{report}");
-                if report.is_clean() || report.is_torn_tail_only() {
-                    0
-                } else {
-                    1
-                }
-            }
-            Err(e) => {
-                eprintln!("rindle-room: {e}");
-                1
-            }
-        },
-        [cmd, path, out] if cmd == "salvage" => match salvage::salvage(path, out) {
-            Ok(report) => {
-                println!("{report}");
-                println!(
-                    "salvaged: {} intact record(s) written to {out} (synced); {} damaged \
-                     range(s) and {} unreadable record(s) skipped; {path} is unchanged",
-                    report.intact(),
-                    report.damaged.len(),
-                    report.unreadable.len()
-                );
-                0
-            }
-            Err(e) => {
-                eprintln!("rindle-room: {e}");
-                1
-            }
-        },
-        _ => usage("journal takes `check PATH` or `salvage PATH OUT`"),
+/// `token`: mints a lease token with a key of the config's ring and prints it.
+fn run_token(t: TokenArgs) -> i32 {
+    let config = match Config::load(&t.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rindle-room: {e}");
+            return 1;
+        }
+    };
+    let doc = match t.doc {
+        Some(d) if !d.is_empty() => d,
+        _ if !config.downstream.doc_id.is_empty() => config.downstream.doc_id.clone(),
+        _ => {
+            eprintln!(
+                "rindle-room: token: --doc DOC is required: {} names no \
+                 `downstream.doc_id` (a fleet serves every doc)",
+                t.config.display()
+            );
+            return 2;
+        }
+    };
+    let keys = &config.downstream.token_keys;
+    let kids: Vec<&str> = keys.keys().map(String::as_str).collect();
+    let kid = match (&t.kid, kids.as_slice()) {
+        (Some(k), _) => k.as_str(),
+        (None, [only]) => only,
+        (None, _) => {
+            eprintln!(
+                "rindle-room: token: the key ring has {} keys ({}): choose one with --kid",
+                kids.len(),
+                kids.join(", ")
+            );
+            return 2;
+        }
+    };
+    let Some(key) = keys.get(kid) else {
+        eprintln!(
+            "rindle-room: token: no key {kid:?} in the key ring (it has {})",
+            kids.join(", ")
+        );
+        return 1;
+    };
+    let ast = match JsValue::parse(&t.query) {
+        Ok(v @ JsValue::Obj(_)) if v.get("table").and_then(JsValue::as_str).is_some() => v,
+        Ok(_) => {
+            eprintln!(
+                "rindle-room: token: --query must be a wire AST object with a \"table\", \
+                 e.g. '{{\"table\":\"issue\"}}'"
+            );
+            return 2;
+        }
+        Err(e) => {
+            eprintln!("rindle-room: token: --query is not JSON: {e}");
+            return 2;
+        }
+    };
+    let now = SystemClock.now_ms();
+    match demo::mint_token(&doc, &ast, &t.sub, kid, key, t.ttl_ms, now) {
+        Ok(token) => {
+            println!("{token}");
+            0
+        }
+        Err(e) => {
+            eprintln!("rindle-room: token: {e}");
+            1
+        }
     }
 }
 
-fn usage(why: &str) -> i32 {
-    eprintln!("rindle-room: {why}\n\n{USAGE}");
-    2
-}
-
-async fn run_config(path: &str) -> i32 {
+async fn run_config(path: &Path) -> i32 {
     let config = match Config::load(path) {
         Ok(c) => c,
         Err(e) => {
@@ -233,58 +285,38 @@ async fn serve(server: RoomServer) -> i32 {
     }
 }
 
-#[derive(Debug, Default)]
-struct DemoArgs {
-    data: Option<PathBuf>,
-    port: u16,
-    journal: Option<PathBuf>,
-    json_logs: bool,
-    fleet: bool,
-    keep: bool,
-}
-
-impl DemoArgs {
-    fn parse(args: &[String]) -> Result<DemoArgs, String> {
-        let mut d = DemoArgs::default();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let mut value = |name: &str| {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| format!("{name} needs a value"))
-            };
-            match a.as_str() {
-                "--data" => d.data = Some(PathBuf::from(value("--data")?)),
-                "--journal" => d.journal = Some(PathBuf::from(value("--journal")?)),
-                "--port" => {
-                    let v = value("--port")?;
-                    d.port = v
-                        .parse()
-                        .map_err(|_| format!("--port {v:?} is not a port number"))?;
-                }
-                "--log-format" => match value("--log-format")?.as_str() {
-                    "text" => d.json_logs = false,
-                    "json" => d.json_logs = true,
-                    other => return Err(format!("--log-format {other:?}: use text or json")),
-                },
-                "--fleet" => d.fleet = true,
-                "--keep" => d.keep = true,
-                other => return Err(format!("unknown demo option {other:?}")),
-            }
-        }
-        if d.keep && !d.fleet {
-            return Err(String::from(
-                "--keep applies to `demo --fleet` (the single-room demo keeps its journal)",
-            ));
-        }
-        if d.fleet && d.journal.is_some() {
-            return Err(String::from(
-                "--journal applies to the single-room demo; `demo --fleet` keeps one journal \
-                 per room under <tmp>/rindle-room-demo-fleet",
-            ));
-        }
-        Ok(d)
+/// Empties the demo's journal for a fresh start: removes it (and a compaction's
+/// leftover) when it is a rindle-room journal (its first byte is a record's magic) or an
+/// empty file; anything else is refused, never removed.
+fn empty_demo_journal(journal: &Path) -> Result<(), String> {
+    use std::io::Read as _;
+    let mut first = [0u8; 1];
+    let removable = match std::fs::File::open(journal) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read {}: {e}", journal.display())),
+        Ok(mut f) => match f.read(&mut first) {
+            Ok(0) => true,
+            Ok(_) => first[0] == rindle_room_smol::journal::file::MAGIC,
+            Err(e) => return Err(format!("cannot read {}: {e}", journal.display())),
+        },
+    };
+    if !removable {
+        return Err(format!(
+            "{} is not a rindle-room journal, so the demo does not empty it: pass --keep \
+             or another --journal",
+            journal.display()
+        ));
     }
+    let mut compact = journal.as_os_str().to_os_string();
+    compact.push(".compact");
+    for path in [journal.to_path_buf(), PathBuf::from(compact)] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
+        }
+    }
+    Ok(())
 }
 
 fn toml_str(s: &str) -> String {
@@ -369,9 +401,9 @@ async fn run_demo(args: DemoArgs) -> i32 {
             .join("rindle-room-demo")
             .join("journal")
     });
-    if let Some(dir) = journal.parent() {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("rindle-room: cannot create {}: {e}", dir.display());
+    if !args.keep {
+        if let Err(e) = empty_demo_journal(&journal) {
+            eprintln!("rindle-room: {e}");
             return 1;
         }
     }
@@ -440,7 +472,7 @@ async fn run_demo(args: DemoArgs) -> i32 {
         &server,
         doc,
         &summary,
-        &journal,
+        (&journal, args.keep),
         &control_token,
         &query,
         &token,
@@ -452,7 +484,7 @@ fn print_banner(
     server: &RoomServer,
     doc: &str,
     tables: &[String],
-    journal: &std::path::Path,
+    (journal, kept): (&Path, bool),
     control_token: &str,
     query: &JsValue,
     token: &str,
@@ -475,7 +507,7 @@ fn print_banner(
         "\nrindle-room demo — document {doc:?}, tables: {}\n\
          \n  websocket  {url}\
          \n  control    http://127.0.0.1:{cport}   (Authorization: Bearer {control_token})\
-         \n  journal    {journal}   (delete it to start from the snapshot again)\
+         \n  journal    {journal}   ({journal_note})\
          \n  mutators   {mutators}\
          \n\n  lease token (sub \"demo-user\", valid 24 h) for the query\n    {query}\n\n    {token}\n\
          \n  try it with websocat, pasting one frame per line:\
@@ -490,6 +522,11 @@ fn print_banner(
         tables.join(", "),
         cport = server.control_port(),
         journal = journal.display(),
+        journal_note = if kept {
+            "kept from an earlier run (--keep)"
+        } else {
+            "emptied at start; --keep keeps it"
+        },
         mutators = mutators.join(", "),
         query = query.to_js_string(),
     );
