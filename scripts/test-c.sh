@@ -91,6 +91,19 @@ fi
 scripts/install-c.sh "$out/prefix" debug >/dev/null
 export PKG_CONFIG_PATH="$out/prefix/lib/pkgconfig"
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
+# The installed shared library is versioned: librindle_room.so -> .so.<ABI> (its SONAME,
+# 0.<minor> before 1.0) -> .so.<version>.
+major="${version%%.*}"
+minor="${version#*.}"
+if [ "$major" = 0 ]; then abi="0.${minor%%.*}"; else abi="$major"; fi
+soname="$(readelf -d "$out/prefix/lib/librindle_room.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+if [ "$soname" != "librindle_room.so.$abi" ]; then
+  echo "installed librindle_room.so has the SONAME '$soname', not librindle_room.so.$abi" >&2
+  exit 1
+fi
+[ "$(readlink "$out/prefix/lib/$soname")" = "librindle_room.so.$version" ] ||
+  { echo "lib/$soname does not link to librindle_room.so.$version" >&2; exit 1; }
+echo "SONAME $soname -> librindle_room.so.$version"
 if [ "$(pkg-config --modversion rindle_room)" != "$version" ]; then
   echo "rindle_room.pc says $(pkg-config --modversion rindle_room), Cargo.toml $version" >&2
   exit 1
