@@ -82,6 +82,60 @@ fn frames_wait_through_an_authority_outage_and_are_served_in_order() {
 }
 
 #[test]
+fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_its_ledger_answers() {
+    let mut p = Pair::live(&with_authority());
+    p.authority.rows.insert(
+        ("_rindle_client_mutations".into(), r#"["c1"]"#.into()),
+        json!(["c1", 4]),
+    );
+    p.authority.down = true;
+    let c = connect_writer(&mut p, "c1");
+    // It moved here with mids 1–4 committed: its next is 5.
+    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
+    let wait = rindle_room_core::host::NEWCOMER_WAIT_MS;
+    p.advance(wait - 1);
+    assert!(
+        p.drain(c).iter().all(|v| v["t"] != "error"),
+        "still waiting"
+    );
+    p.advance(1);
+    // Served from the room's empty ledger: a gap it is told about, nothing applied.
+    let frames = p.drain(c);
+    assert!(
+        frames
+            .iter()
+            .any(|v| v["t"] == "error" && v["message"].as_str().unwrap().contains("gap")),
+        "{frames:?}"
+    );
+    assert_eq!(p.host.counters().mutations_applied, 0);
+    assert_eq!(p.log_count("has not told clientID c1's durable lmid"), 1);
+    // The fetch goes on; its answer seeds the ledger once the authority is back, and the
+    // re-sent mid applies.
+    p.authority.down = false;
+    p.advance(3_000);
+    assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 4);
+    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
+    assert_eq!(p.host.counters().mutations_applied, 1);
+}
+
+#[test]
+fn past_the_fetch_limit_newcomers_are_served_from_the_ledger_at_once() {
+    let mut p = Pair::live(&with_authority());
+    p.authority.down = true;
+    let limit = rindle_room_core::host::MAX_NEWCOMER_FETCHES;
+    for i in 0..limit {
+        connect_writer(&mut p, &format!("w{i}"));
+    }
+    let late = connect_writer(&mut p, "late");
+    let answered = p
+        .drain(late)
+        .into_iter()
+        .any(|v| v["t"] == "nbatch" && v["queryId"] == 0);
+    assert!(answered, "no fetch, no wait");
+    assert_eq!(p.log_count("lmid fetches already under way"), 1);
+}
+
+#[test]
 fn a_writer_flooding_a_pending_fetch_is_cut_at_the_limit() {
     let mut p = Pair::live(&with_authority());
     p.authority.down = true;

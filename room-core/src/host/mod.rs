@@ -67,7 +67,7 @@ pub use io::{
 };
 pub use limits::MAX_HELD_MUTATIONS_PER_CONN;
 pub use metrics::Counters;
-pub use newcomer::MAX_FRAMES_AWAITING_LMID;
+pub use newcomer::{MAX_FRAMES_AWAITING_LMID, MAX_NEWCOMER_FETCHES, NEWCOMER_WAIT_MS};
 
 /// The reserved lmid system query, subscribed by name.
 pub const LMID_QUERY_NAME: &str = "_rindle/clientLmid";
@@ -127,6 +127,8 @@ struct Timers {
     shutdown: Option<u64>,
     /// Authority retries due, by io.
     retry: Option<u64>,
+    /// The earliest newcomer whose frames stop waiting for its lmid fetch.
+    newcomer: Option<u64>,
 }
 
 impl Timers {
@@ -140,6 +142,7 @@ impl Timers {
             self.remint,
             self.shutdown,
             self.retry,
+            self.newcomer,
         ]
         .into_iter()
         .flatten()
@@ -545,6 +548,9 @@ impl Host {
         }
         if due(&mut self.timers.retry) {
             self.fire_retries(driver);
+        }
+        if due(&mut self.timers.newcomer) {
+            self.serve_overdue_newcomers(driver);
         }
         if due(&mut self.timers.remint) {
             if let Some(frame) = self.remint_frame.take() {

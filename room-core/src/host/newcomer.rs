@@ -10,7 +10,11 @@
 //! answer as durable, and only then serves the held frames, in arrival order.
 //!
 //! Only with an authority: without one there is nothing to ask, and the ledger is the
-//! room's own.
+//! room's own. An unreachable authority holds a newcomer's frames at most
+//! [`NEWCOMER_WAIT_MS`]: then they are served from the room's ledger (a writer new to the
+//! doc loses nothing; one that moved here sees lmid 0 and its next mid is refused as a
+//! gap — an error it sees, never a silent loss) while the fetch keeps retrying, and its
+//! answer is seeded whenever it comes.
 
 use alloc::format;
 use alloc::string::String;
@@ -23,6 +27,24 @@ use crate::json::tree::JsValue;
 
 /// Frames one clientID may have waiting on its lmid fetch (across its connections).
 pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
+
+/// Newcomer fetches in flight (or retrying) at once; past it, a newcomer is served
+/// from the room's own ledger at once. Bounds what a swarm of fresh clientIDs can make
+/// the room hold during an authority outage.
+pub const MAX_NEWCOMER_FETCHES: usize = 256;
+
+/// How long a newcomer's frames wait for its lmid fetch before the room serves them
+/// from its own ledger, ms.
+pub const NEWCOMER_WAIT_MS: u64 = 2_000;
+
+/// One fetch under way.
+#[derive(Debug)]
+pub(crate) struct Fetch {
+    /// What waits on it, in arrival order.
+    waiting: Vec<(ConnId, Waiting)>,
+    /// When the waiting frames are served anyway.
+    serve_by: u64,
+}
 
 /// A frame waiting for its clientID's durable lmid.
 #[derive(Clone, Debug)]
@@ -55,7 +77,8 @@ impl Host {
             self.lmid_known.insert(client);
             return Some(frame);
         }
-        match self.fetching.get_mut(&client) {
+        let busy = self.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
+        match self.fetching.get_mut(&client).map(|f| &mut f.waiting) {
             Some(waiting) if waiting.len() >= MAX_FRAMES_AWAITING_LMID => {
                 let message = format!(
                     "more than {MAX_FRAMES_AWAITING_LMID} frames for clientID `{client}` while \
@@ -64,13 +87,38 @@ impl Host {
                 self.refuse_conn(id, None, &message);
             }
             Some(waiting) => waiting.push((id, frame)),
+            None if busy => {
+                self.log(
+                    Level::Warn,
+                    format!(
+                        "{MAX_NEWCOMER_FETCHES} lmid fetches already under way: serving \
+                         clientID {client} from this room's ledger"
+                    ),
+                );
+                self.lmid_known.insert(client);
+                return Some(frame);
+            }
             None => {
-                self.fetching
-                    .insert(client.clone(), alloc::vec![(id, frame)]);
+                let serve_by = self.now + NEWCOMER_WAIT_MS;
+                let fetch = Fetch {
+                    waiting: alloc::vec![(id, frame)],
+                    serve_by,
+                };
+                self.fetching.insert(client.clone(), fetch);
+                let next = self.timers.newcomer.map_or(serve_by, |t| t.min(serve_by));
+                self.timers.newcomer = Some(next);
                 self.call(Purpose::Newcomer, Request::Lmids(alloc::vec![client]));
             }
         }
         None
+    }
+
+    fn newcomer_fetches(&self) -> usize {
+        self.calls
+            .values()
+            .chain(self.retries.iter().map(|(_, c)| c))
+            .filter(|c| c.purpose == Purpose::Newcomer)
+            .count()
     }
 
     /// The authority answered a newcomer's lmid fetch: seed it, then serve what waited.
@@ -89,7 +137,11 @@ impl Host {
         if call.incarnation != self.incarnation {
             return; // the incarnation died: its waiters were closed with it
         }
-        let waiting = self.fetching.remove(&client).unwrap_or_default();
+        let waiting = self
+            .fetching
+            .remove(&client)
+            .map(|f| f.waiting)
+            .unwrap_or_default();
         let lmid = match result {
             Ok(AuthorityReply::Lmids(lmids)) => lmids.get(&client).copied().unwrap_or(0),
             other => {
@@ -126,6 +178,10 @@ impl Host {
             );
         }
         self.lmid_known.insert(client);
+        self.serve_waiting(waiting, driver);
+    }
+
+    fn serve_waiting(&mut self, waiting: Vec<(ConnId, Waiting)>, driver: &mut dyn Driver) {
         for (id, frame) in waiting {
             if !self.is_open(id) {
                 continue;
@@ -137,13 +193,48 @@ impl Host {
         }
     }
 
+    /// The authority has not answered some newcomers' fetches in time: serve their
+    /// frames from the room's own ledger; the fetches go on and seed when they land.
+    pub(super) fn serve_overdue_newcomers(&mut self, driver: &mut dyn Driver) {
+        let now = self.now;
+        let overdue: Vec<String> = self
+            .fetching
+            .iter()
+            .filter(|(_, f)| f.serve_by <= now)
+            .map(|(c, _)| c.clone())
+            .collect();
+        self.timers.newcomer = self
+            .fetching
+            .values()
+            .map(|f| f.serve_by)
+            .filter(|t| *t > now)
+            .min();
+        for client in overdue {
+            let Some(fetch) = self.fetching.remove(&client) else {
+                continue;
+            };
+            self.log(
+                Level::Warn,
+                format!(
+                    "the authority has not told clientID {client}'s durable lmid within \
+                     {NEWCOMER_WAIT_MS} ms: serving it from this room's ledger (a writer that \
+                     moved here sees lmid 0 and its next mid is refused as a gap until the \
+                     answer lands)"
+                ),
+            );
+            self.lmid_known.insert(client);
+            self.serve_waiting(fetch.waiting, driver);
+        }
+    }
+
     /// The incarnation died: connections waiting on a fetch are closed with the rest
     /// (`1012`); they re-send after reconnecting.
     pub(super) fn drop_fetches(&mut self) {
         self.lmid_known.clear();
+        self.timers.newcomer = None;
         let ids: Vec<ConnId> = core::mem::take(&mut self.fetching)
             .into_values()
-            .flatten()
+            .flat_map(|f| f.waiting)
             .map(|(id, _)| id)
             .collect();
         for id in ids {
@@ -154,5 +245,5 @@ impl Host {
     }
 }
 
-/// clientID → the frames waiting for its lmid fetch, in arrival order.
-pub(crate) type Fetching = hashbrown::HashMap<String, Vec<(ConnId, Waiting)>>;
+/// clientID → its lmid fetch under way.
+pub(crate) type Fetching = hashbrown::HashMap<String, Fetch>;

@@ -16,6 +16,7 @@
 mod boot;
 mod control;
 pub mod demo;
+mod records;
 mod rooms;
 mod scan;
 mod upstream;

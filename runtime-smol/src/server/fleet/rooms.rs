@@ -18,6 +18,7 @@ use rindle_room_core::fleet::{
 use rindle_room_downstream::{Route, RouteFuture, Router};
 
 use super::boot::{call_room_boot, start_room};
+use super::records::Records;
 use super::Shared;
 use crate::server::actor::{Control, Event};
 
@@ -63,7 +64,7 @@ impl LiveRoom {
 }
 
 /// A hibernated (or stopped) room's record.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Record {
     pub epoch: u64,
     pub since_ms: u64,
@@ -80,13 +81,19 @@ enum Slot {
         room: Arc<LiveRoom>,
         waiters: Vec<Waiter>,
     },
-    Hibernated(Record),
 }
 
 /// The room table.
 pub(crate) struct Rooms {
     pub shared: Arc<Shared>,
-    table: Mutex<HashMap<String, Slot>>,
+    table: Mutex<Table>,
+}
+
+/// Rooms booting, live or stopping; and the hibernated ones' records.
+#[derive(Default)]
+struct Table {
+    slots: HashMap<String, Slot>,
+    records: Records,
 }
 
 /// Held by a connection for its lifetime: counts it against its room.
@@ -109,20 +116,12 @@ impl Rooms {
     pub fn new(shared: Arc<Shared>) -> Arc<Rooms> {
         Arc::new(Rooms {
             shared,
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::default()),
         })
     }
 
-    fn table(&self) -> MutexGuard<'_, HashMap<String, Slot>> {
+    fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Rooms booting, live or stopping.
-    fn active(table: &HashMap<String, Slot>) -> usize {
-        table
-            .values()
-            .filter(|s| !matches!(s, Slot::Hibernated(_)))
-            .count()
     }
 
     /// The live room of `doc`, booting it if needed; waits at most the boot timeout.
@@ -130,7 +129,7 @@ impl Rooms {
         let (tx, rx) = async_channel::bounded(1);
         {
             let mut table = self.table();
-            match table.get_mut(doc) {
+            match table.slots.get_mut(doc) {
                 Some(Slot::Live(room)) if !room.done.is_closed() => return Ok(room.clone()),
                 Some(Slot::Booting(waiters)) | Some(Slot::Stopping { waiters, .. }) => {
                     waiters.push(tx)
@@ -143,7 +142,7 @@ impl Rooms {
                         let (code, reason) = rindle_room_core::fleet::CLOSE_BOX_BUDGET;
                         return Err((code, reason.to_string()));
                     }
-                    if Self::active(&table) >= self.shared.fleet.max_rooms {
+                    if table.slots.len() >= self.shared.fleet.max_rooms {
                         return Err((
                             1013,
                             format!(
@@ -152,7 +151,8 @@ impl Rooms {
                             ),
                         ));
                     }
-                    table.insert(doc.to_string(), Slot::Booting(vec![tx]));
+                    table.records.remove(doc);
+                    table.slots.insert(doc.to_string(), Slot::Booting(vec![tx]));
                     self.spawn_boot(doc.to_string());
                 }
             }
@@ -248,18 +248,20 @@ impl Rooms {
     fn booted(self: &Arc<Self>, doc: &str, result: Result<Arc<LiveRoom>, Refusal>) {
         let waiters = {
             let mut table = self.table();
-            let waiters = match table.remove(doc) {
+            let waiters = match table.slots.remove(doc) {
                 Some(Slot::Booting(w)) => w,
                 other => {
                     // Only a boot puts `Booting`; keep whatever replaced it.
                     if let Some(slot) = other {
-                        table.insert(doc.to_string(), slot);
+                        table.slots.insert(doc.to_string(), slot);
                     }
                     Vec::new()
                 }
             };
             if let Ok(room) = &result {
-                table.insert(doc.to_string(), Slot::Live(room.clone()));
+                table
+                    .slots
+                    .insert(doc.to_string(), Slot::Live(room.clone()));
             }
             waiters
         };
@@ -286,7 +288,7 @@ impl Rooms {
             since_ms: self.shared.env.now_ms(),
             final_flush_seq: (seq != u64::MAX).then_some(seq),
         };
-        let slot = table.remove(&room.doc);
+        let slot = table.slots.remove(&room.doc);
         let ours = match &slot {
             Some(Slot::Live(r)) | Some(Slot::Stopping { room: r, .. }) => Arc::ptr_eq(r, room),
             _ => false,
@@ -294,13 +296,13 @@ impl Rooms {
         if !ours {
             // The slot moved on (a newer boot): leave it untouched.
             if let Some(slot) = slot {
-                table.insert(room.doc.clone(), slot);
+                table.slots.insert(room.doc.clone(), slot);
             }
             return;
         }
         match slot {
             Some(Slot::Stopping { waiters, .. }) if !waiters.is_empty() => {
-                table.insert(room.doc.clone(), Slot::Booting(waiters));
+                table.slots.insert(room.doc.clone(), Slot::Booting(waiters));
                 self.spawn_boot(room.doc.clone());
             }
             _ => {
@@ -312,31 +314,9 @@ impl Rooms {
                     "room {} hibernated (placement epoch {})",
                     room.doc, room.epoch
                 ));
-                table.insert(room.doc.clone(), Slot::Hibernated(record));
-                Self::bound_records(&mut table, MAX_RECORDS);
+                table.records.insert(&room.doc, record);
+                table.records.bound(MAX_RECORDS);
             }
-        }
-    }
-
-    /// Drops the oldest hibernation records past `max` ([`MAX_RECORDS`]).
-    fn bound_records(table: &mut HashMap<String, Slot>, max: usize) {
-        let records = table
-            .values()
-            .filter(|s| matches!(s, Slot::Hibernated(_)))
-            .count();
-        if records <= max {
-            return;
-        }
-        let mut old: Vec<(u64, String)> = table
-            .iter()
-            .filter_map(|(d, s)| match s {
-                Slot::Hibernated(r) => Some((r.since_ms, d.clone())),
-                _ => None,
-            })
-            .collect();
-        old.sort_unstable();
-        for (_, doc) in old.into_iter().take(records - max) {
-            table.remove(&doc);
         }
     }
 
@@ -346,9 +326,9 @@ impl Rooms {
     pub fn stop_room(&self, doc: &str) -> bool {
         let room = {
             let mut table = self.table();
-            match table.remove(doc) {
+            match table.slots.remove(doc) {
                 Some(Slot::Live(room)) => {
-                    table.insert(
+                    table.slots.insert(
                         doc.to_string(),
                         Slot::Stopping {
                             room: room.clone(),
@@ -358,7 +338,7 @@ impl Rooms {
                     room
                 }
                 Some(other) => {
-                    table.insert(doc.to_string(), other);
+                    table.slots.insert(doc.to_string(), other);
                     return false;
                 }
                 None => return false,
@@ -371,16 +351,18 @@ impl Rooms {
 
     /// `doc`'s live (or stopping) room, or its hibernation record.
     pub fn lookup(&self, doc: &str) -> Option<Result<Arc<LiveRoom>, Record>> {
-        match self.table().get(doc)? {
-            Slot::Live(r) | Slot::Stopping { room: r, .. } => Some(Ok(r.clone())),
-            Slot::Hibernated(rec) => Some(Err(rec.clone())),
-            Slot::Booting(_) => None,
+        let table = self.table();
+        match table.slots.get(doc) {
+            Some(Slot::Live(r)) | Some(Slot::Stopping { room: r, .. }) => Some(Ok(r.clone())),
+            Some(Slot::Booting(_)) => None,
+            None => table.records.get(doc).map(Err),
         }
     }
 
     /// Live rooms with no connection for at least `idle_ms` at `now`.
     pub fn idle_rooms(&self, now: u64, idle_ms: u64) -> Vec<Arc<LiveRoom>> {
         self.table()
+            .slots
             .values()
             .filter_map(|s| match s {
                 Slot::Live(r)
@@ -397,6 +379,7 @@ impl Rooms {
     /// Every live room.
     pub fn live_rooms(&self) -> Vec<Arc<LiveRoom>> {
         self.table()
+            .slots
             .values()
             .filter_map(|s| match s {
                 Slot::Live(r) | Slot::Stopping { room: r, .. } => Some(r.clone()),
@@ -407,8 +390,16 @@ impl Rooms {
 
     /// The table, sorted by doc.
     pub fn list(&self) -> Vec<RoomSummary> {
-        let rooms = self
-            .table()
+        let table = self.table();
+        let hibernated = table.records.iter().map(|(doc, rec)| RoomSummary {
+            doc: doc.to_string(),
+            state: RoomState::Hibernated,
+            connections: 0,
+            epoch: rec.epoch,
+            hibernated_at_ms: Some(rec.since_ms),
+        });
+        let rooms = table
+            .slots
             .iter()
             .map(|(doc, slot)| {
                 let (state, connections, epoch, hibernated_at_ms) = match slot {
@@ -425,9 +416,6 @@ impl Rooms {
                         room.epoch,
                         None,
                     ),
-                    Slot::Hibernated(rec) => {
-                        (RoomState::Hibernated, 0, rec.epoch, Some(rec.since_ms))
-                    }
                 };
                 RoomSummary {
                     doc: doc.clone(),
@@ -437,6 +425,7 @@ impl Rooms {
                     hibernated_at_ms,
                 }
             })
+            .chain(hibernated)
             .collect();
         sorted(rooms)
     }
@@ -463,28 +452,5 @@ impl Router<Event> for RoomRouter {
                 }),
             })
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_oldest_hibernation_records_go_past_the_bound() {
-        let mut table = HashMap::new();
-        for (i, doc) in ["a", "b", "c", "d", "e"].iter().enumerate() {
-            let record = Record {
-                epoch: 1,
-                since_ms: 100 - i as u64, // "e" is the oldest
-                final_flush_seq: None,
-            };
-            table.insert(doc.to_string(), Slot::Hibernated(record));
-        }
-        table.insert("live".to_string(), Slot::Booting(Vec::new()));
-        Rooms::bound_records(&mut table, 3);
-        let mut left: Vec<&str> = table.keys().map(String::as_str).collect();
-        left.sort_unstable();
-        assert_eq!(left, ["a", "b", "c", "live"]);
     }
 }
