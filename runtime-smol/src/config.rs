@@ -80,6 +80,10 @@ pub struct ServerConfig {
     /// How long a new TCP connection may take to complete the websocket upgrade
     /// (default 5000 ms); then it is dropped.
     pub handshake_timeout_ms: u64,
+    /// How long start-up keeps retrying `rindled` (the first lease) and the authority
+    /// (the epoch claim) while they are unreachable, with a backoff of 100 ms doubling to
+    /// 5 s (default 60000 ms; 0: give up at the first failure).
+    pub startup_timeout_ms: u64,
 }
 
 /// File descriptors the default `server.max_connections` leaves for everything else:
@@ -110,6 +114,7 @@ impl Default for ServerConfig {
             max_inbound_bytes: defaults::max_inbound_bytes(),
             max_connections: None,
             handshake_timeout_ms: defaults::handshake_timeout_ms(),
+            startup_timeout_ms: defaults::startup_timeout_ms(),
         }
     }
 }
@@ -300,6 +305,10 @@ pub mod defaults {
     /// 5 s.
     pub fn handshake_timeout_ms() -> u64 {
         5_000
+    }
+    /// 60 s.
+    pub fn startup_timeout_ms() -> u64 {
+        60_000
     }
     /// 30 s.
     pub fn first_frame_timeout_ms() -> u64 {

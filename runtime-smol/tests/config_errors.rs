@@ -68,7 +68,7 @@ fn unknown_options() {
     check(
         &format!("[server]\nprot = 1\n{MINIMAL}"),
         "server.prot",
-        &["unknown option `server.prot` under [server] (expected one of `bind`, `port`, `log_format`, `max_frame_bytes`, `max_inbound_bytes`, `max_connections`, `handshake_timeout_ms`)"],
+        &["unknown option `server.prot` under [server] (expected one of `bind`, `port`, `log_format`, `max_frame_bytes`, `max_inbound_bytes`, `max_connections`, `handshake_timeout_ms`, `startup_timeout_ms`)"],
     );
     check(
         &format!("[serverr]\nport = 1\n{MINIMAL}"),

@@ -10,7 +10,7 @@ use async_channel::{Receiver, Sender};
 use rindle_room_core::json::tree::JsValue;
 use smol::net::TcpListener;
 
-use super::actor::{Actor, Control, Event, Parts};
+use super::actor::{Actor, Control, Event, Parts, StartupRetry};
 use super::authority::Authority;
 use super::clock::{Clock, Env};
 use super::control_plane;
@@ -193,7 +193,7 @@ impl RoomServerBuilder {
             super::log::Level::Error => rindle_room_core::host::Level::Error,
         });
         let (started_tx, started_rx) = async_channel::bounded(1);
-        let (actor, rx) = Actor::new(Parts {
+        let (mut actor, rx) = Actor::new(Parts {
             env: env.clone(),
             log: log.clone(),
             metrics: metrics.clone(),
@@ -208,6 +208,12 @@ impl RoomServerBuilder {
             moved: Arc::default(),
             stranded: None,
         });
+        if config.server.startup_timeout_ms > 0 {
+            actor.retry_start(StartupRetry {
+                since: std::time::Instant::now(),
+                timeout: Duration::from_millis(config.server.startup_timeout_ms),
+            });
+        }
         let events = actor.sender();
         let (done_tx, done_rx) = async_channel::bounded::<()>(1);
         env.spawn(async move {
@@ -269,9 +275,15 @@ impl RoomServerBuilder {
     }
 }
 
+/// The configured journal. A file journal that does not exist yet is created by its
+/// first write: a room that never acknowledges a mutation (or fails to start) leaves
+/// no file behind.
 fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, String> {
     Ok(match cfg {
         JournalConfig::Memory => Arc::new(MemoryJournal::new()),
+        JournalConfig::File { path } if !path.exists() => {
+            Arc::new(super::deferred_journal::DeferredFileJournal::new(path)?)
+        }
         JournalConfig::File { path } => open_file_journal(path, None, log)?,
     })
 }

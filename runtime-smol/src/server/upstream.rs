@@ -35,10 +35,38 @@ pub struct UpstreamLink {
     pub from_upstream: Receiver<String>,
 }
 
+/// A failed lease mint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MintError {
+    /// What went wrong.
+    pub message: String,
+    /// Whether trying again may succeed (the daemon unreachable, or a 5xx answer), as
+    /// opposed to a refusal (a bad token, a bad footprint).
+    pub transient: bool,
+}
+
+impl std::fmt::Display for MintError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Mints the room's footprint lease and opens upstream sockets.
 pub trait UpstreamConnector: Send + Sync + 'static {
     /// Mints the footprint lease (the token the upstream `subscribe` carries).
     fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>>;
+    /// Mints the first lease at start-up, saying whether a failure is transient: start-up
+    /// retries those until `server.startup_timeout_ms`. The default counts every failure
+    /// of [`UpstreamConnector::mint_lease`] as transient.
+    fn mint_first_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
+        let mint = self.mint_lease();
+        Box::pin(async move {
+            mint.await.map_err(|message| MintError {
+                message,
+                transient: true,
+            })
+        })
+    }
     /// Opens a socket.
     fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>>;
     /// The `init` clientID to use, when configured (default `room-shell-<bootId>`).
@@ -74,6 +102,11 @@ impl WsUpstream {
 impl UpstreamConnector for WsUpstream {
     fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>> {
         let me = self.clone();
+        Box::pin(async move { mint_lease(&me).await.map_err(|e| e.message) })
+    }
+
+    fn mint_first_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
+        let me = self.clone();
         Box::pin(async move { mint_lease(&me).await })
     }
 
@@ -88,9 +121,13 @@ impl UpstreamConnector for WsUpstream {
 }
 
 /// `POST <origin of controlUrl>/materialize` → `{leaseToken}`; the error texts are the
-/// seed's.
-async fn mint_lease(up: &WsUpstream) -> Result<String, String> {
-    let url = format!("{}/materialize", origin(&up.control_url)?);
+/// seed's. Transient: the daemon unreachable or timing out, 408, 429 and 5xx answers.
+async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
+    let fatal = |message| MintError {
+        message,
+        transient: false,
+    };
+    let url = format!("{}/materialize", origin(&up.control_url).map_err(fatal)?);
     let mut headers = vec![(
         String::from("content-type"),
         String::from("application/json"),
@@ -101,8 +138,13 @@ async fn mint_lease(up: &WsUpstream) -> Result<String, String> {
     let body = up.materialize_body();
     let res = http::request("POST", &url, &headers, body.as_bytes(), UPSTREAM_TIMEOUT)
         .await
-        .map_err(|e| format!("upstream /materialize at {url} failed: {e}"))?;
+        .map_err(|e| MintError {
+            message: format!("upstream /materialize at {url} failed: {e}"),
+            transient: true,
+        })?;
+    let transient = matches!(res.status, 408 | 429 | 500..=599);
     lease_reply(res.status, &String::from_utf8_lossy(&res.body))
+        .map_err(|message| MintError { message, transient })
 }
 
 /// `scheme://authority` of a URL (what `new URL("/x", base)` keeps).

@@ -28,6 +28,8 @@ pub struct RState {
     pub subscribes: usize,
     pub mints: usize,
     pub fail_mint: bool,
+    /// Refuse mints with this status (a 4xx: not worth retrying).
+    pub refuse_mint: Option<u16>,
     pub hold: bool,
     held: bool,
     pub conns: usize,
@@ -86,6 +88,7 @@ impl FakeRindled {
             subscribes: 0,
             mints: 0,
             fail_mint: false,
+            refuse_mint: None,
             hold: false,
             held: false,
             conns: 0,
@@ -129,6 +132,8 @@ impl FakeRindled {
                 .push(req.header("authorization").map(String::from));
             if req.method != "POST" || req.path != "/materialize" {
                 (404, String::from("{\"error\":\"no\"}"))
+            } else if let Some(status) = s.refuse_mint {
+                (status, String::from("{\"error\":\"not allowed\"}"))
             } else if s.fail_mint {
                 (500, String::from("{\"error\":\"mint refused\"}"))
             } else {

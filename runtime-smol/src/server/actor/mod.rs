@@ -13,6 +13,7 @@ mod driver;
 mod ids;
 mod journal_writer;
 mod outputs;
+mod startup;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use rindle_room_downstream::{ConnEvent, ConnOut};
 
 pub(crate) use control::Control;
 pub(crate) use ids::{entropy, hex, new_boot_id, random_bytes};
+pub(crate) use startup::StartupRetry;
 
 /// Everything the room task reacts to.
 pub(crate) enum Event {
@@ -142,6 +144,8 @@ pub(crate) struct Actor {
     pub stopped: bool,
     pub moved: Arc<std::sync::atomic::AtomicBool>,
     pub stranded: Option<StrandedSink>,
+    /// Start-up retries of the first lease and the epoch claim (none: fail at once).
+    pub startup_retry: Option<StartupRetry>,
 }
 
 impl Actor {
@@ -174,8 +178,15 @@ impl Actor {
             stopped: false,
             moved: parts.moved,
             stranded: parts.stranded,
+            startup_retry: None,
         };
         (actor, rx)
+    }
+
+    /// Retries the first lease and the epoch claim on transient failures during
+    /// start-up, within `window`.
+    pub(crate) fn retry_start(&mut self, window: StartupRetry) {
+        self.startup_retry = Some(window);
     }
 
     /// A sender into this task (for the server handle).
