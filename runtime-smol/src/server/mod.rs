@@ -39,6 +39,7 @@ pub mod process;
 pub(crate) mod room_server;
 pub(crate) mod settings;
 pub mod upstream;
+mod upstream_progress;
 
 pub use authority::Authority;
 pub use clock::{BoxFuture, Clock, Env, ManualClock, SmolSpawner, Spawner, SystemClock};

@@ -20,6 +20,7 @@ use rindle_room_core::json::tree::JsValue;
 use smol::net::TcpStream;
 
 use super::clock::BoxFuture;
+use super::upstream_progress::{FrameMeter, Metered};
 use crate::http;
 
 /// How long one `/materialize` call or websocket connect may take.
@@ -216,11 +217,13 @@ pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLi
             .insert("sec-websocket-protocol", value);
     }
     let (host, port) = ws_host_port(url)?;
+    let meter = FrameMeter::new(url);
     let connect = async {
         let stream = TcpStream::connect((host.as_str(), port))
             .await
             .map_err(|e| format!("upstream connect to {url} failed: {e}"))?;
         let _ = stream.set_nodelay(true);
+        let stream = Metered::new(stream, meter.clone());
         async_tungstenite::client_async_with_config(request, stream, Some(upstream_ws_config()))
             .await
             .map(|(ws, _)| ws)
@@ -243,6 +246,7 @@ pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLi
                     Ok(Message::Close(_)) | Err(_) => break,
                     Ok(_) => continue,
                 };
+                meter.frame_done(text.len());
                 if inbound.send(text).await.is_err() {
                     break;
                 }
