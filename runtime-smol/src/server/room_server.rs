@@ -185,13 +185,7 @@ impl RoomServerBuilder {
             super::actor::entropy(),
         )?;
         let mut host = Host::new(host_cfg)?;
-        // Lines the logger would drop are not even formatted.
-        host.set_log_level(match log.min_level_for(super::log::ROOM_TARGET) {
-            super::log::Level::Debug => rindle_room_core::host::Level::Debug,
-            super::log::Level::Info => rindle_room_core::host::Level::Info,
-            super::log::Level::Warn => rindle_room_core::host::Level::Warn,
-            super::log::Level::Error => rindle_room_core::host::Level::Error,
-        });
+        host.set_log_level(host_log_level(&log));
         let (started_tx, started_rx) = async_channel::bounded(1);
         let (mut actor, rx) = Actor::new(Parts {
             env: env.clone(),
@@ -463,5 +457,16 @@ impl RoomServer {
         while self.gauge.active.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
             smol::Timer::after(Duration::from_millis(10)).await;
         }
+    }
+}
+
+/// The least severe level `log` keeps for the room's lines: the host does not even
+/// format lines the logger would drop.
+pub(crate) fn host_log_level(log: &super::log::Logger) -> rindle_room_core::host::Level {
+    match log.min_level_for(super::log::ROOM_TARGET) {
+        super::log::Level::Debug => rindle_room_core::host::Level::Debug,
+        super::log::Level::Info => rindle_room_core::host::Level::Info,
+        super::log::Level::Warn => rindle_room_core::host::Level::Warn,
+        super::log::Level::Error => rindle_room_core::host::Level::Error,
     }
 }

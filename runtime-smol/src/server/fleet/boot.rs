@@ -169,7 +169,8 @@ pub(crate) async fn start_room(
         lease_token: grant.upstream_lease_token.clone(),
     });
     host_cfg.validate()?;
-    let host = Host::new(host_cfg)?;
+    let mut host = Host::new(host_cfg)?;
+    host.set_log_level(crate::server::room_server::host_log_level(&log));
     let registry_config = (writes
         && (!config.mutators.is_empty() || config.writes.as_ref().is_some_and(|w| w.crud)))
     .then(|| Arc::new(config.clone()));
