@@ -62,12 +62,13 @@ impl Host {
         if !self.has_authority() || self.room.is_none() {
             return Some(frame);
         }
-        let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.clone()) else {
+        let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.as_deref()) else {
             return Some(frame);
         };
-        if self.lmid_known.contains(&client) {
-            return Some(frame);
+        if self.lmid_known.contains(client) {
+            return Some(frame); // the common case: no allocation
         }
+        let client = String::from(client);
         let has_row = self
             .room
             .as_ref()

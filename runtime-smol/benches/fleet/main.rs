@@ -258,7 +258,15 @@ fn pct(lat: &mut [Duration], p: f64) -> f64 {
 }
 
 /// One writer: `init`, the lmid query, the notes, then `n` inserts, ≤ 8 un-acked.
-async fn writer(port: u16, doc: String, n: usize) -> Result<(), String> {
+/// A writer: connects, subscribes (its lmid and the notes), says it is `ready`, waits
+/// for `go` to close, then pushes `n` mutations with at most 8 in flight.
+async fn writer(
+    port: u16,
+    doc: String,
+    n: usize,
+    ready: async_channel::Sender<()>,
+    go: async_channel::Receiver<()>,
+) -> Result<(), String> {
     let tok = token(&doc);
     let mut ws = connect(port, &doc).await?;
     let send = |text: String| Message::text(text);
@@ -276,6 +284,8 @@ async fn writer(port: u16, doc: String, n: usize) -> Result<(), String> {
     .await
     .map_err(|e| e.to_string())?;
     until(&mut ws, |v| v["t"] == "nbatch" && v["queryId"] == 1).await?;
+    let _ = ready.send(()).await;
+    let _ = go.recv().await; // closed: everyone is connected
     let (mut sent, mut acked) = (0u64, 0u64);
     while acked < n as u64 {
         while sent < n as u64 && sent - acked < 8 {
@@ -343,12 +353,25 @@ fn main() {
         let mut quiet = boot_all(b.port, quiet_docs, 4).await;
         // 3. Mutations across `active` rooms.
         eprintln!("{active} writers × {mutations} mutations…");
-        let (box_cpu0, me_cpu0) = (b.cpu_s(), cpu_of("/proc/self/stat"));
-        let started = Instant::now();
+        // Connected and subscribed first (the first contact of each writer includes the
+        // room's lmid fetch from the authority); the pushes are timed on their own.
+        let (ready_tx, ready_rx) = async_channel::unbounded();
+        let (go_tx, go_rx) = async_channel::bounded::<()>(1);
+        let setup = Instant::now();
         let writers: Vec<_> = docs[..active]
             .iter()
-            .map(|d| smol::spawn(writer(b.port, d.clone(), mutations)))
+            .map(|d| {
+                let (ready, go) = (ready_tx.clone(), go_rx.clone());
+                smol::spawn(writer(b.port, d.clone(), mutations, ready, go))
+            })
             .collect();
+        for _ in 0..active {
+            ready_rx.recv().await.expect("every writer gets ready");
+        }
+        let setup_wall = setup.elapsed();
+        let (box_cpu0, me_cpu0) = (b.cpu_s(), cpu_of("/proc/self/stat"));
+        let started = Instant::now();
+        drop(go_tx);
         for w in writers {
             w.await.expect("a writer finished");
         }
@@ -435,6 +458,10 @@ fn main() {
         println!(
             "| RSS per live room | {:.1} KiB |",
             per(live, base) / 1024.0
+        );
+        println!(
+            "| {active} writers connected and subscribed (lmid fetch included) | {:.0} ms |",
+            setup_wall.as_secs_f64() * 1e3
         );
         println!(
             "| mutations/s across {active} rooms ({mutations} each, ≤ 8 in flight) | {:.0} |",
