@@ -17,7 +17,7 @@
 //! 2. **Unloaded and warm**: 200 new rooms booted 4 at a time (cold), then the same
 //!    subscribe on 500 rooms that are already live, 4 at a time (warm).
 //! 3. **Mutations**: `FLEET_ACTIVE` (1,000) rooms, one writer each (`init`, the lmid
-//!    query, the notes), each pushing `FLEET_MUTATIONS` (20) `note.insert`s with at most
+//!    query, the notes), each pushing `FLEET_MUTATIONS` (60) `note.insert`s with at most
 //!    8 un-acked; mutations/s = acks / wall time.
 //! 4. **Hibernated**: a second box with `idle_evict_ms = 1000` boots the same number of
 //!    rooms; once every room hibernated, `VmRSS` over the baseline per room record.
@@ -323,7 +323,7 @@ async fn writer(
 fn main() {
     let rooms = env_num("FLEET_ROOMS", 10_000);
     let active = env_num("FLEET_ACTIVE", 1_000).min(rooms);
-    let mutations = env_num("FLEET_MUTATIONS", 20);
+    let mutations = env_num("FLEET_MUTATIONS", 60);
     let concurrency = env_num("FLEET_CONCURRENCY", 64);
     let bin = std::env::var("FLEET_BIN")
         .map(PathBuf::from)
