@@ -44,6 +44,9 @@ scripts/test-readme.sh
 step "npm packages (packed for glibc 2.17, installed from the tarballs: scripts/test-npm-pack.sh)"
 scripts/test-npm-pack.sh
 
+step "server binary for glibc 2.17 (cargo zigbuild; scripts/test-glibc-floor.sh)"
+scripts/test-glibc-floor.sh
+
 if [ -x tests/no-std/check.sh ]; then
   step "no_std proof (tests/no-std)"
   tests/no-std/check.sh
