@@ -930,11 +930,29 @@ impl Pair {
                 c,
                 r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid"}"#,
             );
-            self.subscribed(c);
         }
         let tok = self.token(NOTES, sub, 600_000);
         self.send(c, &subscribe_frame(1, &tok));
-        self.subscribed(c);
+        // Each subscribe is answered nhello → seq-0 nbatch → progress; with an authority
+        // the lmid one comes after the lease one (the room fetches the clientID's lmid
+        // once the connection is authenticated).
+        let mut answered = 0;
+        let want = if lmid { 2 } else { 1 };
+        let mut waited = 0;
+        while answered < want {
+            match self.clients.get_mut(&c).and_then(|x| x.frames.pop_front()) {
+                Some(v) if v["t"] == "progress" => answered += 1,
+                Some(v) => assert!(
+                    v["t"] == "nhello" || (v["t"] == "nbatch" && v["batch"]["seq"] == 0),
+                    "unexpected while subscribing: {v}"
+                ),
+                None => {
+                    waited += 1;
+                    assert!(waited <= 5_000, "{client}'s subscribes were not answered");
+                    self.advance(1);
+                }
+            }
+        }
         c
     }
 

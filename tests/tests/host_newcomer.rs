@@ -162,3 +162,54 @@ fn without_an_authority_the_ledger_is_the_rooms_own() {
         "answered at once, with no authority call"
     );
 }
+
+#[test]
+fn an_anonymous_lmid_subscribe_calls_the_authority_only_once_the_connection_has_a_lease() {
+    let mut p = Pair::live(&with_authority());
+    p.authority.down = true;
+    let c = p.connect();
+    p.send(c, r#"{"t":"init","clientID":"c1"}"#);
+    p.send(
+        c,
+        r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid"}"#,
+    );
+    p.advance(1_000);
+    assert!(
+        p.drain(c).is_empty(),
+        "parked until a lease authenticates it"
+    );
+    assert_eq!(
+        p.host.counters().authority_retries,
+        0,
+        "no authority call yet"
+    );
+    let tok = p.token(NOTES, "u1", 600_000);
+    p.send(c, &subscribe_frame(1, &tok));
+    p.advance(100);
+    assert!(p.host.counters().authority_retries > 0, "now fetched");
+    p.advance(rindle_room_core::host::NEWCOMER_WAIT_MS);
+    let answered = p
+        .drain(c)
+        .into_iter()
+        .any(|v| v["t"] == "nbatch" && v["queryId"] == 0);
+    assert!(answered);
+}
+
+#[test]
+fn a_connection_that_never_presents_a_lease_gets_the_ledgers_lmid_without_an_authority_call() {
+    let mut p = Pair::live(&with_authority());
+    p.authority.down = true;
+    let c = p.connect();
+    p.send(c, r#"{"t":"init","clientID":"c1"}"#);
+    p.send(
+        c,
+        r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid"}"#,
+    );
+    p.advance(rindle_room_core::host::NEWCOMER_WAIT_MS);
+    let answered = p
+        .drain(c)
+        .into_iter()
+        .any(|v| v["t"] == "nbatch" && v["queryId"] == 0);
+    assert!(answered, "answered from the room's ledger after the wait");
+    assert_eq!(p.host.counters().authority_retries, 0, "never called");
+}

@@ -149,6 +149,8 @@ impl Host {
                 identified: false,
                 held_subs: 0,
                 held_mutes: 0,
+                parked_lmid: Vec::new(),
+                parked_since: 0,
                 closing: false,
             },
         );
@@ -385,9 +387,16 @@ impl Host {
             exp: payload.exp,
         };
         self.attach(id, qid, meta, driver, |room| room.parse_query(&ast_json));
+        self.release_parked(id, driver);
     }
 
-    fn handle_lmid_subscribe(&mut self, id: ConnId, qid: f64, name: &str, driver: &mut dyn Driver) {
+    pub(super) fn handle_lmid_subscribe(
+        &mut self,
+        id: ConnId,
+        qid: f64,
+        name: &str,
+        driver: &mut dyn Driver,
+    ) {
         if name != LMID_QUERY_NAME {
             self.query_error(id, qid, "subscribe requires a lease token");
             return;

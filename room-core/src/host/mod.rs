@@ -67,7 +67,9 @@ pub use io::{
 };
 pub use limits::MAX_HELD_MUTATIONS_PER_CONN;
 pub use metrics::Counters;
-pub use newcomer::{MAX_FRAMES_AWAITING_LMID, MAX_NEWCOMER_FETCHES, NEWCOMER_WAIT_MS};
+pub use newcomer::{
+    MAX_FRAMES_AWAITING_LMID, MAX_KNOWN_NEWCOMERS, MAX_NEWCOMER_FETCHES, NEWCOMER_WAIT_MS,
+};
 
 /// The reserved lmid system query, subscribed by name.
 pub const LMID_QUERY_NAME: &str = "_rindle/clientLmid";
@@ -89,6 +91,11 @@ struct Conn {
     held_subs: usize,
     /// `pushMutation`s held until the room is live.
     held_mutes: usize,
+    /// lmid subscribes of a clientID the room must ask the authority about, waiting
+    /// for the connection's first verified lease (newcomer.rs).
+    parked_lmid: Vec<crate::json::tree::JsValue>,
+    /// When the first of them was parked.
+    parked_since: u64,
     /// A close was output: no more frames go to it.
     closing: bool,
 }

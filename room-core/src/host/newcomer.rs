@@ -33,6 +33,9 @@ pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
 /// the room hold during an authority outage.
 pub const MAX_NEWCOMER_FETCHES: usize = 256;
 
+/// clientIDs with no ledger row remembered as fetched (then forgotten all at once).
+pub const MAX_KNOWN_NEWCOMERS: usize = 65_536;
+
 /// How long a newcomer's frames wait for its lmid fetch before the room serves them
 /// from its own ledger, ms.
 pub const NEWCOMER_WAIT_MS: u64 = 2_000;
@@ -75,8 +78,35 @@ impl Host {
             .is_some_and(|r| r.room().acked_lmid(&client) > 0);
         if has_row {
             // Its journal entries were probed at boot, or it wrote through this gate.
-            self.lmid_known.insert(client);
             return Some(frame);
+        }
+        // Only an authenticated connection makes the room call the authority: the lmid
+        // subscribe needs no lease, and one call per anonymous socket would let anyone
+        // drive the authority. It waits for the connection's first verified lease (see
+        // `release_parked`) at most NEWCOMER_WAIT_MS, then the room's ledger answers it; a
+        // mutation without a subject is refused downstream anyway.
+        let authenticated = self.conns.get(&id).is_some_and(|c| c.sub.is_some());
+        if !authenticated {
+            let Waiting::Subscribe(msg) = frame else {
+                return Some(frame);
+            };
+            let max = self.cfg.max_subscriptions_per_conn;
+            let now = self.now;
+            let conn = self.conns.get_mut(&id)?;
+            if conn.parked_lmid.len() < max {
+                if conn.parked_lmid.is_empty() {
+                    conn.parked_since = now;
+                    let due = now + NEWCOMER_WAIT_MS;
+                    self.timers.newcomer = Some(self.timers.newcomer.map_or(due, |t| t.min(due)));
+                }
+                conn.parked_lmid.push(msg);
+            } else {
+                let message = format!(
+                    "more than {max} lmid subscribes waiting for this connection's first lease"
+                );
+                self.refuse_conn(id, None, &message);
+            }
+            return None;
         }
         let busy = self.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
         match self.fetching.get_mut(&client).map(|f| &mut f.waiting) {
@@ -88,6 +118,12 @@ impl Host {
                 self.refuse_conn(id, None, &message);
             }
             Some(waiting) => waiting.push((id, frame)),
+            None if self.lmid_known.len() >= MAX_KNOWN_NEWCOMERS => {
+                // Writers with no ledger row yet, remembered so each is fetched once: a
+                // bound, not a leak — forgetting them costs a fetch each, nothing more.
+                self.lmid_known.clear();
+                self.start_fetch(client, id, frame);
+            }
             None if busy => {
                 self.log(
                     Level::Warn,
@@ -99,19 +135,35 @@ impl Host {
                 self.lmid_known.insert(client);
                 return Some(frame);
             }
-            None => {
-                let serve_by = self.now + NEWCOMER_WAIT_MS;
-                let fetch = Fetch {
-                    waiting: alloc::vec![(id, frame)],
-                    serve_by,
-                };
-                self.fetching.insert(client.clone(), fetch);
-                let next = self.timers.newcomer.map_or(serve_by, |t| t.min(serve_by));
-                self.timers.newcomer = Some(next);
-                self.call(Purpose::Newcomer, Request::Lmids(alloc::vec![client]));
-            }
+            None => self.start_fetch(client, id, frame),
         }
         None
+    }
+
+    fn start_fetch(&mut self, client: String, id: ConnId, frame: Waiting) {
+        let serve_by = self.now + NEWCOMER_WAIT_MS;
+        let fetch = Fetch {
+            waiting: alloc::vec![(id, frame)],
+            serve_by,
+        };
+        self.fetching.insert(client.clone(), fetch);
+        let next = self.timers.newcomer.map_or(serve_by, |t| t.min(serve_by));
+        self.timers.newcomer = Some(next);
+        self.call(Purpose::Newcomer, Request::Lmids(alloc::vec![client]));
+    }
+
+    /// Connection `id` was just authenticated: its parked lmid subscribes go through
+    /// the gate again (now allowed to fetch).
+    pub(super) fn release_parked(&mut self, id: ConnId, driver: &mut dyn Driver) {
+        let parked = match self.conns.get_mut(&id) {
+            Some(c) if !c.parked_lmid.is_empty() => core::mem::take(&mut c.parked_lmid),
+            _ => return,
+        };
+        for msg in parked {
+            if self.is_open(id) {
+                self.handle_subscribe(id, &msg, driver);
+            }
+        }
     }
 
     fn newcomer_fetches(&self) -> usize {
@@ -178,7 +230,9 @@ impl Host {
                 format!("clientID {client}: durable lmid {lmid} fetched from the authority"),
             );
         }
-        self.lmid_known.insert(client);
+        if lmid == 0 {
+            self.lmid_known.insert(client); // with a row, the ledger itself says so
+        }
         self.serve_waiting(waiting, driver);
     }
 
@@ -204,12 +258,6 @@ impl Host {
             .filter(|(_, f)| f.serve_by <= now)
             .map(|(c, _)| c.clone())
             .collect();
-        self.timers.newcomer = self
-            .fetching
-            .values()
-            .map(|f| f.serve_by)
-            .filter(|t| *t > now)
-            .min();
         for client in overdue {
             let Some(fetch) = self.fetching.remove(&client) else {
                 continue;
@@ -226,6 +274,38 @@ impl Host {
             self.lmid_known.insert(client);
             self.serve_waiting(fetch.waiting, driver);
         }
+        // Connections that never presented a lease: their lmid subscribes are answered
+        // from the ledger (no authority call on an anonymous socket's behalf).
+        let parked: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.parked_lmid.is_empty() && c.parked_since + NEWCOMER_WAIT_MS <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in parked {
+            let msgs = self
+                .conns
+                .get_mut(&id)
+                .map(|c| core::mem::take(&mut c.parked_lmid))
+                .unwrap_or_default();
+            for msg in msgs {
+                if let (Some(JsValue::Num(qid)), Some(JsValue::Str(name))) =
+                    (msg.get("queryId"), msg.get("name"))
+                {
+                    let (qid, name) = (*qid, name.clone());
+                    if self.is_open(id) {
+                        self.handle_lmid_subscribe(id, qid, &name, driver);
+                    }
+                }
+            }
+        }
+        let fetches = self.fetching.values().map(|f| f.serve_by);
+        let conns = self
+            .conns
+            .values()
+            .filter(|c| !c.parked_lmid.is_empty())
+            .map(|c| c.parked_since + NEWCOMER_WAIT_MS);
+        self.timers.newcomer = fetches.chain(conns).filter(|t| *t > now).min();
     }
 
     /// The incarnation died: connections waiting on a fetch are closed with the rest
