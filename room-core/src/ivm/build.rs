@@ -108,14 +108,14 @@ impl Engine {
         let start = q.start.as_ref().map(|b| {
             let mut key = Vec::new();
             sort_key_into(&mut key, &b.row, &q.order);
-            (Key::from(key), b.exclusive)
+            Box::new((Key::from(key), b.exclusive))
         });
         let guard = find_guard(&filter);
         let guard_index = guard.as_ref().map(|(col, _)| {
             let (table, scratch) = store.table_mut(q.table);
             let ix = table.ensure_index(&[*col], scratch);
             indexes.push((q.table, ix));
-            ix
+            ix as u32
         });
         let (parent, link, role, limit, parent_index) = match attach {
             None => (None, None, Role::Root, q.limit, None),
@@ -124,11 +124,17 @@ impl Engine {
                     let (table, scratch) = store.table_mut(a.parent_table);
                     let ix = table.ensure_index(&a.link.parent, scratch);
                     indexes.push((a.parent_table, ix));
-                    Some(ix)
+                    Some(ix as u32)
                 } else {
                     None
                 };
-                (Some(a.parent), Some(a.link), a.role, a.limit, parent_index)
+                (
+                    Some(a.parent),
+                    Some(Box::new(a.link)),
+                    a.role,
+                    a.limit,
+                    parent_index,
+                )
             }
         };
         self.nodes[n as usize] = Some(Node {
@@ -222,7 +228,7 @@ impl Engine {
         }
         let node = self.node(n);
         let table = store.table(node.table);
-        let candidates: Vec<RowId> = match (&node.guard, node.guard_index) {
+        let candidates: Vec<RowId> = match (&node.guard, node.guard_index.map(|i| i as usize)) {
             (Some((col, v)), Some(ix)) => {
                 let mut key = Vec::new();
                 crate::keys::join_key_into(&mut key, core::slice::from_ref(v), &[0]);
@@ -260,7 +266,7 @@ impl Engine {
         if let Some(b) = &q.start {
             sort_key_into(&mut from, &b.row, &q.order);
         }
-        if let (Some((_, v)), Some(ix)) = (&guard, node.guard_index) {
+        if let (Some((_, v)), Some(ix)) = (&guard, node.guard_index.map(|i| i as usize)) {
             let mut key = Vec::new();
             let small = join_key_into(&mut key, core::slice::from_ref(v), &[0])
                 && store.table(q.table).index_len(ix, &key) <= self.small_group;
@@ -273,7 +279,7 @@ impl Engine {
             }
         }
         let (table, scratch) = store.table_mut(q.table);
-        if let Some(ix) = node.guard_index {
+        if let Some(ix) = node.guard_index.map(|i| i as usize) {
             table.release_index(ix);
             if let Some(at) = indexes.iter().position(|&u| u == (q.table, ix)) {
                 indexes.swap_remove(at);

@@ -97,7 +97,8 @@ impl Engine {
 
     /// Whether `row` qualifies for `node`: inside the `start` bound and passing the filter.
     pub(crate) fn qualifies(&self, node: &Node, row: &[Value]) -> bool {
-        if let Some((bound, exclusive)) = &node.start {
+        if let Some(b) = &node.start {
+            let (bound, exclusive) = &**b;
             let mut key = self.scratch.take();
             sort_key_into(&mut key, row, &node.order);
             let o = key.as_slice().cmp(bound);
@@ -202,7 +203,11 @@ impl Engine {
                     .filter(|row| self.qualifies(node, row))
                     .map(|row| (rid, row.clone()))
             };
-            match (w.ordering, &node.guard, node.guard_index) {
+            match (
+                w.ordering,
+                &node.guard,
+                node.guard_index.map(|i| i as usize),
+            ) {
                 (Some(o), _, _) => {
                     let Some(ordering) = table.ordering(o) else {
                         return;
@@ -394,7 +399,7 @@ impl Engine {
     /// Queues a refresh of every parent row correlated with an EXISTS partition.
     fn queue_parents(&mut self, store: &Store, n: NodeId, part_key: &[u8]) {
         let node = self.node(n);
-        let (Some(parent), Some(ix)) = (node.parent, node.parent_index) else {
+        let (Some(parent), Some(ix)) = (node.parent, node.parent_index.map(|i| i as usize)) else {
             return;
         };
         let parent_table = self.node(parent).table;

@@ -104,11 +104,12 @@ pub(crate) struct Node {
     pub table: usize,
     pub role: Role,
     pub parent: Option<NodeId>,
-    pub link: Option<Link>,
+    /// Boxed: a root has none, and the node arena holds every node inline.
+    pub link: Option<Box<Link>>,
     pub filter: Filter,
     pub order: Box<[(usize, bool)]>,
-    /// The `start` bound's key and whether it is exclusive.
-    pub start: Option<(Key, bool)>,
+    /// The `start` bound's key and whether it is exclusive (boxed: rare).
+    pub start: Option<Box<(Key, bool)>>,
     /// The window size per partition (`None` = everything).
     pub limit: Option<u32>,
     /// Children whose partitions this node's members demand (related children and
@@ -116,11 +117,11 @@ pub(crate) struct Node {
     pub demanded_children: Vec<NodeId>,
     /// For an EXISTS child: the store index on the parent's table by the parent's
     /// correlation columns (which parent rows a partition gates).
-    pub parent_index: Option<usize>,
+    pub parent_index: Option<u32>,
     /// An equality the filter requires (`col = value`): dispatch and hydration use it.
     pub guard: Option<(usize, Value)>,
     /// The store index on `guard`'s column.
-    pub guard_index: Option<usize>,
+    pub guard_index: Option<u32>,
     /// A windowed root: holds a prefix of its qualifying rows (see [`Windowed`]).
     pub window: Option<Windowed>,
     /// Qualifying rows (held ones, for a windowed root) and the image they qualified
@@ -152,12 +153,14 @@ impl Node {
     /// partitions and the demand counts (see [`crate::retained`]).
     pub fn retained(&self) -> usize {
         use crate::retained as r;
-        self.link
-            .as_ref()
-            .map_or(0, |l| r::slice(&l.parent) + r::slice(&l.child))
-            + self.filter.retained()
+        self.link.as_ref().map_or(0, |l| {
+            core::mem::size_of::<Link>() + r::slice(&l.parent) + r::slice(&l.child)
+        }) + self.filter.retained()
             + r::slice(&self.order)
-            + self.start.as_ref().map_or(0, |(k, _)| r::key(k))
+            + self
+                .start
+                .as_ref()
+                .map_or(0, |b| core::mem::size_of::<(Key, bool)>() + r::key(&b.0))
             + r::vec(&self.demanded_children)
             + self.guard.as_ref().map_or(0, |(_, v)| r::value(v))
             + self.window.as_ref().map_or(0, |w| r::vec(&w.from))
