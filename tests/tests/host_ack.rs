@@ -207,3 +207,21 @@ fn with_ack_flushed_replayed_mutations_stay_held_until_their_flush() {
         .contains_key(&("note".into(), "[10]".into())));
     assert!(released(&p.drain(c)).unwrap() >= snapshot_cv);
 }
+
+#[test]
+fn the_stranded_output_renders_for_json_drivers() {
+    let o = rindle_room_core::host::Output::Stranded {
+        mutations: vec![StrandedMutation {
+            doc: "d\"1".into(),
+            client_id: "c1".into(),
+            mid: 7,
+            name: "addNote".into(),
+        }],
+    };
+    let text = rindle_room_core::host::json::output_json(&o);
+    let v: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["mutations"][0]["doc"], "d\"1");
+    assert_eq!(v["mutations"][0]["clientID"], "c1");
+    assert_eq!(v["mutations"][0]["mid"], 7);
+    assert_eq!(v["mutations"][0]["name"], "addNote");
+}

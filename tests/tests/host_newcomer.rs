@@ -26,6 +26,17 @@ fn connect_writer(p: &mut Pair, client: &str) -> u64 {
     c
 }
 
+/// A connection that inited `c1` and subscribed its lmid query, with no lease.
+fn anonymous_lmid_subscriber(p: &mut Pair) -> u64 {
+    let c = p.connect();
+    p.send(c, r#"{"t":"init","clientID":"c1"}"#);
+    p.send(
+        c,
+        r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid"}"#,
+    );
+    c
+}
+
 #[test]
 fn a_writer_new_to_this_room_sees_the_lmid_the_authority_committed() {
     let mut p = Pair::live(&with_authority());
@@ -167,12 +178,7 @@ fn without_an_authority_the_ledger_is_the_rooms_own() {
 fn an_anonymous_lmid_subscribe_calls_the_authority_only_once_the_connection_has_a_lease() {
     let mut p = Pair::live(&with_authority());
     p.authority.down = true;
-    let c = p.connect();
-    p.send(c, r#"{"t":"init","clientID":"c1"}"#);
-    p.send(
-        c,
-        r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid"}"#,
-    );
+    let c = anonymous_lmid_subscriber(&mut p);
     p.advance(1_000);
     assert!(
         p.drain(c).is_empty(),
@@ -199,12 +205,7 @@ fn an_anonymous_lmid_subscribe_calls_the_authority_only_once_the_connection_has_
 fn a_connection_that_never_presents_a_lease_gets_the_ledgers_lmid_without_an_authority_call() {
     let mut p = Pair::live(&with_authority());
     p.authority.down = true;
-    let c = p.connect();
-    p.send(c, r#"{"t":"init","clientID":"c1"}"#);
-    p.send(
-        c,
-        r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid"}"#,
-    );
+    let c = anonymous_lmid_subscriber(&mut p);
     p.advance(rindle_room_core::host::NEWCOMER_WAIT_MS);
     let answered = p
         .drain(c)

@@ -220,6 +220,27 @@ pub struct StrandedMutation {
     pub name: String,
 }
 
+/// Stranded mutations as a JSON array of `{doc, clientID, mid, name}` (`/stats` and the
+/// host's `stranded` output share it).
+pub fn write_stranded(s: &mut String, list: &[StrandedMutation]) {
+    s.push('[');
+    for (i, m) in list.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str("{\"doc\":");
+        write_str(s, &m.doc);
+        s.push_str(",\"clientID\":");
+        write_str(s, &m.client_id);
+        s.push_str(",\"mid\":");
+        write_i64(s, m.mid as i64);
+        s.push_str(",\"name\":");
+        write_str(s, &m.name);
+        s.push('}');
+    }
+    s.push(']');
+}
+
 /// The `/stats` body: the box's totals and each live room's own `/stats` JSON.
 pub fn stats_body(totals: &BoxTotals, rooms: &[(String, String)]) -> String {
     let mut s = String::from("{\"box\":{\"instance\":");
@@ -271,22 +292,9 @@ pub fn stats_body(totals: &BoxTotals, rooms: &[(String, String)]) -> String {
     s.push_str(if totals.over_budget { "true" } else { "false" });
     s.push_str(",\"strandedTotal\":");
     write_i64(&mut s, totals.stranded_total as i64);
-    s.push_str(",\"stranded\":[");
-    for (i, m) in totals.stranded.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str("{\"doc\":");
-        write_str(&mut s, &m.doc);
-        s.push_str(",\"clientID\":");
-        write_str(&mut s, &m.client_id);
-        s.push_str(",\"mid\":");
-        write_i64(&mut s, m.mid as i64);
-        s.push_str(",\"name\":");
-        write_str(&mut s, &m.name);
-        s.push('}');
-    }
-    s.push_str("]},\"rooms\":{");
+    s.push_str(",\"stranded\":");
+    write_stranded(&mut s, &totals.stranded);
+    s.push_str("},\"rooms\":{");
     for (i, (doc, stats)) in rooms.iter().enumerate() {
         if i > 0 {
             s.push(',');

@@ -457,20 +457,8 @@ pub fn output_json(o: &Output) -> String {
         }
         Output::Stranded { mutations } => {
             t(&mut s, "stranded");
-            s.push_str(",\"mutations\":[");
-            for (i, m) in mutations.iter().enumerate() {
-                if i > 0 {
-                    s.push(',');
-                }
-                s.push_str("{\"doc\":");
-                write_str(&mut s, &m.doc);
-                s.push_str(",\"clientID\":");
-                write_str(&mut s, &m.client_id);
-                s.push_str(&format!(",\"mid\":{},\"name\":", m.mid));
-                write_str(&mut s, &m.name);
-                s.push('}');
-            }
-            s.push(']');
+            s.push_str(",\"mutations\":");
+            crate::fleet::write_stranded(&mut s, mutations);
         }
         Output::Live { boot_id } => {
             t(&mut s, "live");

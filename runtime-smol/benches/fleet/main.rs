@@ -320,6 +320,24 @@ async fn writer(
     Ok(())
 }
 
+/// Waits until `/stats` counts `n` hibernated rooms (panics past `deadline`), then the
+/// two seconds the sweeper takes to hand freed pages back.
+async fn all_hibernated(h: &BoxProc, n: u64, deadline: Instant) {
+    loop {
+        let s = h.stats().await;
+        if s["box"]["rooms"]["hibernated"].as_u64() == Some(n) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rooms did not hibernate: {}",
+            s["box"]
+        );
+        smol::Timer::after(Duration::from_millis(500)).await;
+    }
+    smol::Timer::after(Duration::from_millis(2_000)).await;
+}
+
 fn main() {
     let rooms = env_num("FLEET_ROOMS", 10_000);
     let active = env_num("FLEET_ACTIVE", 1_000).min(rooms);
@@ -389,39 +407,13 @@ fn main() {
         let _ = boot_all(h.port, docs.clone(), concurrency).await;
         let h_peak = h.rss_kib();
         let deadline = Instant::now() + Duration::from_secs(600);
-        loop {
-            let s = h.stats().await;
-            if s["box"]["rooms"]["hibernated"].as_u64() == Some(rooms as u64) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "rooms did not hibernate: {}",
-                s["box"]
-            );
-            smol::Timer::after(Duration::from_millis(500)).await;
-        }
-        // The sweeper hands freed pages back a second after the last hibernation.
-        smol::Timer::after(Duration::from_millis(2_000)).await;
+        all_hibernated(&h, rooms as u64, deadline).await;
         let hibernated = h.rss_kib();
         // Freed memory the allocator keeps is reused, not leaked: a second wave of as
         // many new rooms, hibernated again, should barely move the RSS.
         let more: Vec<String> = (0..rooms).map(|i| format!("bench2/{i:05}")).collect();
         let _ = boot_all(h.port, more, concurrency).await;
-        loop {
-            let s = h.stats().await;
-            if s["box"]["rooms"]["hibernated"].as_u64() == Some(2 * rooms as u64) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "rooms did not hibernate: {}",
-                s["box"]
-            );
-            smol::Timer::after(Duration::from_millis(500)).await;
-        }
-        // The sweeper hands freed pages back a second after the last hibernation.
-        smol::Timer::after(Duration::from_millis(2_000)).await;
+        all_hibernated(&h, 2 * rooms as u64, deadline).await;
         let second = h.rss_kib();
         h.stop();
         let _ = std::fs::remove_dir_all(&dir);

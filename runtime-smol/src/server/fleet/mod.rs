@@ -498,6 +498,25 @@ impl FleetServer {
         self.rooms.list()
     }
 
+    /// Marks the box shutting down (not ready, no new boots), sends every live room
+    /// the request `make` builds, waits for each to end, then closes the listeners.
+    async fn stop_every_room(&self, make: fn(async_channel::Sender<()>) -> Control) {
+        self.rooms
+            .shared
+            .shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let live = self.rooms.live_rooms();
+        for room in &live {
+            let (tx, _rx) = async_channel::bounded(1);
+            let _ = room.events.send(Event::Control(make(tx))).await;
+        }
+        for room in &live {
+            let _ = room.done.recv().await;
+        }
+        let _ = self.stop.try_send(());
+        self.stop.close();
+    }
+
     /// Hibernates `doc`'s room now (drain, stop); `false` when it is not live.
     pub fn hibernate(&self, doc: &str) -> bool {
         self.rooms.stop_room(doc)
@@ -506,44 +525,13 @@ impl FleetServer {
     /// Stops at once, like a crash (tests and supervisors): every room stops without
     /// journaling its group commit or draining, sockets are dropped.
     pub async fn abort(&self) {
-        self.rooms
-            .shared
-            .shutting_down
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let live = self.rooms.live_rooms();
-        for room in &live {
-            let (tx, _rx) = async_channel::bounded(1);
-            let _ = room.events.send(Event::Control(Control::Abort(tx))).await;
-        }
-        for room in &live {
-            let _ = room.done.recv().await;
-        }
-        let _ = self.stop.try_send(());
-        self.stop.close();
+        self.stop_every_room(Control::Abort).await;
     }
 
     /// Graceful shutdown: stop accepting, then shut every room down (each journals its
     /// group commit, drains and closes its sockets with 1001) and wait for them.
     pub async fn shutdown(&self) {
-        // Not ready from here on (probes see 503 while the rooms drain), and no new
-        // boots; the listeners close once every room is down.
-        self.rooms
-            .shared
-            .shutting_down
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let live = self.rooms.live_rooms();
-        for room in &live {
-            let (tx, _rx) = async_channel::bounded(1);
-            let _ = room
-                .events
-                .send(Event::Control(Control::Shutdown(tx)))
-                .await;
-        }
-        for room in &live {
-            let _ = room.done.recv().await;
-        }
-        let _ = self.stop.try_send(());
-        self.stop.close();
+        self.stop_every_room(Control::Shutdown).await;
         let deadline = std::time::Instant::now() + Duration::from_secs(3);
         while self.gauge.active.load(std::sync::atomic::Ordering::SeqCst) > 0
             && std::time::Instant::now() < deadline
