@@ -228,7 +228,11 @@ impl Room {
         if reused && self.engine.pipeline(p).footprint.has_changes() {
             // Re-base the pipeline's drain point on now (the new snapshot); what earlier
             // subscribers are owed so far waits in their stash.
-            let changes = self.engine.pipeline_mut(p).footprint.take_changes();
+            let changes = self
+                .engine
+                .pipeline_mut(p)
+                .footprint
+                .take_changes(&self.store);
             let owed = ops_from_changes(&self.store, changes);
             if !owed.is_empty() {
                 let keys = self
@@ -268,6 +272,10 @@ impl Room {
             .served
             .get_mut(&p)
             .ok_or_else(internal_missing_pipeline)?;
+        // Most queries have one subscriber: no spare capacity for the first.
+        if served.subs.is_empty() {
+            served.subs.reserve_exact(1);
+        }
         served.subs.push(key);
         served.idle_since = None;
         let (query_key, tables, fp) = (
@@ -297,11 +305,10 @@ impl Room {
     fn snapshot_ops(&self, p: crate::ivm::PipelineId) -> Vec<NetOp> {
         let fp = &self.engine.pipeline(p).footprint;
         let ops = fp
-            .members
-            .iter()
-            .map(|(&(t, _), e)| NetOp::Add {
+            .rows(&self.store)
+            .map(|(t, row)| NetOp::Add {
                 table: self.store.table(t as usize).schema.name.clone(),
-                row: e.row.clone(),
+                row: row.clone(),
             })
             .collect();
         sort_ops(&self.store, ops)
@@ -427,7 +434,7 @@ impl Room {
             if !pipeline.footprint.has_changes() {
                 continue;
             }
-            let changes = pipeline.footprint.take_changes();
+            let changes = pipeline.footprint.take_changes(&self.store);
             let ops = ops_from_changes(&self.store, changes);
             let Some(served) = self.server.served.get(&p) else {
                 continue;

@@ -4,7 +4,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use crate::ast::{Cond, Query};
 use crate::keys::{join_key_into, sort_key_into, Key};
@@ -46,14 +46,14 @@ impl Engine {
         let mut orderings = Vec::new();
         if let Some(w) = self.windowed(store, root, query, &mut indexes) {
             if let Some(o) = w.ordering {
-                orderings.push((query.table, o));
+                orderings.push((query.table, o as usize));
             }
             self.node_mut(root).window = Some(w);
         }
         self.pipelines[p as usize] = Some(Pipeline {
-            nodes: order.clone(),
-            indexes,
-            orderings,
+            nodes: order.clone().into_boxed_slice(),
+            indexes: indexes.into_boxed_slice(),
+            orderings: orderings.into_boxed_slice(),
             footprint: Footprint::default(),
         });
         // Children before parents: an EXISTS child is complete before its parent reads it.
@@ -147,13 +147,14 @@ impl Engine {
             order: q.order.as_slice().into(),
             start,
             limit,
-            demanded_children: demanded,
+            demanded_children: demanded.into_boxed_slice(),
 
             parent_index,
             guard,
             guard_index,
             window: None,
-            rows: HashMap::new(),
+            rows: HashSet::new(),
+            refreshed_in: 0,
             parts: ByPart::new(role == Role::Root),
             demand: ByPart::new(role == Role::Root),
         });
@@ -273,7 +274,7 @@ impl Engine {
             if small {
                 return Some(Windowed {
                     ordering: None,
-                    from,
+                    from: from.into_boxed_slice(),
                     complete: false,
                 });
             }
@@ -289,8 +290,8 @@ impl Engine {
             table.ensure_ordering(guard.as_ref().map(|(c, v)| (*c, v)), &q.order, scratch);
         self.node_mut(root).guard_index = None;
         Some(Windowed {
-            ordering: Some(ordering),
-            from,
+            ordering: Some(ordering as u32),
+            from: from.into_boxed_slice(),
             complete: false,
         })
     }

@@ -1,33 +1,55 @@
 //! A query's footprint: the distinct `(table, pk)` rows of its result tree (D4), kept as
 //! a multiset refcount over every membership, plus the before-images of the keys touched
 //! since the last drain — the input of op netting (D5).
+//!
+//! The footprint holds no images of its own: a member's current image is the store's
+//! (every member row is in the store once a change has been applied), and a key's image
+//! at the last drain is captured when the key is first touched after it — the store's
+//! image then, or, for the row the change being applied rewrites, that change's old
+//! image ([`Before`]).
 
 use alloc::vec::Vec;
 
 use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
-use crate::store::{Row, RowId};
+use crate::store::{Row, RowId, Store};
 
 /// A footprint key: table index and row id.
 pub(crate) type FpKey = (u32, RowId);
 
-/// One present row.
-#[derive(Debug)]
-pub(crate) struct FpEntry {
-    /// How many memberships reference the row.
-    pub count: u32,
-    /// The image the query currently holds.
-    pub row: Row,
-}
-
 /// A net change of one key since the last drain: `(table, before, after)`.
 pub(crate) type NetChange = (u32, Option<Row>, Option<Row>);
+
+/// Where a touched key's image before the change being applied comes from.
+pub(crate) struct Before<'a> {
+    pub store: &'a Store,
+    /// The row the change being applied rewrites, and its old image (`None` outside a
+    /// change, or for an insert).
+    pub changing: Option<(FpKey, Option<&'a Row>)>,
+}
+
+impl Before<'_> {
+    /// Whether `key` is the row being rewritten (its image may differ from the last
+    /// drain's without the footprint having been told yet).
+    fn is_changing(&self, key: FpKey) -> bool {
+        self.changing.is_some_and(|(k, _)| k == key)
+    }
+
+    /// The image `key` had before the change being applied.
+    fn image(&self, key: FpKey) -> Option<Row> {
+        match self.changing {
+            Some((k, old)) if k == key => old.cloned(),
+            _ => self.store.row(key.0 as usize, key.1).cloned(),
+        }
+    }
+}
 
 /// The footprint of one pipeline.
 #[derive(Debug, Default)]
 pub(crate) struct Footprint {
-    pub members: HashMap<FpKey, FpEntry>,
+    /// Memberships per present row.
+    pub members: HashMap<FpKey, u32>,
     /// Keys touched since the last drain, with their image at that drain (`None` =
     /// absent then).
     pub dirty: HashMap<FpKey, Option<Row>>,
@@ -39,57 +61,62 @@ impl Footprint {
         self.members.allocation_size() + self.dirty.allocation_size()
     }
 
-    /// One more membership of `(table, rid)` with image `row`.
-    pub fn enter(&mut self, table: usize, rid: RowId, row: &Row) {
+    /// One more membership of `(table, rid)`.
+    pub fn enter(&mut self, table: usize, rid: RowId, before: &Before<'_>) {
         let key = (table as u32, rid);
         match self.members.entry(key) {
             Entry::Occupied(mut e) => {
-                let e = e.get_mut();
-                e.count += 1;
-                if !Row::ptr_eq(&e.row, row) {
-                    self.dirty.entry(key).or_insert_with(|| Some(e.row.clone()));
-                    e.row = row.clone();
+                *e.get_mut() += 1;
+                if before.is_changing(key) {
+                    self.dirty.entry(key).or_insert_with(|| before.image(key));
                 }
             }
             Entry::Vacant(v) => {
+                v.insert(1);
                 self.dirty.entry(key).or_insert(None);
-                v.insert(FpEntry {
-                    count: 1,
-                    row: row.clone(),
-                });
             }
         }
     }
 
     /// One membership fewer.
-    pub fn leave(&mut self, table: usize, rid: RowId) {
+    pub fn leave(&mut self, table: usize, rid: RowId, before: &Before<'_>) {
         let key = (table as u32, rid);
         if let Entry::Occupied(mut e) = self.members.entry(key) {
-            let entry = e.get_mut();
-            entry.count -= 1;
-            if entry.count == 0 {
-                let (_, gone) = e.remove_entry();
-                self.dirty.entry(key).or_insert(Some(gone.row));
+            let count = e.get_mut();
+            *count -= 1;
+            if *count == 0 {
+                e.remove();
+                self.dirty.entry(key).or_insert_with(|| before.image(key));
+            } else if before.is_changing(key) {
+                self.dirty.entry(key).or_insert_with(|| before.image(key));
             }
         }
     }
 
     /// A present row's image changed in place.
-    pub fn image(&mut self, table: usize, rid: RowId, row: &Row) {
+    pub fn image(&mut self, table: usize, rid: RowId, before: &Before<'_>) {
         let key = (table as u32, rid);
-        if let Some(e) = self.members.get_mut(&key) {
-            if !Row::ptr_eq(&e.row, row) {
-                self.dirty.entry(key).or_insert_with(|| Some(e.row.clone()));
-                e.row = row.clone();
-            }
+        if self.members.contains_key(&key) {
+            self.dirty.entry(key).or_insert_with(|| before.image(key));
         }
     }
 
+    /// The current image of every member (the store's).
+    pub fn rows<'s>(&'s self, store: &'s Store) -> impl Iterator<Item = (u32, &'s Row)> + 's {
+        self.members
+            .keys()
+            .filter_map(|&(t, rid)| store.row(t as usize, rid).map(|r| (t, r)))
+    }
+
     /// Takes the net changes since the last drain (unsorted, unchanged keys dropped).
-    pub fn take_changes(&mut self) -> Vec<NetChange> {
+    pub fn take_changes(&mut self, store: &Store) -> Vec<NetChange> {
         let mut out = Vec::with_capacity(self.dirty.len());
         for (key, before) in self.dirty.drain() {
-            let after = self.members.get(&key).map(|e| e.row.clone());
+            let after = if self.members.contains_key(&key) {
+                store.row(key.0 as usize, key.1).cloned()
+            } else {
+                None
+            };
             match (&before, &after) {
                 (None, None) => continue,
                 (Some(b), Some(a)) if Row::ptr_eq(b, a) || b[..] == a[..] => continue,

@@ -24,7 +24,7 @@ use crate::keys::{join_key_into, sort_key_into};
 use crate::store::{Row, RowId, Store};
 use crate::value::Value;
 
-use super::footprint::Footprint;
+use super::footprint::{Before, Footprint};
 use super::node::{Filter, Node, Windowed};
 use super::part::WindowEvent;
 use super::{Engine, NodeId};
@@ -36,9 +36,11 @@ impl Engine {
         store: &Store,
         table: usize,
         rid: RowId,
-        old: Option<&[Value]>,
+        old: Option<&Row>,
         new: Option<&[Value]>,
     ) {
+        self.changing = Some(((table as u32, rid), old.cloned()));
+        self.change_no = self.change_no.wrapping_add(1);
         let d = &self.dispatch[table];
         self.work.extend(d.unguarded.iter().map(|&n| (n, rid)));
         for (col, by_value) in &d.guarded {
@@ -56,6 +58,7 @@ impl Engine {
             }
         }
         self.run(store);
+        self.changing = None;
     }
 
     /// Drains the refresh queue.
@@ -72,7 +75,7 @@ impl Engine {
             Some(r) if self.qualifies(node, r) => Some(r.clone()),
             _ => None,
         };
-        let held = node.rows.get(&rid).cloned();
+        let held = self.held_image(store, n, rid);
         match (held, now) {
             (None, None) => {}
             (Some(old), Some(new)) => {
@@ -85,13 +88,40 @@ impl Engine {
                     self.leave_part(store, n, rid, &old);
                     // A windowed level's read-on may already have taken the row at its
                     // new place.
-                    if !self.node(n).rows.contains_key(&rid) {
+                    if !self.node(n).rows.contains(&rid) {
                         self.enter_part(store, n, rid, new, false);
                     }
                 }
             }
             (Some(old), None) => self.leave_part(store, n, rid, &old),
             (None, Some(new)) => self.enter_part(store, n, rid, new, false),
+        }
+    }
+
+    /// The image node `n` holds row `rid` with (`None`: not held). Nodes keep row ids
+    /// only: a held row's image is the store's, except while a change is applied — a
+    /// node not yet refreshed for the row that change rewrites still holds its old
+    /// image.
+    pub(crate) fn held_image(&self, store: &Store, n: NodeId, rid: RowId) -> Option<Row> {
+        let node = self.node(n);
+        if !node.rows.contains(&rid) {
+            return None;
+        }
+        if let Some((key, old)) = &self.changing {
+            if *key == (node.table as u32, rid) && node.refreshed_in != self.change_no {
+                return old.clone();
+            }
+        }
+        store.row(node.table, rid).cloned()
+    }
+
+    /// Node `n` now holds row `rid` with the store's image: if that is the row the
+    /// change being applied rewrites, the node no longer holds its old image.
+    fn note_refreshed(&mut self, n: NodeId, rid: RowId) {
+        let key = (self.node(n).table as u32, rid);
+        if self.changing.as_ref().is_some_and(|(k, _)| *k == key) {
+            let stamp = self.change_no;
+            self.node_mut(n).refreshed_in = stamp;
         }
     }
 
@@ -196,7 +226,7 @@ impl Engine {
             let last = part.and_then(|p| p.last_key());
             let table = store.table(node.table);
             // A held row the table has at a new place waits for its own refresh.
-            let fresh = |rid: &RowId| !node.rows.contains_key(rid);
+            let fresh = |rid: &RowId| !node.rows.contains(rid);
             let qualifying = |rid: RowId| {
                 table
                     .row(rid)
@@ -209,12 +239,12 @@ impl Engine {
                 node.guard_index.map(|i| i as usize),
             ) {
                 (Some(o), _, _) => {
-                    let Some(ordering) = table.ordering(o) else {
+                    let Some(ordering) = table.ordering(o as usize) else {
                         return;
                     };
                     let lower = match last {
                         Some(last) => Bound::Excluded(last.as_bytes()),
-                        None => Bound::Included(w.from.as_slice()),
+                        None => Bound::Included(&w.from[..]),
                     };
                     let mut complete = true;
                     for (_, &rid) in ordering.map.range::<[u8], _>((lower, Bound::Unbounded)) {
@@ -242,7 +272,7 @@ impl Engine {
                             sort_key_into(&mut sk, row, &node.order);
                             let after = match last {
                                 Some(last) => sk.as_slice() > last.as_bytes(),
-                                None => sk.as_slice() >= w.from.as_slice(),
+                                None => sk.as_slice() >= &w.from[..],
                             };
                             if !after {
                                 continue;
@@ -335,7 +365,7 @@ impl Engine {
                     return;
                 }
             }
-            node.rows.insert(rid, new);
+            node.rows.insert(rid);
             let limit = node.limit;
             let part = node.parts.get_or_default(pk.as_slice());
             let was_empty = part.is_empty();
@@ -345,6 +375,7 @@ impl Engine {
                 node.demand.get(pk.as_slice()).is_some_and(|d| *d > 0),
             )
         };
+        self.note_refreshed(n, rid);
         if demanded {
             self.apply_events(store, n, &events);
         }
@@ -358,11 +389,11 @@ impl Engine {
     }
 
     fn image_changed(&mut self, store: &Store, n: NodeId, rid: RowId, old: Row, new: Row) {
+        self.note_refreshed(n, rid);
         let mut pk = self.take_buf();
         let mut sk = self.take_buf();
         let member = {
             let node = self.node_mut(n);
-            node.rows.insert(rid, new.clone());
             let _ = join_key_into(&mut pk, &new, node.part_cols());
             sort_key_into(&mut sk, &new, &node.order);
             let demanded = node.demand.get(pk.as_slice()).is_some_and(|d| *d > 0);
@@ -383,12 +414,12 @@ impl Engine {
         for ev in events {
             match *ev {
                 WindowEvent::Enter(r) => {
-                    if let Some(img) = self.node(n).rows.get(&r).cloned() {
+                    if let Some(img) = self.held_image(store, n, r) {
                         self.member_enter(store, n, r, &img);
                     }
                 }
                 WindowEvent::Leave(r) => {
-                    if let Some(img) = self.node(n).rows.get(&r).cloned() {
+                    if let Some(img) = self.held_image(store, n, r) {
                         self.member_leave(store, n, r, &img);
                     }
                 }
@@ -413,15 +444,27 @@ impl Engine {
 
     /// Runs `f` on the footprint of node `n`'s pipeline (with the node's table) and
     /// records the pipeline as touched when it goes from clean to changed.
-    fn footprint_of(&mut self, n: NodeId, f: impl FnOnce(&mut Footprint, usize)) {
+    fn footprint_of(
+        &mut self,
+        store: &Store,
+        n: NodeId,
+        f: impl FnOnce(&mut Footprint, usize, &Before<'_>),
+    ) {
         let (p, table) = {
             let node = self.node(n);
             (node.pipeline, node.table)
         };
+        let changing = self.changing.take();
+        let before = Before {
+            store,
+            changing: changing.as_ref().map(|(k, old)| (*k, old.as_ref())),
+        };
         let pipeline = self.pipeline_mut(p);
         let was_clean = !pipeline.footprint.has_changes();
-        f(&mut pipeline.footprint, table);
-        if was_clean && pipeline.footprint.has_changes() {
+        f(&mut pipeline.footprint, table, &before);
+        let now_dirty = pipeline.footprint.has_changes();
+        self.changing = changing;
+        if was_clean && now_dirty {
             self.touched.push(p);
         }
     }
@@ -446,24 +489,18 @@ impl Engine {
 
     /// A row became a member of the result tree through node `n`.
     pub(crate) fn member_enter(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
-        // The footprint holds the store's current image: a node not yet refreshed for
-        // this change may bring the row in with the image it still holds.
-        self.footprint_of(n, |fp, table| {
-            fp.enter(table, rid, store.row(table, rid).unwrap_or(row));
-        });
+        self.footprint_of(store, n, |fp, table, before| fp.enter(table, rid, before));
         self.children_demand(store, n, row, true);
     }
 
     /// A row stopped being a member through node `n` (`row` is the image it entered with).
     pub(crate) fn member_leave(&mut self, store: &Store, n: NodeId, rid: RowId, row: &Row) {
-        self.footprint_of(n, |fp, table| fp.leave(table, rid));
+        self.footprint_of(store, n, |fp, table, before| fp.leave(table, rid, before));
         self.children_demand(store, n, row, false);
     }
 
     fn member_image(&mut self, store: &Store, n: NodeId, rid: RowId, old: &Row, new: &Row) {
-        self.footprint_of(n, |fp, table| {
-            fp.image(table, rid, store.row(table, rid).unwrap_or(new));
-        });
+        self.footprint_of(store, n, |fp, table, before| fp.image(table, rid, before));
         let count = self.node(n).demanded_children.len();
         for i in 0..count {
             let c = self.node(n).demanded_children[i];
@@ -500,7 +537,7 @@ impl Engine {
             *d == 1
         };
         if first {
-            for (r, img) in self.window_rows(c, key) {
+            for (r, img) in self.window_rows(store, c, key) {
                 self.member_enter(store, c, r, &img);
             }
         }
@@ -523,18 +560,18 @@ impl Engine {
             }
         };
         if last {
-            for (r, img) in self.window_rows(c, key) {
+            for (r, img) in self.window_rows(store, c, key) {
                 self.member_leave(store, c, r, &img);
             }
         }
     }
 
-    fn window_rows(&self, c: NodeId, key: &[u8]) -> Vec<(RowId, Row)> {
+    fn window_rows(&self, store: &Store, c: NodeId, key: &[u8]) -> Vec<(RowId, Row)> {
         let node = self.node(c);
         match node.parts.get(key) {
             Some(part) => part
                 .window(node.limit)
-                .filter_map(|r| node.rows.get(&r).map(|img| (r, img.clone())))
+                .filter_map(|r| self.held_image(store, c, r).map(|img| (r, img)))
                 .collect(),
             None => Vec::new(),
         }

@@ -10,6 +10,7 @@ mod maintain;
 pub(crate) mod node;
 pub(crate) mod part;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -29,11 +30,11 @@ pub(crate) type PipelineId = u32;
 #[derive(Debug)]
 pub(crate) struct Pipeline {
     /// Every node, in build (post-) order.
-    pub nodes: Vec<NodeId>,
+    pub nodes: Box<[NodeId]>,
     /// Store indexes this pipeline holds a use of: `(table, index)`.
-    pub indexes: Vec<(usize, usize)>,
+    pub indexes: Box<[(usize, usize)]>,
     /// Store orderings this pipeline holds a use of: `(table, ordering)`.
-    pub orderings: Vec<(usize, usize)>,
+    pub orderings: Box<[(usize, usize)]>,
     /// The current result footprint.
     pub footprint: Footprint,
 }
@@ -59,6 +60,11 @@ pub(crate) struct Engine {
     work: Vec<(NodeId, RowId)>,
     /// A reusable window-event buffer.
     events: Vec<part::WindowEvent>,
+    /// The row the change being applied rewrites and its old image (see
+    /// [`footprint::Before`]).
+    changing: Option<(footprint::FpKey, Option<crate::store::Row>)>,
+    /// Counts applied changes: a node's [`Node::refreshed_in`] stamp.
+    change_no: u64,
     /// Pipelines whose footprint went from clean to changed since the last drain.
     touched: Vec<PipelineId>,
     /// Key buffers to reuse (`&mut self` paths).
@@ -109,9 +115,9 @@ impl Engine {
                 .iter()
                 .flatten()
                 .map(|p| {
-                    r::vec(&p.nodes)
-                        + r::vec(&p.indexes)
-                        + r::vec(&p.orderings)
+                    r::slice(&p.nodes)
+                        + r::slice(&p.indexes)
+                        + r::slice(&p.orderings)
                         + p.footprint.retained()
                 })
                 .sum::<usize>();
@@ -241,13 +247,14 @@ impl Engine {
         let (table, guard) = (node.table, node.guard.clone());
         let d = &mut self.dispatch[table];
         match guard {
-            Some((col, v)) => d
-                .guarded
-                .entry(col)
-                .or_default()
-                .entry(v)
-                .or_default()
-                .push(n),
+            Some((col, v)) => {
+                let nodes = d.guarded.entry(col).or_default().entry(v).or_default();
+                // Most guard values have one node: no spare capacity for the first.
+                if nodes.is_empty() {
+                    nodes.reserve_exact(1);
+                }
+                nodes.push(n);
+            }
             None => d.unguarded.push(n),
         }
     }

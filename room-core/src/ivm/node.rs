@@ -9,13 +9,12 @@
 //! its partition is demanded and it sits inside that partition's window.
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
-use hashbrown::HashMap;
+use hashbrown::HashSet;
 
 use crate::keys::Key;
 use crate::predicate::Pred;
-use crate::store::{Row, RowId};
+use crate::store::RowId;
 use crate::value::Value;
 
 use super::part::{ByPart, Part};
@@ -78,9 +77,9 @@ pub(crate) struct Windowed {
     /// The table ordering read (of the rows with the level's guard value, if it has one);
     /// `None`: the guard value's rows are few, found through the guard index and sorted
     /// when read.
-    pub ordering: Option<usize>,
+    pub ordering: Option<u32>,
     /// Where reading starts: the `start` bound's sort key (empty: the beginning).
-    pub from: Vec<u8>,
+    pub from: Box<[u8]>,
     /// Whether every qualifying row is held.
     pub complete: bool,
 }
@@ -114,7 +113,7 @@ pub(crate) struct Node {
     pub limit: Option<u32>,
     /// Children whose partitions this node's members demand (related children and
     /// witness-shipping EXISTS children).
-    pub demanded_children: Vec<NodeId>,
+    pub demanded_children: Box<[NodeId]>,
     /// For an EXISTS child: the store index on the parent's table by the parent's
     /// correlation columns (which parent rows a partition gates).
     pub parent_index: Option<u32>,
@@ -124,9 +123,12 @@ pub(crate) struct Node {
     pub guard_index: Option<u32>,
     /// A windowed root: holds a prefix of its qualifying rows (see [`Windowed`]).
     pub window: Option<Windowed>,
-    /// Qualifying rows (held ones, for a windowed root) and the image they qualified
-    /// with.
-    pub rows: HashMap<RowId, Row>,
+    /// Qualifying rows (held ones, for a windowed root). Their images are the store's
+    /// (see [`Engine::held_image`](super::Engine::held_image)).
+    pub rows: HashSet<RowId>,
+    /// The change (numbered by the engine) in which this node last took the image of
+    /// the row that change rewrites.
+    pub refreshed_in: u64,
     /// Qualifying rows by partition key (the root uses the empty key).
     pub parts: ByPart<Part>,
     /// How many member parents demand each partition.
@@ -161,9 +163,9 @@ impl Node {
                 .start
                 .as_ref()
                 .map_or(0, |b| core::mem::size_of::<(Key, bool)>() + r::key(&b.0))
-            + r::vec(&self.demanded_children)
+            + r::slice(&self.demanded_children)
             + self.guard.as_ref().map_or(0, |(_, v)| r::value(v))
-            + self.window.as_ref().map_or(0, |w| r::vec(&w.from))
+            + self.window.as_ref().map_or(0, |w| r::slice(&w.from))
             + self.rows.allocation_size()
             + self.parts.retained(super::part::Part::retained)
             + self.demand.retained(|_| 0)
