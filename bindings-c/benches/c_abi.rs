@@ -65,7 +65,7 @@ fn num(n: usize) -> Value {
 }
 
 fn issue(id: usize, title: &str, open: bool, created: usize, creator: usize) -> Row {
-    Arc::from(vec![
+    Row::from(vec![
         num(id),
         Value::str(title),
         Value::Bool(open),
@@ -117,7 +117,7 @@ impl Data {
         let (user, issue_t): (Arc<str>, Arc<str>) = (Arc::from("user"), Arc::from("issue"));
         let mut ops = Vec::with_capacity(USERS + n);
         for id in 0..USERS {
-            let row: Row = Arc::from(vec![num(id), Value::string(format!("user {id}"))]);
+            let row: Row = Row::from(vec![num(id), Value::string(format!("user {id}"))]);
             ops.push(NetOp::Add {
                 table: user.clone(),
                 row,

@@ -137,12 +137,12 @@ fn num(n: usize) -> Value {
 }
 
 fn user_row(id: usize) -> Row {
-    Arc::from(vec![num(id), Value::string(format!("user {id}"))])
+    Row::from(vec![num(id), Value::string(format!("user {id}"))])
 }
 
 /// One issue row: `[id, title, open, created, creatorID, modified, description]`.
 fn issue_row(id: usize, title: &str, open: bool, created: usize, creator: usize) -> Row {
-    Arc::from(vec![
+    Row::from(vec![
         num(id),
         Value::str(title),
         Value::Bool(open),

@@ -141,7 +141,7 @@ fn num(n: usize) -> Value {
 /// Issue `id` with `modified = modified`:
 /// `[id, title, open, created, creatorID, modified, description]`.
 fn issue_row(id: usize, modified: usize) -> Row {
-    Arc::from(vec![
+    Row::from(vec![
         num(id),
         Value::string(format!("Issue {id}")),
         Value::Bool(!id.is_multiple_of(3)),
@@ -159,7 +159,7 @@ fn snapshot(h: &Hello) -> UpstreamBatch {
     for id in 0..USERS {
         ops.push(NetOp::Add {
             table: user.clone(),
-            row: Arc::from(vec![num(id), Value::string(format!("user {id}"))]),
+            row: Row::from(vec![num(id), Value::string(format!("user {id}"))]),
         });
     }
     for id in 0..ISSUES {
@@ -599,9 +599,9 @@ fn check_shape(subject: &mut Subject, config: &mut Config) {
         let row = view
             .iter()
             .map(|(_, r)| r)
-            .find(|r| r[0] == num(w.id))
+            .find(|r| r.get(0) == num(w.id))
             .expect("the view holds the issue");
-        assert_eq!(row[MODIFIED], num(w.modified), "{label}: unit {k}");
+        assert_eq!(row.get(MODIFIED), num(w.modified), "{label}: unit {k}");
     }
     config.next_unit += period;
     config.stepped += period;

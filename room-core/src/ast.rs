@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::json::read::cell_from_json;
 use crate::predicate::{fold_literals, Lit, Pred, SimpleOp};
 use crate::schema::TableSchema;
-use crate::value::Value;
+use crate::value::{Cells, Value};
 
 /// Subqueries may nest at most this deep (related and EXISTS levels together).
 pub const MAX_DEPTH: usize = 64;
@@ -169,12 +169,12 @@ impl Cond {
 
     /// Evaluates a row-local condition on a full-width row (`None` if it holds an
     /// EXISTS, which needs other tables). An empty row evaluates only the structure.
-    pub fn eval_row_local(&self, row: &[Value]) -> Option<bool> {
+    pub fn eval_row_local<R: Cells + ?Sized>(&self, row: &R) -> Option<bool> {
         Some(match self {
             Cond::Const(b) => *b,
-            Cond::Simple { col, pred, .. } => match row.get(*col) {
-                Some(cell) => pred.eval(cell),
-                None => false,
+            Cond::Simple { col, pred, .. } => match *col < row.width() {
+                true => pred.eval_cell(row.cell(*col)),
+                false => false,
             },
             Cond::And(cs) => {
                 let mut all = true;

@@ -13,7 +13,9 @@
 
 use alloc::vec::Vec;
 
+#[cfg(test)]
 use crate::value::Value;
+use crate::value::{CellRef, Cells};
 
 const TAG_NULL: u8 = 0x01;
 const TAG_BOOL: u8 = 0x02;
@@ -35,19 +37,19 @@ pub(crate) fn total_order_bits(f: f64) -> u64 {
 }
 
 /// Appends the encoding of one cell.
-pub(crate) fn push_cell(out: &mut Vec<u8>, v: &Value, desc: bool) {
+pub(crate) fn push_cell(out: &mut Vec<u8>, v: CellRef<'_>, desc: bool) {
     let start = out.len();
     match v {
-        Value::Null => out.push(TAG_NULL),
-        Value::Bool(b) => {
+        CellRef::Null => out.push(TAG_NULL),
+        CellRef::Bool(b) => {
             out.push(TAG_BOOL);
-            out.push(*b as u8);
+            out.push(b as u8);
         }
-        Value::Num(f) => {
+        CellRef::Num(f) => {
             out.push(TAG_NUM);
-            out.extend_from_slice(&total_order_bits(*f).to_be_bytes());
+            out.extend_from_slice(&total_order_bits(f).to_be_bytes());
         }
-        Value::Str(s) => {
+        CellRef::Str(s) => {
             out.push(TAG_STR);
             for &b in s.as_bytes() {
                 out.push(b);
@@ -68,27 +70,34 @@ pub(crate) fn push_cell(out: &mut Vec<u8>, v: &Value, desc: bool) {
 
 /// Writes the key of `row` under a resolved `(column, descending)` order into `out`
 /// (cleared first).
-pub(crate) fn sort_key_into(out: &mut Vec<u8>, row: &[Value], order: &[(usize, bool)]) {
+#[inline]
+pub(crate) fn sort_key_into<R: Cells + ?Sized>(
+    out: &mut Vec<u8>,
+    row: &R,
+    order: &[(usize, bool)],
+) {
     out.clear();
     for &(col, desc) in order {
-        push_cell(out, &row[col], desc);
+        push_cell(out, row.cell(col), desc);
     }
 }
 
 /// Writes the ascending key of `row`'s cells at `cols` into `out` (cleared first).
-pub(crate) fn cells_key_into(out: &mut Vec<u8>, row: &[Value], cols: &[usize]) {
+#[inline]
+pub(crate) fn cells_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols: &[usize]) {
     out.clear();
     for &col in cols {
-        push_cell(out, &row[col], false);
+        push_cell(out, row.cell(col), false);
     }
 }
 
 /// Like [`cells_key_into`], but refuses (returns false) when any cell is NULL: a
 /// correlation never matches a NULL cell, so such a row belongs to no partition.
-pub(crate) fn join_key_into(out: &mut Vec<u8>, row: &[Value], cols: &[usize]) -> bool {
+#[inline]
+pub(crate) fn join_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols: &[usize]) -> bool {
     out.clear();
     for &col in cols {
-        let v = &row[col];
+        let v = row.cell(col);
         if v.is_null() {
             return false;
         }
@@ -105,7 +114,7 @@ mod tests {
 
     fn key(v: &Value, desc: bool) -> Vec<u8> {
         let mut out = Vec::new();
-        push_cell(&mut out, v, desc);
+        push_cell(&mut out, v.cell(), desc);
         out
     }
 

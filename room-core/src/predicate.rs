@@ -9,7 +9,7 @@
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use crate::value::{compare, Text, Value};
+use crate::value::{compare, CellRef, Text, Value};
 
 pub use like::LikeMatcher;
 
@@ -112,21 +112,21 @@ pub fn compare_f64_i64(f: f64, i: i64) -> Ordering {
 
 /// Predicate ordering of a cell against a scalar literal: same as the sort comparator for
 /// same-type pairs (numbers exactly across the int/float planes), type rank otherwise.
-pub fn compare_cell_lit(cell: &Value, lit: &Lit) -> Ordering {
+pub fn compare_cell_lit(cell: CellRef<'_>, lit: &Lit) -> Ordering {
     match (cell, lit) {
-        (Value::Num(f), Lit::Int(i)) => compare_f64_i64(*f, *i),
-        (Value::Num(f), Lit::Float(g)) => f.total_cmp(g),
-        (Value::Null, Lit::Null) => Ordering::Equal,
-        (Value::Bool(a), Lit::Bool(b)) => a.cmp(b),
-        (Value::Str(a), Lit::Str(b)) => a.as_bytes().cmp(b.as_bytes()),
+        (CellRef::Num(f), Lit::Int(i)) => compare_f64_i64(f, *i),
+        (CellRef::Num(f), Lit::Float(g)) => f.total_cmp(g),
+        (CellRef::Null, Lit::Null) => Ordering::Equal,
+        (CellRef::Bool(a), Lit::Bool(b)) => a.cmp(b),
+        (CellRef::Str(a), Lit::Str(b)) => a.as_bytes().cmp(b.as_bytes()),
         _ => cell.type_rank().cmp(&lit.type_rank()),
     }
 }
 
 /// Predicate identity (null ≡ null, numbers exact, other cross-type pairs differ).
-pub fn identical(cell: &Value, lit: &Lit) -> bool {
+pub fn identical(cell: CellRef<'_>, lit: &Lit) -> bool {
     match (cell, lit) {
-        (Value::Num(f), Lit::Float(g)) => f == g,
+        (CellRef::Num(f), Lit::Float(g)) => f == *g,
         (_, Lit::List(_)) => false,
         _ => compare_cell_lit(cell, lit) == Ordering::Equal,
     }
@@ -226,6 +226,12 @@ pub enum Pred {
 impl Pred {
     /// Evaluates the predicate on one cell.
     pub fn eval(&self, cell: &Value) -> bool {
+        self.eval_cell(cell.cell())
+    }
+
+    /// Evaluates the predicate on one borrowed cell.
+    #[inline]
+    pub fn eval_cell(&self, cell: CellRef<'_>) -> bool {
         match self {
             Pred::Const(b) => *b,
             Pred::Is(lit, negated) => identical(cell, lit) != *negated,
@@ -244,7 +250,7 @@ impl Pred {
             }
             Pred::In(list, negated) => list.iter().any(|l| identical(cell, l)) != *negated,
             Pred::Like(m, negated) => match cell {
-                Value::Str(s) => m.matches(s.as_bytes()) != *negated,
+                CellRef::Str(s) => m.matches(s.as_bytes()) != *negated,
                 _ => *negated,
             },
         }

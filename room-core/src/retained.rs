@@ -45,9 +45,9 @@ pub(crate) fn value(v: &Value) -> usize {
     }
 }
 
-/// A row image's allocation: the `Arc` counters, the cells and their text.
+/// A row image's allocation: the `Arc` counters and the packed cells.
 pub(crate) fn row(r: &Row) -> usize {
-    2 * size_of::<usize>() + slice(&r[..]) + r.iter().map(value).sum::<usize>()
+    r.heap_bytes()
 }
 
 /// What a key owns beyond itself (a long key's bytes).

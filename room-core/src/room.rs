@@ -13,8 +13,7 @@ use crate::fingerprint::{normalized_fp, Fnv64};
 use crate::ivm::Engine;
 use crate::schema::{Hello, TableSchema};
 use crate::serve::{
-    compose, ops_from_changes, sort_ops, Batch, DownstreamHello, Frame, NetOp, Served, Server,
-    Subscribed, Subscriber,
+    compose, sort_ops, Batch, DownstreamHello, Frame, NetOp, Served, Server, Subscribed, Subscriber,
 };
 use crate::store::{Row, Store, StoreRefusal};
 
@@ -233,7 +232,7 @@ impl Room {
                 .pipeline_mut(p)
                 .footprint
                 .take_changes(&self.store);
-            let owed = ops_from_changes(&self.store, changes);
+            let owed = sort_ops(&self.store, changes);
             if !owed.is_empty() {
                 let keys = self
                     .server
@@ -427,7 +426,8 @@ impl Room {
         // Only pipelines whose footprint changed, and only their subscribers (plus any
         // subscriber owed a stash), are visited: a drain costs what changed.
         let mut frames = Vec::new();
-        for p in self.engine.take_touched() {
+        let touched = self.engine.take_touched();
+        for &p in &touched {
             let Some(pipeline) = self.engine.pipeline_opt_mut(p) else {
                 continue;
             };
@@ -435,7 +435,7 @@ impl Room {
                 continue;
             }
             let changes = pipeline.footprint.take_changes(&self.store);
-            let ops = ops_from_changes(&self.store, changes);
+            let ops = sort_ops(&self.store, changes);
             let Some(served) = self.server.served.get(&p) else {
                 continue;
             };
@@ -467,6 +467,7 @@ impl Room {
                 s.next_seq += 1;
             }
         }
+        self.engine.put_touched(touched);
         // Subscribers owed a stash whose pipeline had nothing newer to compose with.
         for key in core::mem::take(&mut self.server.stashed) {
             let Some(s) = self.server.subs.get_mut(&key) else {

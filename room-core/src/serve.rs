@@ -8,11 +8,10 @@ use core::cmp::Ordering;
 
 use hashbrown::HashMap;
 
-use crate::ivm::footprint::NetChange;
 use crate::ivm::PipelineId;
 use crate::schema::TableSchema;
 use crate::store::{Row, Store};
-use crate::value::compare;
+use crate::value::compare_refs;
 
 /// One normalized op (protocol.md §3.3).
 #[derive(Clone, Debug, PartialEq)]
@@ -86,7 +85,7 @@ impl NetOp {
             (None, Some(row)) => Some(NetOp::Add { table, row }),
             (Some(row), None) => Some(NetOp::Remove { table, row }),
             (Some(old), Some(new)) => {
-                if Row::ptr_eq(&old, &new) || old[..] == new[..] {
+                if old == new {
                     None
                 } else {
                     Some(NetOp::Edit { table, old, new })
@@ -182,30 +181,50 @@ pub(crate) struct Server {
     pub stashed: Vec<Arc<str>>,
 }
 
-/// Primary-key columns per table name, looked up once per sort.
-struct PkCols<'s>(Vec<(Arc<str>, &'s [usize])>);
+/// Primary-key columns per table name, looked up once per sort (the first few tables
+/// without allocating: a drain rarely spans more).
+struct PkCols<'s> {
+    first: [(Option<Arc<str>>, &'s [usize]); 4],
+    more: Vec<(Arc<str>, &'s [usize])>,
+}
 
 impl<'s> PkCols<'s> {
     fn new(store: &'s Store, ops: &[NetOp]) -> PkCols<'s> {
-        let mut v: Vec<(Arc<str>, &'s [usize])> = Vec::new();
+        let mut pks = PkCols {
+            first: Default::default(),
+            more: Vec::new(),
+        };
         for op in ops {
             let t = op.table();
-            if !v.iter().any(|(n, _)| Arc::ptr_eq(n, t) || n == t) {
-                let pk: &'s [usize] = match store.table_id_shared(t) {
-                    Some(i) => &store.table(i).schema.primary_key,
-                    None => &[],
-                };
-                v.push((t.clone(), pk));
+            if pks.find(t).is_some() {
+                continue;
+            }
+            let pk: &'s [usize] = match store.table_id_shared(t) {
+                Some(i) => &store.table(i).schema.primary_key,
+                None => &[],
+            };
+            match pks.first.iter_mut().find(|(n, _)| n.is_none()) {
+                Some(slot) => *slot = (Some(t.clone()), pk),
+                None => pks.more.push((t.clone(), pk)),
             }
         }
-        PkCols(v)
+        pks
     }
 
-    fn get(&self, table: &Arc<str>) -> &[usize] {
-        self.0
+    fn find(&self, table: &Arc<str>) -> Option<&'s [usize]> {
+        let same = |n: &Arc<str>| Arc::ptr_eq(n, table) || n == table;
+        if let Some((_, pk)) = self
+            .first
             .iter()
-            .find(|(n, _)| Arc::ptr_eq(n, table) || n == table)
-            .map_or(&[], |(_, pk)| pk)
+            .find(|(n, _)| n.as_ref().is_some_and(same))
+        {
+            return Some(pk);
+        }
+        self.more.iter().find(|(n, _)| same(n)).map(|(_, pk)| *pk)
+    }
+
+    fn get(&self, table: &Arc<str>) -> &'s [usize] {
+        self.find(table).unwrap_or(&[])
     }
 }
 
@@ -220,7 +239,7 @@ fn op_order(pks: &PkCols<'_>, a: &NetOp, b: &NetOp) -> Ordering {
     }
     let (ra, rb) = (a.image(), b.image());
     for &c in pks.get(a.table()) {
-        let o = compare(&ra[c], &rb[c]);
+        let o = compare_refs(ra.get(c), rb.get(c));
         if o != Ordering::Equal {
             return o;
         }
@@ -237,39 +256,24 @@ pub(crate) fn sort_ops(store: &Store, mut ops: Vec<NetOp>) -> Vec<NetOp> {
     }
     let pks = PkCols::new(store, &ops);
     ops.sort_by(|a, b| op_order(&pks, a, b));
-    let mut out: Vec<NetOp> = Vec::with_capacity(ops.len());
-    for op in ops {
-        if let Some(last) = out.last() {
-            if op_order(&pks, last, &op) == Ordering::Equal {
-                let last = out.pop();
-                let before = last
-                    .as_ref()
-                    .and_then(|l| l.before().cloned())
-                    .or(op.before().cloned());
-                let after = op
-                    .after()
-                    .cloned()
-                    .or(last.as_ref().and_then(|l| l.after().cloned()));
-                if let Some(merged) = NetOp::between(op.table(), before, after) {
-                    out.push(merged);
-                }
-                continue;
+    // Folded in place: `ops[..kept]` are the ops so far, the last one possibly merged.
+    let mut kept = 0;
+    for i in 0..ops.len() {
+        if kept > 0 && op_order(&pks, &ops[kept - 1], &ops[i]) == Ordering::Equal {
+            let (last, op) = (&ops[kept - 1], &ops[i]);
+            let before = last.before().cloned().or(op.before().cloned());
+            let after = op.after().cloned().or(last.after().cloned());
+            match NetOp::between(op.table(), before, after) {
+                Some(merged) => ops[kept - 1] = merged,
+                None => kept -= 1,
             }
+            continue;
         }
-        out.push(op);
+        ops.swap(kept, i);
+        kept += 1;
     }
-    out
-}
-
-/// Turns a footprint's net changes into sorted ops.
-pub(crate) fn ops_from_changes(store: &Store, changes: Vec<NetChange>) -> Vec<NetOp> {
-    let ops: Vec<NetOp> = changes
-        .into_iter()
-        .filter_map(|(t, before, after)| {
-            NetOp::between(&store.table(t as usize).schema.name, before, after)
-        })
-        .collect();
-    sort_ops(store, ops)
+    ops.truncate(kept);
+    ops
 }
 
 /// Composes two sorted net-op lists (`first`, then `second`) into the net change of both.

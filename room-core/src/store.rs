@@ -18,7 +18,7 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::keys::{cells_key_into, join_key_into, Key};
 use crate::schema::TableSchema;
-use crate::value::Value;
+use crate::value::{Cells, Value};
 
 mod ordering;
 mod pk_index;
@@ -27,8 +27,7 @@ use ordering::MAX_IDLE_ORDERINGS;
 pub(crate) use ordering::{Ordering, Orderings};
 use pk_index::PkIndex;
 
-/// A row image, shared between the store, queries and emitted ops.
-pub type Row = Arc<[Value]>;
+pub use crate::value::Row;
 
 /// A row's handle within its table.
 pub(crate) type RowId = u32;
@@ -121,7 +120,7 @@ impl Table {
     }
 
     /// Encodes the primary key of a full-width row.
-    pub fn key_of(&self, row: &[Value], out: &mut Vec<u8>) {
+    pub fn key_of<R: Cells + ?Sized>(&self, row: &R, out: &mut Vec<u8>) {
         cells_key_into(out, row, &self.schema.primary_key);
     }
 
@@ -152,7 +151,7 @@ impl Table {
             .filter_map(move |(_, id)| self.row(id).map(|r| (id, r)))
     }
 
-    fn index_insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+    fn index_insert(&mut self, id: RowId, row: &Row, scratch: &mut Vec<u8>) {
         for ix in self.indexes.iter_mut().flatten() {
             if join_key_into(scratch, row, &ix.cols) {
                 match ix.map.get_mut(scratch.as_slice()) {
@@ -169,7 +168,7 @@ impl Table {
         }
     }
 
-    fn index_remove(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+    fn index_remove(&mut self, id: RowId, row: &Row, scratch: &mut Vec<u8>) {
         for ix in self.indexes.iter_mut().flatten() {
             if join_key_into(scratch, row, &ix.cols) {
                 if let Some(set) = ix.map.get_mut(scratch.as_slice()) {
@@ -333,7 +332,7 @@ impl Table {
             (Some((col, v)), _) => self
                 .by_key
                 .ids()
-                .filter(|&id| self.row(id).is_some_and(|r| r[col] == *v))
+                .filter(|&id| self.row(id).is_some_and(|r| r.get(col) == v.cell()))
                 .collect(),
             (None, _) => self.by_key.ids().collect(),
         };
@@ -342,7 +341,7 @@ impl Table {
         let found = ids.into_iter().filter_map(|id| {
             rows.get(id as usize)
                 .and_then(Option::as_ref)
-                .map(|r| (id, &r[..]))
+                .map(|r| (id, r))
         });
         self.orderings.add(
             guard.map(|(c, v)| (c, v.clone())),
@@ -458,7 +457,7 @@ impl Store {
     }
 
     /// Looks up a row by the primary key of a full-width row image.
-    pub fn find(&mut self, t: usize, row: &[Value]) -> Option<RowId> {
+    pub fn find<R: Cells + ?Sized>(&mut self, t: usize, row: &R) -> Option<RowId> {
         let table = &self.tables[t];
         table.key_of(row, &mut self.scratch);
         table
@@ -471,7 +470,7 @@ impl Store {
     pub fn find_by_pk(&mut self, t: usize, pk: &[Value]) -> Option<RowId> {
         self.scratch.clear();
         for v in pk {
-            crate::keys::push_cell(&mut self.scratch, v, false);
+            crate::keys::push_cell(&mut self.scratch, v.cell(), false);
         }
         self.tables[t].id_by_key(&self.scratch)
     }
@@ -494,8 +493,12 @@ impl Store {
     /// Ends a drain: quarantined ids become reusable.
     pub fn end_drain(&mut self) {
         for t in &mut self.tables {
-            let q = core::mem::take(&mut t.quarantine);
-            t.free.extend(q);
+            t.free.append(&mut t.quarantine);
+            // The list is reused from drain to drain; a burst of removals leaves no large
+            // one behind.
+            if t.quarantine.capacity() > 1024 {
+                t.quarantine = Vec::new();
+            }
         }
     }
 
@@ -537,7 +540,7 @@ mod tests {
     use alloc::vec;
 
     fn row(cells: &[Value]) -> Row {
-        Arc::from(cells.to_vec())
+        Row::from(cells)
     }
 
     #[test]

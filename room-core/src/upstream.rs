@@ -237,7 +237,7 @@ impl Room {
         let same_key = match (old, new) {
             (Some(o), Some(n)) => {
                 let pk = &self.store.table(t).schema.primary_key;
-                pk.iter().all(|&c| o[c] == n[c])
+                pk.iter().all(|&c| o.get(c) == n.get(c))
             }
             _ => false,
         };

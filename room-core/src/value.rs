@@ -1,15 +1,21 @@
 //! Wire cells and the COMPARATOR_VERSION 2 sort order (protocol.md §2, DECISIONS D2).
 //!
 //! A cell is `null | boolean | number | string`. Numbers are IEEE-754 doubles, exactly as
-//! JavaScript sees them. Cells are immutable once built; rows share them through
-//! [`Row`](crate::Row) (`Arc<[Value]>`), so the store and every query hold the same image.
+//! JavaScript sees them. A `Value` owns its cell; rows are stored packed
+//! ([`Row`](crate::Row): one shared allocation per row version) and read as borrowed
+//! [`CellRef`]s through the [`Cells`] trait, which `[Value]` implements too.
 
 use alloc::string::String;
 use core::cmp::Ordering;
 use core::hash::{Hash, Hasher};
 
+pub mod cell;
+#[allow(unsafe_code)]
+pub mod row;
 #[allow(unsafe_code)]
 pub mod text;
+pub use cell::{compare_refs, CellRef, Cells};
+pub use row::Row;
 pub use text::Text;
 
 /// The comparator version every hello carries; clients refuse any other.
@@ -84,9 +90,13 @@ pub fn compare(a: &Value, b: &Value) -> Ordering {
 
 /// Compares two rows over resolved `(column, descending)` pairs: the first unequal column
 /// decides, a descending column negates its result (so NULL sorts last under `desc`).
-pub fn compare_rows(a: &[Value], b: &[Value], order: &[(usize, bool)]) -> Ordering {
+pub fn compare_rows<A: Cells + ?Sized, B: Cells + ?Sized>(
+    a: &A,
+    b: &B,
+    order: &[(usize, bool)],
+) -> Ordering {
     for &(col, desc) in order {
-        let o = compare(&a[col], &b[col]);
+        let o = compare_refs(a.cell(col), b.cell(col));
         if o != Ordering::Equal {
             return if desc { o.reverse() } else { o };
         }
@@ -95,9 +105,13 @@ pub fn compare_rows(a: &[Value], b: &[Value], order: &[(usize, bool)]) -> Orderi
 }
 
 /// Compares cells column by column in the given column list (ascending).
-pub fn compare_cells_at(a: &[Value], b: &[Value], cols: &[usize]) -> Ordering {
+pub fn compare_cells_at<A: Cells + ?Sized, B: Cells + ?Sized>(
+    a: &A,
+    b: &B,
+    cols: &[usize],
+) -> Ordering {
     for &col in cols {
-        let o = compare(&a[col], &b[col]);
+        let o = compare_refs(a.cell(col), b.cell(col));
         if o != Ordering::Equal {
             return o;
         }

@@ -11,7 +11,7 @@
 use core::cmp::Ordering;
 use std::collections::HashMap;
 
-use rindle_room_core::value::{compare, Value};
+use rindle_room_core::value::{compare, Cells, Value};
 use rindle_room_core::{Batch, DownstreamHello, NetOp, TableSchema};
 
 use crate::naive::Member;
@@ -113,9 +113,13 @@ impl ClientModel {
         self.tables.iter().find(|t| &*t.name == table)
     }
 
-    fn pk_cells(&self, table: &str, row: &[Value]) -> Vec<Value> {
+    fn pk_cells<R: Cells + ?Sized>(&self, table: &str, row: &R) -> Vec<Value> {
         match self.schema(table) {
-            Some(s) => s.primary_key.iter().map(|&c| row[c].clone()).collect(),
+            Some(s) => s
+                .primary_key
+                .iter()
+                .map(|&c| row.cell(c).to_value())
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -159,7 +163,7 @@ impl ClientModel {
             }
             NetOp::Remove { row, .. } => match self.rows.remove(&key) {
                 None => return Err(format!("remove of a key not held: {op:?}")),
-                Some(held) if held[..] != row[..] => {
+                Some(held) if *row != held[..] => {
                     return Err(format!("remove image {row:?} != held {held:?}"));
                 }
                 Some(_) => {}
@@ -169,12 +173,12 @@ impl ClientModel {
                 if old_pk != key.1 {
                     return Err(format!("edit changes the primary key: {op:?}"));
                 }
-                if old[..] == new[..] {
+                if old == new {
                     return Err(format!("edit with identical images: {op:?}"));
                 }
                 match self.rows.get_mut(&key) {
                     None => return Err(format!("edit of a key not held: {op:?}")),
-                    Some(held) if held[..] != old[..] => {
+                    Some(held) if *old != held[..] => {
                         return Err(format!("edit old {old:?} != held {held:?}"));
                     }
                     Some(held) => *held = new.to_vec(),

@@ -189,8 +189,8 @@ fn check_exactly_once(p: &mut Pair) {
     let rows: Vec<u64> = room
         .rows("tally")
         .iter()
-        .filter_map(|r| match r[0] {
-            rindle_room_core::Value::Num(n) => Some(n as u64),
+        .filter_map(|r| match r.get(0) {
+            rindle_room_core::value::CellRef::Num(n) => Some(n as u64),
             _ => None,
         })
         .collect();

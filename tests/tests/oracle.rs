@@ -61,10 +61,14 @@ fn show_row(row: &[Value]) -> String {
 
 fn show_op(op: &NetOp) -> String {
     match op {
-        NetOp::Add { table, row } => format!("add {table} {}", show_row(row)),
-        NetOp::Remove { table, row } => format!("remove {table} {}", show_row(row)),
+        NetOp::Add { table, row } => format!("add {table} {}", show_row(&row.to_vec())),
+        NetOp::Remove { table, row } => format!("remove {table} {}", show_row(&row.to_vec())),
         NetOp::Edit { table, old, new } => {
-            format!("edit {table} {} -> {}", show_row(old), show_row(new))
+            format!(
+                "edit {table} {} -> {}",
+                show_row(&old.to_vec()),
+                show_row(&new.to_vec())
+            )
         }
     }
 }

@@ -1233,7 +1233,10 @@ fn op_key(op: &NetOp) -> (usize, i64) {
         NetOp::Add { table, row } | NetOp::Remove { table, row } => (table, row),
         NetOp::Edit { table, old, .. } => (table, old),
     };
-    (table_index(table).expect("a user table"), id_of(&image[0]))
+    (
+        table_index(table).expect("a user table"),
+        id_of(&image.get(0).to_value()),
+    )
 }
 
 fn run(s: &Scenario) -> R<Stats> {

@@ -25,7 +25,7 @@ use alloc::vec::Vec;
 use crate::json::write::plain_run;
 use crate::room::{ApplyStatus, Room, UpstreamBatch};
 use crate::serve::NetOp;
-use crate::value::Value;
+use crate::value::{CellRef, Cells, Row, Value};
 
 /// How deep an ignored field's value may nest before the parser gives up.
 const MAX_DEPTH: usize = 64;
@@ -100,7 +100,38 @@ enum Kind {
 }
 
 /// A row field: absent, `null`, or a row.
-type RowField = Option<Option<Arc<[Value]>>>;
+type RowField = Option<Option<Row>>;
+
+/// A cell as parsed, its text borrowed from the batch unless it had escapes: packing a
+/// row copies each cell once, from the text into the row image.
+#[derive(Debug, Default)]
+enum Parsed<'a> {
+    #[default]
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(Cow<'a, str>),
+}
+
+/// Rows of up to this many cells are gathered on the stack.
+const GATHER: usize = 8;
+
+impl Cells for [Parsed<'_>] {
+    #[inline]
+    fn cell(&self, col: usize) -> CellRef<'_> {
+        match &self[col] {
+            Parsed::Null => CellRef::Null,
+            Parsed::Bool(b) => CellRef::Bool(*b),
+            Parsed::Num(f) => CellRef::Num(*f),
+            Parsed::Str(s) => CellRef::Str(s),
+        }
+    }
+
+    #[inline]
+    fn width(&self) -> usize {
+        self.len()
+    }
+}
 
 impl<'a> Parser<'a> {
     #[inline]
@@ -341,25 +372,25 @@ impl<'a> Parser<'a> {
     }
 
     /// A cell: `null`, a boolean, a finite number or a string.
-    fn cell(&mut self) -> Option<Value> {
+    fn cell(&mut self) -> Option<Parsed<'a>> {
         Some(match self.peek()? {
             b'n' => {
                 self.literal(b"null")?;
-                Value::Null
+                Parsed::Null
             }
             b't' => {
                 self.literal(b"true")?;
-                Value::Bool(true)
+                Parsed::Bool(true)
             }
             b'f' => {
                 self.literal(b"false")?;
-                Value::Bool(false)
+                Parsed::Bool(false)
             }
-            b'"' => match self.string()? {
-                Cow::Borrowed(s) => Value::str(s),
-                Cow::Owned(s) => Value::string(s),
+            b'"' => Parsed::Str(self.string()?),
+            _ => match Value::num(self.number()?) {
+                Value::Num(f) => Parsed::Num(f),
+                _ => return None,
             },
-            _ => Value::num(self.number()?),
         })
     }
 
@@ -411,17 +442,17 @@ impl<'a> Parser<'a> {
     /// Cell `c` of a row: kept when bit `c` of `keep` is set (always from 64 on), else
     /// checked and left `null`.
     #[inline]
-    fn cell_at(&mut self, c: usize, keep: u64) -> Option<Value> {
+    fn cell_at(&mut self, c: usize, keep: u64) -> Option<Parsed<'a>> {
         if c >= 64 || keep & (1 << c) != 0 {
             self.cell()
         } else {
-            self.skip_cell().map(|()| Value::Null)
+            self.skip_cell().map(|()| Parsed::Null)
         }
     }
 
     /// A row field's value: `null` or an array of cells (see [`Parser::cell_at`]). With
     /// the table's `width` known, a row of another width gives up.
-    fn row(&mut self, keep: u64, width: Option<usize>) -> Option<Option<Arc<[Value]>>> {
+    fn row(&mut self, keep: u64, width: Option<usize>) -> Option<Option<Row>> {
         if self.peek()? == b'n' {
             self.literal(b"null")?;
             return Some(None);
@@ -430,38 +461,41 @@ impl<'a> Parser<'a> {
         let Some(width) = width else {
             return self.row_of_any_width(keep).map(Some);
         };
-        // Each cell is written once, straight into the shared image (an exact-size
-        // iterator allocates once). After a failure the rest is filled with nulls and
-        // the row dropped.
-        let mut ok = true;
-        let row: Arc<[Value]> = (0..width)
-            .map(|c| {
-                let cell = match ok && (c == 0 || self.eat(b',').is_some()) {
-                    true => self.cell_at(c, keep),
-                    false => None,
-                };
-                cell.unwrap_or_else(|| {
-                    ok = false;
-                    Value::Null
-                })
-            })
-            .collect();
-        // A longer row gives up here.
-        (ok && self.eat(b']').is_some()).then_some(Some(row))
+        // The cells are gathered (on the stack for a short row) and packed once; a
+        // failure gives up at once, a longer row at the `]`.
+        let mut stack: [Parsed<'a>; GATHER] = Default::default();
+        let mut heap: Vec<Parsed<'a>> = Vec::new();
+        for c in 0..width {
+            if c > 0 {
+                self.eat(b',')?;
+            }
+            let cell = self.cell_at(c, keep)?;
+            match stack.get_mut(c).filter(|_| width <= GATHER) {
+                Some(slot) => *slot = cell,
+                None => heap.push(cell),
+            }
+        }
+        self.eat(b']')?;
+        let cells = if width <= GATHER {
+            &stack[..width]
+        } else {
+            &heap[..]
+        };
+        Some(Some(Row::new(cells)))
     }
 
     /// The cells of a row of a table not known yet (its `[` consumed).
-    fn row_of_any_width(&mut self, keep: u64) -> Option<Arc<[Value]>> {
-        let mut cells: Vec<Value> = Vec::new();
+    fn row_of_any_width(&mut self, keep: u64) -> Option<Row> {
+        let mut cells: Vec<Parsed<'a>> = Vec::new();
         if self.peek()? == b']' {
             self.i += 1;
-            return Some(Arc::from(cells));
+            return Some(Row::new(&cells[..]));
         }
         loop {
             let v = self.cell_at(cells.len(), keep)?;
             cells.push(v);
             if !self.more(b']')? {
-                return Some(Arc::from(cells));
+                return Some(Row::new(&cells[..]));
             }
         }
     }

@@ -13,13 +13,11 @@ use alloc::vec::Vec;
 use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
+use crate::serve::NetOp;
 use crate::store::{Row, RowId, Store};
 
 /// A footprint key: table index and row id.
 pub(crate) type FpKey = (u32, RowId);
-
-/// A net change of one key since the last drain: `(table, before, after)`.
-pub(crate) type NetChange = (u32, Option<Row>, Option<Row>);
 
 /// Where a touched key's image before the change being applied comes from.
 pub(crate) struct Before<'a> {
@@ -108,8 +106,9 @@ impl Footprint {
             .filter_map(|&(t, rid)| store.row(t as usize, rid).map(|r| (t, r)))
     }
 
-    /// Takes the net changes since the last drain (unsorted, unchanged keys dropped).
-    pub fn take_changes(&mut self, store: &Store) -> Vec<NetChange> {
+    /// Takes the net changes since the last drain as ops (unsorted; unchanged keys
+    /// dropped).
+    pub fn take_changes(&mut self, store: &Store) -> Vec<NetOp> {
         let mut out = Vec::with_capacity(self.dirty.len());
         for (key, before) in self.dirty.drain() {
             let after = if self.members.contains_key(&key) {
@@ -117,12 +116,8 @@ impl Footprint {
             } else {
                 None
             };
-            match (&before, &after) {
-                (None, None) => continue,
-                (Some(b), Some(a)) if Row::ptr_eq(b, a) || b[..] == a[..] => continue,
-                _ => {}
-            }
-            out.push((key.0, before, after));
+            let table = &store.table(key.0 as usize).schema.name;
+            out.extend(NetOp::between(table, before, after));
         }
         // A burst of changes leaves no large table behind on a standing query.
         if self.dirty.capacity() > 64 {

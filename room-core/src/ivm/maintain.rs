@@ -22,7 +22,6 @@ use core::ops::Bound;
 
 use crate::keys::{join_key_into, sort_key_into};
 use crate::store::{Row, RowId, Store};
-use crate::value::Value;
 
 use super::footprint::{Before, Footprint};
 use super::node::{Filter, Node, Windowed};
@@ -37,7 +36,7 @@ impl Engine {
         table: usize,
         rid: RowId,
         old: Option<&Row>,
-        new: Option<&[Value]>,
+        new: Option<&Row>,
     ) {
         self.changing = Some(((table as u32, rid), old.cloned()));
         self.change_no = self.change_no.wrapping_add(1);
@@ -45,13 +44,13 @@ impl Engine {
         self.work.extend(d.unguarded.iter().map(|&n| (n, rid)));
         for (col, by_value) in &d.guarded {
             if let Some(o) = old {
-                if let Some(nodes) = by_value.get(&o[*col]) {
+                if let Some(nodes) = by_value.get(&o.get(*col)) {
                     self.work.extend(nodes.iter().map(|&n| (n, rid)));
                 }
             }
             if let Some(nw) = new {
-                if old.is_none_or(|o| o[*col] != nw[*col]) {
-                    if let Some(nodes) = by_value.get(&nw[*col]) {
+                if old.is_none_or(|o| o.get(*col) != nw.get(*col)) {
+                    if let Some(nodes) = by_value.get(&nw.get(*col)) {
                         self.work.extend(nodes.iter().map(|&n| (n, rid)));
                     }
                 }
@@ -103,10 +102,21 @@ impl Engine {
     /// node not yet refreshed for the row that change rewrites still holds its old
     /// image.
     pub(crate) fn held_image(&self, store: &Store, n: NodeId, rid: RowId) -> Option<Row> {
-        let node = self.node(n);
-        if !node.rows.contains(&rid) {
+        if !self.node(n).rows.contains(&rid) {
             return None;
         }
+        self.image_of_held(store, n, rid)
+    }
+
+    /// [`Engine::held_image`] of a row node `n` is known to hold (one of its partitions'
+    /// rows).
+    #[inline]
+    fn image_of_held(&self, store: &Store, n: NodeId, rid: RowId) -> Option<Row> {
+        let node = self.node(n);
+        debug_assert!(
+            node.rows.contains(&rid),
+            "row {rid} is not held by node {n}"
+        );
         if let Some((key, old)) = &self.changing {
             if *key == (node.table as u32, rid) && node.refreshed_in != self.change_no {
                 return old.clone();
@@ -126,7 +136,7 @@ impl Engine {
     }
 
     /// Whether `row` qualifies for `node`: inside the `start` bound and passing the filter.
-    pub(crate) fn qualifies(&self, node: &Node, row: &[Value]) -> bool {
+    pub(crate) fn qualifies(&self, node: &Node, row: &Row) -> bool {
         if let Some(b) = &node.start {
             let (bound, exclusive) = &**b;
             let mut key = self.scratch.take();
@@ -142,10 +152,10 @@ impl Engine {
         self.eval(&node.filter, row)
     }
 
-    fn eval(&self, f: &Filter, row: &[Value]) -> bool {
+    fn eval(&self, f: &Filter, row: &Row) -> bool {
         match f {
             Filter::Const(b) => *b,
-            Filter::Leaf(col, pred) => pred.eval(&row[*col]),
+            Filter::Leaf(col, pred) => pred.eval_cell(row.get(*col)),
             Filter::And(items) => items.iter().all(|f| self.eval(f, row)),
             Filter::Or(items) => items.iter().any(|f| self.eval(f, row)),
             Filter::Exists {
@@ -414,12 +424,12 @@ impl Engine {
         for ev in events {
             match *ev {
                 WindowEvent::Enter(r) => {
-                    if let Some(img) = self.held_image(store, n, r) {
+                    if let Some(img) = self.image_of_held(store, n, r) {
                         self.member_enter(store, n, r, &img);
                     }
                 }
                 WindowEvent::Leave(r) => {
-                    if let Some(img) = self.held_image(store, n, r) {
+                    if let Some(img) = self.image_of_held(store, n, r) {
                         self.member_leave(store, n, r, &img);
                     }
                 }
@@ -521,7 +531,7 @@ impl Engine {
     }
 
     /// The partition of child `c` that a parent row demands (`false`: none, NULL cell).
-    fn child_key(&self, c: NodeId, parent_row: &[Value], out: &mut Vec<u8>) -> bool {
+    fn child_key(&self, c: NodeId, parent_row: &Row, out: &mut Vec<u8>) -> bool {
         match &self.node(c).link {
             Some(link) => join_key_into(out, parent_row, &link.parent),
             None => false,
@@ -537,9 +547,11 @@ impl Engine {
             *d == 1
         };
         if first {
-            for (r, img) in self.window_rows(store, c, key) {
+            let mut rows = self.window_rows(store, c, key);
+            for (r, img) in rows.drain(..) {
                 self.member_enter(store, c, r, &img);
             }
+            self.put_rows(rows);
         }
     }
 
@@ -560,25 +572,40 @@ impl Engine {
             }
         };
         if last {
-            for (r, img) in self.window_rows(store, c, key) {
+            let mut rows = self.window_rows(store, c, key);
+            for (r, img) in rows.drain(..) {
                 self.member_leave(store, c, r, &img);
             }
+            self.put_rows(rows);
         }
     }
 
-    fn window_rows(&self, store: &Store, c: NodeId, key: &[u8]) -> Vec<(RowId, Row)> {
+    /// The rows of partition `key`'s window of node `c`, with their images, in a
+    /// buffer to hand back through [`Engine::put_rows`] (demand changes recurse, so
+    /// there is a small stack of them).
+    fn window_rows(&mut self, store: &Store, c: NodeId, key: &[u8]) -> Vec<(RowId, Row)> {
+        let mut out = self.row_bufs.pop().unwrap_or_default();
         let node = self.node(c);
-        match node.parts.get(key) {
-            Some(part) => part
-                .window(node.limit)
-                .filter_map(|r| self.held_image(store, c, r).map(|img| (r, img)))
-                .collect(),
-            None => Vec::new(),
+        if let Some(part) = node.parts.get(key) {
+            out.extend(
+                part.window(node.limit)
+                    .filter_map(|r| self.image_of_held(store, c, r).map(|img| (r, img))),
+            );
+        }
+        out
+    }
+
+    /// Takes back a [`Engine::window_rows`] buffer (emptied; a large one is freed).
+    fn put_rows(&mut self, mut rows: Vec<(RowId, Row)>) {
+        rows.clear();
+        if rows.capacity() <= 64 && self.row_bufs.len() < 8 {
+            self.row_bufs.push(rows);
         }
     }
 }
 
 /// Whether two images of a row sit in the same partition at the same sort position.
-fn same_slot(node: &Node, a: &[Value], b: &[Value]) -> bool {
-    node.part_cols().iter().all(|&c| a[c] == b[c]) && node.order.iter().all(|&(c, _)| a[c] == b[c])
+fn same_slot(node: &Node, a: &Row, b: &Row) -> bool {
+    node.part_cols().iter().all(|&c| a.get(c) == b.get(c))
+        && node.order.iter().all(|&(c, _)| a.get(c) == b.get(c))
 }

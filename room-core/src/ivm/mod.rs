@@ -67,6 +67,8 @@ pub(crate) struct Engine {
     change_no: u64,
     /// Pipelines whose footprint went from clean to changed since the last drain.
     touched: Vec<PipelineId>,
+    /// Window-row buffers to reuse (see `Engine::window_rows`).
+    row_bufs: Vec<Vec<(RowId, crate::store::Row)>>,
     /// Key buffers to reuse (`&mut self` paths).
     bufs: Vec<Vec<u8>>,
     /// A key buffer for `&self` paths (taken and put back, never held across calls).
@@ -155,6 +157,8 @@ impl Engine {
             + r::vec(&self.touched)
             + r::vec(&self.bufs)
             + self.bufs.iter().map(r::vec).sum::<usize>()
+            + r::vec(&self.row_bufs)
+            + self.row_bufs.iter().map(r::vec).sum::<usize>()
             + scratch
     }
 
@@ -210,6 +214,14 @@ impl Engine {
     /// or name pipelines destroyed since; callers check).
     pub fn take_touched(&mut self) -> Vec<PipelineId> {
         core::mem::take(&mut self.touched)
+    }
+
+    /// Hands back the list [`Engine::take_touched`] returned (its capacity is reused).
+    pub fn put_touched(&mut self, mut list: Vec<PipelineId>) {
+        if self.touched.is_empty() {
+            list.clear();
+            self.touched = list;
+        }
     }
 
     /// Makes room for a table added to the store.

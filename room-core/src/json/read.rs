@@ -1,12 +1,11 @@
 //! JSON input: wire cells and rows straight from serde, with no intermediate tree.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 
-use crate::value::Value;
+use crate::value::{Row, Value};
 
 /// A wire cell as it arrives in JSON: `null | boolean | number | string`. Objects and
 /// arrays are malformed input (D2).
@@ -66,7 +65,7 @@ impl<'de> Deserialize<'de> for Cell {
 
 /// A positional row: a JSON array of cells.
 #[derive(Debug)]
-pub(crate) struct WireRow(pub Arc<[Value]>);
+pub(crate) struct WireRow(pub Row);
 
 struct RowVisitor;
 
@@ -88,14 +87,14 @@ impl<'de> Visitor<'de> for RowVisitor {
                     inline[n] = v;
                     n += 1;
                 }
-                None => return Ok(WireRow(inline.into_iter().take(n).collect())),
+                None => return Ok(WireRow(Row::new(&inline[..n]))),
             }
         }
         let mut cells: Vec<Value> = inline.into_iter().collect();
         while let Some(Cell(v)) = seq.next_element::<Cell>()? {
             cells.push(v);
         }
-        Ok(WireRow(Arc::from(cells)))
+        Ok(WireRow(Row::from(cells)))
     }
 }
 
@@ -126,7 +125,7 @@ mod tests {
         assert!(serde_json::from_str::<WireRow>(r#"[1, 1e400]"#).is_err());
         let r: WireRow = serde_json::from_str(r#"[1, "a", null, true, -0]"#).unwrap();
         assert_eq!(r.0.len(), 5);
-        assert!(matches!(r.0[4], Value::Num(f) if f.is_sign_positive()));
+        assert!(matches!(r.0.get(4), crate::value::CellRef::Num(f) if f.is_sign_positive()));
         assert!(serde_json::from_str::<WireRow>(r#"[[1]]"#).is_err());
         assert!(serde_json::from_str::<WireRow>(r#"[{"a":1}]"#).is_err());
         assert!(serde_json::from_str::<WireRow>(r#"{"a":1}"#).is_err());

@@ -8,7 +8,7 @@
 use alloc::string::String;
 use core::fmt::Write;
 
-use crate::value::Value;
+use crate::value::{CellRef, Cells, Value};
 
 /// Appends `f` formatted as JavaScript would.
 pub fn write_f64(out: &mut String, f: f64) {
@@ -163,23 +163,28 @@ pub fn write_str(out: &mut String, s: &str) {
 
 /// Appends one cell.
 pub fn write_value(out: &mut String, v: &Value) {
+    write_cell(out, v.cell());
+}
+
+/// Appends one borrowed cell.
+pub fn write_cell(out: &mut String, v: CellRef<'_>) {
     match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Num(f) => write_f64(out, *f),
-        Value::Str(s) => write_str(out, s),
+        CellRef::Null => out.push_str("null"),
+        CellRef::Bool(true) => out.push_str("true"),
+        CellRef::Bool(false) => out.push_str("false"),
+        CellRef::Num(f) => write_f64(out, f),
+        CellRef::Str(s) => write_str(out, s),
     }
 }
 
 /// Appends a positional row as a JSON array.
-pub fn write_row(out: &mut String, row: &[Value]) {
+pub fn write_row<R: Cells + ?Sized>(out: &mut String, row: &R) {
     out.push('[');
-    for (i, v) in row.iter().enumerate() {
+    for i in 0..row.width() {
         if i > 0 {
             out.push(',');
         }
-        write_value(out, v);
+        write_cell(out, row.cell(i));
     }
     out.push(']');
 }

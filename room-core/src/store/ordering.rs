@@ -21,6 +21,8 @@ use hashbrown::HashMap;
 use crate::keys::{sort_key_into, Key};
 use crate::value::Value;
 
+use super::Row;
+
 use super::RowId;
 
 /// How many orderings without a user a table keeps built.
@@ -45,19 +47,19 @@ impl Ordering {
         self.guard.as_ref().map(|(c, v)| (*c, v)) == guard && &*self.order == order
     }
 
-    fn insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+    fn insert(&mut self, id: RowId, row: &Row, scratch: &mut Vec<u8>) {
         sort_key_into(scratch, row, &self.order);
         self.map.insert(Key::from(scratch.as_slice()), id);
     }
 
-    fn remove(&mut self, row: &[Value], scratch: &mut Vec<u8>) {
+    fn remove(&mut self, row: &Row, scratch: &mut Vec<u8>) {
         sort_key_into(scratch, row, &self.order);
         self.map.remove(scratch.as_slice());
     }
 
     /// Whether a change from `old` to `new` moves the row in this ordering.
-    fn moves(&self, old: &[Value], new: &[Value]) -> bool {
-        self.order.iter().any(|&(c, _)| old[c] != new[c])
+    fn moves(&self, old: &Row, new: &Row) -> bool {
+        self.order.iter().any(|&(c, _)| old.get(c) != new.get(c))
     }
 }
 
@@ -134,7 +136,7 @@ impl Orderings {
         guard: Option<(usize, Value)>,
         order: &[(usize, bool)],
         index: Option<usize>,
-        rows: impl Iterator<Item = (RowId, &'a [Value])>,
+        rows: impl Iterator<Item = (RowId, &'a Row)>,
         scratch: &mut Vec<u8>,
     ) -> usize {
         let mut entries: Vec<(Key, RowId)> = rows
@@ -242,14 +244,14 @@ impl Orderings {
     }
 
     /// Calls `f` on every ordering `row` belongs to.
-    fn each_of(&mut self, row: &[Value], mut f: impl FnMut(&mut Ordering)) {
+    fn each_of(&mut self, row: &Row, mut f: impl FnMut(&mut Ordering)) {
         for &i in &self.unguarded {
             if let Some(o) = self.slots[i].as_mut() {
                 f(o);
             }
         }
         for (col, by_value) in &self.guarded {
-            if let Some(list) = by_value.get(&row[*col]) {
+            if let Some(list) = by_value.get(&row.get(*col)) {
                 for &i in list {
                     if let Some(o) = self.slots[i].as_mut() {
                         f(o);
@@ -259,19 +261,19 @@ impl Orderings {
         }
     }
 
-    pub fn on_insert(&mut self, id: RowId, row: &[Value], scratch: &mut Vec<u8>) {
+    pub fn on_insert(&mut self, id: RowId, row: &Row, scratch: &mut Vec<u8>) {
         self.each_of(row, |o| o.insert(id, row, scratch));
     }
 
-    pub fn on_remove(&mut self, row: &[Value], scratch: &mut Vec<u8>) {
+    pub fn on_remove(&mut self, row: &Row, scratch: &mut Vec<u8>) {
         self.each_of(row, |o| o.remove(row, scratch));
     }
 
-    pub fn on_replace(&mut self, id: RowId, old: &[Value], new: &[Value], scratch: &mut Vec<u8>) {
+    pub fn on_replace(&mut self, id: RowId, old: &Row, new: &Row, scratch: &mut Vec<u8>) {
         if self.slots.is_empty() {
             return;
         }
-        let guards_kept = self.guarded.iter().all(|&(c, _)| old[c] == new[c]);
+        let guards_kept = self.guarded.iter().all(|&(c, _)| old.get(c) == new.get(c));
         if guards_kept {
             self.each_of(new, |o| {
                 if o.moves(old, new) {

@@ -12,7 +12,7 @@ use hashbrown::hash_table::Entry;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::keys::cells_key_into;
-use crate::value::Value;
+use crate::value::Cells;
 
 use super::{Row, RowId};
 
@@ -34,10 +34,8 @@ impl core::fmt::Debug for PkIndex {
 }
 
 /// The live row of `id` in the slab (present for every id the index holds).
-fn row_of(rows: &[Option<Row>], id: RowId) -> Option<&[Value]> {
-    rows.get(id as usize)
-        .and_then(Option::as_ref)
-        .map(|r| &r[..])
+fn row_of(rows: &[Option<Row>], id: RowId) -> Option<&Row> {
+    rows.get(id as usize).and_then(Option::as_ref)
 }
 
 impl PkIndex {
@@ -76,16 +74,16 @@ impl PkIndex {
 
     /// The id of the row whose primary key equals `probe`'s (a full-width image whose
     /// encoded key is `key`): candidates are compared cell by cell, not re-encoded.
-    pub fn get_like(
+    pub fn get_like<R: Cells + ?Sized>(
         &self,
         rows: &[Option<Row>],
         pk: &[usize],
         key: &[u8],
-        probe: &[Value],
+        probe: &R,
     ) -> Option<RowId> {
         self.ids
             .find(self.hash(key), |&id| {
-                row_of(rows, id).is_some_and(|row| pk.iter().all(|&c| row[c] == probe[c]))
+                row_of(rows, id).is_some_and(|row| pk.iter().all(|&c| row.get(c) == probe.cell(c)))
             })
             .copied()
     }

@@ -15,7 +15,7 @@ use crate::json::write::{write_key, write_row, write_str};
 use crate::keys::Key;
 use crate::room::Room;
 use crate::store::Row;
-use crate::value::Value;
+use crate::value::{CellRef, Value};
 
 use super::{Flight, LEDGER_TABLE, OUTCOMES_TABLE};
 
@@ -54,7 +54,7 @@ impl FlushChange {
             (None, None) => None,
             (None, Some(row)) => Some(FlushChange::Add { table, row }),
             (Some(old), None) => Some(FlushChange::Remove { table, old }),
-            (Some(old), Some(row)) if old[..] == row[..] => None,
+            (Some(old), Some(row)) if old == row => None,
             (Some(old), Some(row)) => Some(FlushChange::Edit { table, old, row }),
         }
     }
@@ -175,7 +175,7 @@ pub struct Conflict {
 }
 
 fn ledger_row(client: &str, mid: u64) -> Row {
-    Arc::from(alloc::vec![Value::str(client), Value::num(mid as f64)])
+    Row::from(alloc::vec![Value::str(client), Value::num(mid as f64)])
 }
 
 impl Room {
@@ -408,14 +408,14 @@ impl Room {
                     .primary_key
                     .iter()
                     .zip(&c.pk)
-                    .all(|(&col, v)| row[col] == *v);
+                    .all(|(&col, v)| row.get(col) == v.cell());
                 if !same_key {
                     return Err(bad(String::from("current's primary key differs from pk")));
                 }
             }
             let mut key = Vec::new();
             for v in &c.pk {
-                crate::keys::push_cell(&mut key, v, false);
+                crate::keys::push_cell(&mut key, v.cell(), false);
             }
             if c.table == LEDGER_TABLE {
                 resolved.push(Resolved::Ledger(c.pk.clone(), c.current.clone()));
@@ -442,7 +442,7 @@ impl Room {
                         .and_then(|rid| self.store.row(t, rid).cloned());
                     let differs = match (&head, &current) {
                         (None, None) => false,
-                        (Some(a), Some(b)) => a[..] != b[..],
+                        (Some(a), Some(b)) => a != b,
                         _ => true,
                     };
                     if differs {
@@ -456,8 +456,8 @@ impl Room {
                         Some(Value::Str(s)) => String::from(&**s),
                         _ => continue,
                     };
-                    let lmid = match current.as_ref().map(|r| &r[1]) {
-                        Some(Value::Num(f)) if *f >= 0.0 => *f as u64,
+                    let lmid = match current.as_ref().map(|r| r.get(1)) {
+                        Some(CellRef::Num(f)) if f >= 0.0 => f as u64,
                         _ => 0,
                     };
                     let w = self.writes_mut()?;
@@ -532,7 +532,7 @@ fn newest_after_image(
 fn same_image(a: &Option<Row>, b: &Option<Row>) -> bool {
     match (a, b) {
         (None, None) => true,
-        (Some(x), Some(y)) => x[..] == y[..],
+        (Some(x), Some(y)) => x == y,
         _ => false,
     }
 }

@@ -7,7 +7,6 @@
 
 use alloc::format;
 use alloc::string::String;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::error::{Error, ErrorCode};
@@ -110,7 +109,7 @@ impl MutationTx<'_> {
                     })
             })
             .collect();
-        Ok(Arc::from(cells?))
+        Ok(Row::from(cells?))
     }
 
     fn keyed(schema: &TableSchema, row: &Row) -> KeyedRow {
@@ -118,7 +117,7 @@ impl MutationTx<'_> {
             .columns
             .iter()
             .zip(row.iter())
-            .map(|(c, v)| (String::from(&**c), v.clone()))
+            .map(|(c, v)| (String::from(&**c), v.to_value()))
             .collect()
     }
 
@@ -155,7 +154,7 @@ impl MutationTx<'_> {
                 cells[c] = v.clone();
             }
         }
-        self.room.tx_edit(table, Arc::from(cells))
+        self.room.tx_edit(table, Row::from(cells))
     }
 
     /// `upsert(table, row)`: a full row; replaces the existing row or inserts.
@@ -165,7 +164,7 @@ impl MutationTx<'_> {
         let pk: Vec<Value> = schema
             .primary_key
             .iter()
-            .map(|&c| full[c].clone())
+            .map(|&c| full.get(c).to_value())
             .collect();
         if self.room.tx_get(table, &pk)?.is_some() {
             self.room.tx_edit(table, full)
@@ -240,7 +239,7 @@ impl MutationTx<'_> {
         let mut cells: Vec<Value> = current.to_vec();
         for (i, cell) in new.iter().enumerate() {
             if let Some(v) = cell {
-                if schema.primary_key.contains(&i) && *v != current[i] {
+                if schema.primary_key.contains(&i) && v.cell() != current.get(i) {
                     return Err(refuse(format!(
                         "edit: the primary key of a {:?} row cannot change",
                         schema.name
@@ -249,6 +248,6 @@ impl MutationTx<'_> {
                 cells[i] = v.clone();
             }
         }
-        self.room.tx_edit(table, Arc::from(cells))
+        self.room.tx_edit(table, Row::from(cells))
     }
 }

@@ -3,7 +3,6 @@
 
 use alloc::format;
 use alloc::string::String;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -15,7 +14,7 @@ use crate::predicate::{Lit, Pred, SimpleOp};
 use crate::room::Room;
 use crate::schema::TableSchema;
 use crate::serve::Subscribed;
-use crate::store::UserCatalog;
+use crate::store::{Row, UserCatalog};
 use crate::value::Value;
 
 use super::scope::{compile_scopes, owned_tables, Mode};
@@ -184,7 +183,7 @@ impl Room {
         }
         for (client, mid) in rows {
             let row: crate::Row =
-                Arc::from(alloc::vec![Value::str(client), Value::num(mid as f64)]);
+                Row::from(alloc::vec![Value::str(client), Value::num(mid as f64)]);
             match self.store.find(ledger, &row) {
                 Some(rid) => self.replace_row(ledger, rid, row),
                 None => {

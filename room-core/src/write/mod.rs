@@ -36,7 +36,6 @@ mod tx;
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -85,7 +84,7 @@ impl Outcome {
     /// The `_rindle_mutation_outcomes` row `[client_id, mid, kind, reason, name, args]`.
     pub fn row(&self) -> Row {
         let opt = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::str);
-        Arc::from(alloc::vec![
+        Row::from(alloc::vec![
             Value::str(&self.client),
             Value::num(self.mid as f64),
             Value::str(self.kind),

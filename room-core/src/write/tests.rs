@@ -13,7 +13,7 @@ use crate::write::{Begin, Commit, Conflict};
 use crate::Row;
 
 fn row(cells: &[Value]) -> Row {
-    Arc::from(cells.to_vec())
+    Row::from(cells)
 }
 
 fn n(x: f64) -> Value {
@@ -159,7 +159,10 @@ fn staging_refusals_leave_the_head_untouched() {
     assert!(r.tx_remove("slide", &[s("s1"), s("x")]).is_err());
     // Read-your-writes.
     r.tx_add("slide", row(&[s("s3"), s("d1"), n(3.0)])).unwrap();
-    assert_eq!(r.tx_get("slide", &[s("s3")]).unwrap().unwrap()[2], n(3.0));
+    assert_eq!(
+        r.tx_get("slide", &[s("s3")]).unwrap().unwrap().get(2),
+        n(3.0)
+    );
     r.tx_remove("slide", &[s("s3")]).unwrap();
     assert!(r.tx_get("slide", &[s("s3")]).unwrap().is_none());
     // Net nothing: the head does not move.
@@ -348,7 +351,7 @@ fn conflict_converges_to_the_authority() {
     assert_eq!(r.dirty_len(), 1);
     let b = r.begin_flush().unwrap().unwrap();
     assert!(
-        matches!(&b.changes[0], crate::write::FlushChange::Add { row, .. } if row[0] == s("s3"))
+        matches!(&b.changes[0], crate::write::FlushChange::Add { row, .. } if row.get(0) == s("s3"))
     );
 }
 
@@ -459,7 +462,7 @@ fn keyed_layer() {
     }
     r.commit_mutation().unwrap();
     let mut rows = r.rows("slide");
-    rows.sort_by(|a, b| crate::value::compare(&a[0], &b[0]));
+    rows.sort_by(|a, b| crate::value::compare_refs(a.get(0), b.get(0)));
     assert_eq!(
         rows,
         vec![

@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorCode};
 use crate::keys::{cells_key_into, Key};
 use crate::room::Room;
 use crate::store::Row;
-use crate::value::Value;
+use crate::value::{Cells, Value};
 
 use super::{Outcome, Writable};
 
@@ -169,21 +169,21 @@ impl Room {
         }
         let mut key = Vec::new();
         for v in pk {
-            crate::keys::push_cell(&mut key, v, false);
+            crate::keys::push_cell(&mut key, v.cell(), false);
         }
         Ok(Key::from(key))
     }
 
-    fn row_key(&self, t: usize, row: &[Value], what: &str) -> Result<Key, Error> {
+    fn row_key<R: Cells + ?Sized>(&self, t: usize, row: &R, what: &str) -> Result<Key, Error> {
         let schema = &self.store.table(t).schema;
-        if row.len() != schema.columns.len() {
+        if row.width() != schema.columns.len() {
             return Err(Error::new(
                 ErrorCode::WriteRefused,
                 format!(
                     "{what}: a {:?} row has {} columns, got {} cells",
                     schema.name,
                     schema.columns.len(),
-                    row.len()
+                    row.width()
                 ),
             ));
         }
@@ -316,7 +316,7 @@ impl Room {
             };
             let same = match (&s.before, &s.after) {
                 (None, None) => true,
-                (Some(a), Some(b)) => a[..] == b[..],
+                (Some(a), Some(b)) => a == b,
                 _ => false,
             };
             if same {
@@ -369,7 +369,7 @@ impl Room {
             };
             let (op, rows): (&'static str, [Option<&Row>; 2]) = match (&s.before, &s.after) {
                 (None, None) => continue,
-                (Some(a), Some(b)) if a[..] == b[..] => continue,
+                (Some(a), Some(b)) if a == b => continue,
                 (None, Some(b)) => ("add", [Some(b), None]),
                 (Some(a), None) => ("remove", [Some(a), None]),
                 (Some(a), Some(b)) => ("edit", [Some(a), Some(b)]),
@@ -389,7 +389,7 @@ impl Room {
             let pk: Vec<Value> = schema
                 .primary_key
                 .iter()
-                .map(|&c| image[c].clone())
+                .map(|&c| image.get(c).to_value())
                 .collect();
             let deopt = |reason, op, column| Deopt {
                 reason,
@@ -402,13 +402,13 @@ impl Room {
                 let out = rows
                     .iter()
                     .flatten()
-                    .any(|r| cond.eval_row_local(r) != Some(true));
+                    .any(|r| cond.eval_row_local(*r) != Some(true));
                 if out {
                     return Some(deopt("writeOutOfScope", Some(op), None));
                 }
             }
             if let (Some(a), Some(b)) = (&s.before, &s.after) {
-                if let Some(&c) = join_key_cols.iter().find(|&&c| a[c] != b[c]) {
+                if let Some(&c) = join_key_cols.iter().find(|&&c| a.get(c) != b.get(c)) {
                     let column = String::from(&*schema.columns[c]);
                     return Some(deopt("joinKeyChanged", None, Some(column)));
                 }

@@ -180,7 +180,7 @@ pub fn upstream_batch_at(seq: u64, cv: Option<f64>, ops: Vec<NetOp>) -> Upstream
 
 /// A row cell vector as a core row.
 pub fn row(image: &[Value]) -> Row {
-    Arc::from(image.to_vec())
+    Row::from(image.to_vec())
 }
 
 /// Opens a room and applies `snapshot` as its seq-0 batch.
@@ -250,7 +250,7 @@ pub fn room_tables(room: &Room) -> Tables {
     let mut out: Tables = Default::default();
     for (t, map) in out.iter_mut().enumerate() {
         for r in room.rows(NAMES[t]) {
-            map.insert(id_of(&r[0]), r.to_vec());
+            map.insert(id_of(&r.get(0).to_value()), r.to_vec());
         }
     }
     out
@@ -260,7 +260,12 @@ pub fn room_tables(room: &Room) -> Tables {
 pub fn room_ledger(room: &Room) -> Vec<(String, u64)> {
     room.rows(LEDGER_TABLE)
         .iter()
-        .map(|r| (as_text(&r[0]), as_num(&r[1]) as u64))
+        .map(|r| {
+            (
+                as_text(&r.get(0).to_value()),
+                as_num(&r.get(1).to_value()) as u64,
+            )
+        })
         .collect()
 }
 
@@ -710,7 +715,7 @@ impl Mtx for RoomTx<'_> {
             .map_err(classify)
     }
     fn add(&mut self, table: &str, cells: Image) -> Result<(), MutErr> {
-        self.0.add(table, Arc::from(cells)).map_err(classify)
+        self.0.add(table, Row::from(cells)).map_err(classify)
     }
     fn remove(&mut self, table: &str, cells: &[Value]) -> Result<(), MutErr> {
         self.0.remove(table, cells).map_err(classify)
@@ -1728,7 +1733,10 @@ impl Model {
                 self.outcomes
                     .retain(|o| !(o.client == client && o.mid == mid));
             } else if c.table == LEDGER_TABLE {
-                let lmid = c.current.as_ref().map_or(0, |r| as_num(&r[1]) as u64);
+                let lmid = c
+                    .current
+                    .as_ref()
+                    .map_or(0, |r| as_num(&r.get(1).to_value()) as u64);
                 self.marks_mut(&as_text(&c.pk[0])).durable = lmid;
                 self.retire_pending();
             } else {
@@ -1788,7 +1796,7 @@ impl Model {
                 NetOp::Edit { table, old, new } => (table, old, Some(new.to_vec())),
             };
             let t = table_index(table).expect("a user table");
-            let id = id_of(&key_image[0]);
+            let id = id_of(&key_image.get(0).to_value());
             if self.fenced(cv, t, id) {
                 continue;
             }

@@ -1,0 +1,363 @@
+//! A row image packed into one shared allocation: no cell array, no per-cell boxing.
+//!
+//! Layout of the bytes (all integers little-endian):
+//!
+//! ```text
+//! [width: u16] [w: u8] [offset of cell 0 .. offset of cell width-1: w bytes each] [cells]
+//! cell = tag [payload]   tag 0 NULL, 1 false, 2 true, 3 number (8 bytes, the f64's
+//!                        bits), 4 text (its UTF-8 bytes, up to the next cell)
+//! ```
+//!
+//! `w` is the smallest of 1, 2 or 4 that can hold every offset, so a typical row pays
+//! one byte per cell for random access. The store, the queries and the emitted ops all
+//! share one image per row version; readers take [`CellRef`]s out of it (see
+//! [`Cells`]), and only [`Row::to_vec`] unpacks.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+use core::mem::MaybeUninit;
+
+use super::cell::{CellRef, Cells};
+use super::Value;
+
+const TAG_NULL: u8 = 0;
+const TAG_FALSE: u8 = 1;
+const TAG_TRUE: u8 = 2;
+const TAG_NUM: u8 = 3;
+const TAG_STR: u8 = 4;
+
+/// A packed row image (see the module docs). Cloning shares the image.
+#[derive(Clone)]
+pub struct Row(Arc<[u8]>);
+
+impl Row {
+    /// Packs `cells`.
+    ///
+    /// # Panics
+    ///
+    /// If the row has more than 65,535 cells, or `cells` reports different cells on
+    /// two reads (the image is sized by the first).
+    pub fn new<C: Cells + ?Sized>(cells: &C) -> Row {
+        let width = cells.width();
+        assert!(width <= u16::MAX as usize, "a row of {width} cells");
+        let body: usize = (0..width).map(|i| cell_len(cells.cell(i))).sum();
+        let w = offset_width(3 + width * 4 + body);
+        let mut image: Arc<[MaybeUninit<u8>]> = Arc::new_uninit_slice(3 + width * w + body);
+        let buf = Arc::get_mut(&mut image).expect("a new image is not shared");
+        let written = write_into(buf, cells, w);
+        assert_eq!(written, buf.len(), "the cells changed while being packed");
+        // SAFETY: `write_into` wrote bytes `..written`, which is all of them.
+        Row(unsafe { image.assume_init() })
+    }
+
+    /// How many cells.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        let b: &[u8] = &self.0;
+        // SAFETY: every packed row starts with its 3-byte header (`write_into`).
+        unsafe { u16::from_le_bytes([*b.get_unchecked(0), *b.get_unchecked(1)]) as usize }
+    }
+
+    /// Whether the row has no cells.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The cell at `col`.
+    ///
+    /// # Panics
+    ///
+    /// If `col` is not below [`Row::len`] (callers index by schema column).
+    #[inline(always)]
+    pub fn get(&self, col: usize) -> CellRef<'_> {
+        let width = self.len();
+        if col >= width {
+            out_of_range(col, width);
+        }
+        let b: &[u8] = &self.0;
+        // SAFETY: `write_into` wrote the header, `width` offsets of `w` bytes each, and
+        // the cells: each offset points at a tag inside `b`, offsets increase, a number
+        // cell has its 8 bytes, a text cell's bytes (up to the next offset or the end)
+        // are a `&str`'s. A `Row`'s bytes are never written after packing, and
+        // `col < width`.
+        unsafe {
+            let w = *b.get_unchecked(2) as usize;
+            let start = offset(b, w, col);
+            let tag = *b.get_unchecked(start);
+            if tag == TAG_NUM {
+                let bits = b.as_ptr().add(start + 1).cast::<[u8; 8]>().read_unaligned();
+                CellRef::Num(f64::from_bits(u64::from_le_bytes(bits)))
+            } else if tag == TAG_STR {
+                let end = if col + 1 < width {
+                    offset(b, w, col + 1)
+                } else {
+                    b.len()
+                };
+                CellRef::Str(core::str::from_utf8_unchecked(
+                    b.get_unchecked(start + 1..end),
+                ))
+            } else if tag == TAG_NULL {
+                CellRef::Null
+            } else {
+                CellRef::Bool(tag == TAG_TRUE)
+            }
+        }
+    }
+
+    /// Every cell, in column order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = CellRef<'_>> + '_ {
+        (0..self.len()).map(move |i| self.get(i))
+    }
+
+    /// The cells as owned values (the typed API's view; allocates).
+    pub fn to_vec(&self) -> Vec<Value> {
+        self.iter().map(CellRef::to_value).collect()
+    }
+
+    /// Whether two rows share one image.
+    #[inline]
+    pub fn ptr_eq(a: &Row, b: &Row) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+
+    /// Heap bytes of the image: the shared allocation (two counters and the bytes).
+    pub fn heap_bytes(&self) -> usize {
+        (2 * core::mem::size_of::<usize>() + self.0.len()).next_multiple_of(8)
+    }
+}
+
+/// The offset of cell `col` (`w` bytes wide).
+///
+/// # Safety
+///
+/// `b` is a packed row with offsets of width `w` and more than `col` cells.
+#[inline(always)]
+unsafe fn offset(b: &[u8], w: usize, col: usize) -> usize {
+    let at = 3 + col * w;
+    // SAFETY: the offset table holds `width` entries of `w` bytes after the header.
+    unsafe {
+        match w {
+            1 => *b.get_unchecked(at) as usize,
+            2 => u16::from_le_bytes([*b.get_unchecked(at), *b.get_unchecked(at + 1)]) as usize,
+            _ => u32::from_le_bytes(b.as_ptr().add(at).cast::<[u8; 4]>().read_unaligned()) as usize,
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_range(col: usize, width: usize) -> ! {
+    panic!("column {col} of a {width}-cell row")
+}
+
+fn cell_len(c: CellRef<'_>) -> usize {
+    match c {
+        CellRef::Null | CellRef::Bool(_) => 1,
+        CellRef::Num(_) => 9,
+        CellRef::Str(s) => 1 + s.len(),
+    }
+}
+
+/// The offset width for a row of at most `bound` bytes.
+fn offset_width(bound: usize) -> usize {
+    if bound <= u8::MAX as usize {
+        1
+    } else if bound <= u16::MAX as usize {
+        2
+    } else {
+        4
+    }
+}
+
+/// Copies `src` into `buf` at `at` (bounds-checked).
+#[inline(always)]
+fn put(buf: &mut [MaybeUninit<u8>], at: usize, src: &[u8]) {
+    let dst = &mut buf[at..at + src.len()];
+    // SAFETY: `dst` holds `src.len()` elements, and `MaybeUninit<u8>` is laid out as
+    // `u8`; the two cannot overlap (`src` is borrowed shared, `buf` exclusively).
+    unsafe {
+        core::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr().cast::<u8>(), src.len())
+    };
+}
+
+/// Writes the header, the offsets and the cells into `buf`, front to back; returns how
+/// many bytes it wrote.
+fn write_into<C: Cells + ?Sized>(buf: &mut [MaybeUninit<u8>], cells: &C, w: usize) -> usize {
+    let width = cells.width();
+    put(buf, 0, &(width as u16).to_le_bytes());
+    buf[2].write(w as u8);
+    let mut at = 3 + width * w;
+    for i in 0..width {
+        let o = 3 + i * w;
+        match w {
+            1 => {
+                buf[o].write(at as u8);
+            }
+            2 => put(buf, o, &(at as u16).to_le_bytes()),
+            _ => put(buf, o, &(at as u32).to_le_bytes()),
+        }
+        at += match cells.cell(i) {
+            CellRef::Null => {
+                buf[at].write(TAG_NULL);
+                1
+            }
+            CellRef::Bool(b) => {
+                buf[at].write(if b { TAG_TRUE } else { TAG_FALSE });
+                1
+            }
+            CellRef::Num(f) => {
+                buf[at].write(TAG_NUM);
+                put(buf, at + 1, &f.to_bits().to_le_bytes());
+                9
+            }
+            CellRef::Str(s) => {
+                buf[at].write(TAG_STR);
+                put(buf, at + 1, s.as_bytes());
+                1 + s.len()
+            }
+        };
+    }
+    at
+}
+
+impl Cells for Row {
+    #[inline]
+    fn cell(&self, col: usize) -> CellRef<'_> {
+        self.get(col)
+    }
+
+    #[inline]
+    fn width(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Equal images: the same cells under storage identity (the packing is canonical, so
+/// this is byte equality).
+impl PartialEq for Row {
+    fn eq(&self, other: &Row) -> bool {
+        Row::ptr_eq(self, other) || self.0[..] == other.0[..]
+    }
+}
+
+impl Eq for Row {}
+
+/// The same cells as `cells`, under storage identity.
+impl PartialEq<[Value]> for Row {
+    fn eq(&self, cells: &[Value]) -> bool {
+        self.len() == cells.len() && self.iter().zip(cells).all(|(a, b)| a == b.cell())
+    }
+}
+
+impl fmt::Debug for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl From<Vec<Value>> for Row {
+    fn from(cells: Vec<Value>) -> Row {
+        Row::new(cells.as_slice())
+    }
+}
+
+impl From<&[Value]> for Row {
+    fn from(cells: &[Value]) -> Row {
+        Row::new(cells)
+    }
+}
+
+impl<const N: usize> From<[Value; N]> for Row {
+    fn from(cells: [Value; N]) -> Row {
+        Row::new(cells.as_slice())
+    }
+}
+
+/// Gathers up to [`GATHER`] cells on the stack before packing them (one allocation:
+/// the image).
+impl FromIterator<Value> for Row {
+    fn from_iter<I: IntoIterator<Item = Value>>(iter: I) -> Row {
+        let mut iter = iter.into_iter();
+        let mut stack: [Value; GATHER] = core::array::from_fn(|_| Value::Null);
+        let mut n = 0;
+        while n < GATHER {
+            match iter.next() {
+                Some(v) => {
+                    stack[n] = v;
+                    n += 1;
+                }
+                None => return Row::new(&stack[..n]),
+            }
+        }
+        let mut cells: Vec<Value> = stack.into_iter().collect();
+        cells.extend(iter);
+        Row::new(cells.as_slice())
+    }
+}
+
+/// Cells gathered on the stack by [`Row`]'s `FromIterator`.
+const GATHER: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use alloc::string::String;
+    use alloc::vec;
+
+    #[test]
+    fn round_trips_every_kind_of_cell() {
+        let cells = vec![
+            Value::Null,
+            Value::Bool(false),
+            Value::Bool(true),
+            Value::num(-2.5),
+            Value::Num(-0.0),
+            Value::Num(f64::NAN),
+            Value::str(""),
+            Value::str("short"),
+            Value::str("a text longer than fourteen bytes, with ü"),
+        ];
+        let row = Row::from(cells.clone());
+        assert_eq!(row.len(), cells.len());
+        for (i, v) in cells.iter().enumerate() {
+            assert_eq!(row.get(i), v.cell(), "cell {i}");
+        }
+        assert_eq!(Row::from(row.to_vec()), row);
+        assert!(Row::from(Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn wide_offsets_for_long_rows() {
+        for len in [10usize, 300, 70_000] {
+            let long: String = "x".repeat(len);
+            let cells = vec![Value::str(&long), Value::num(7.0), Value::Null];
+            let row = Row::from(cells.clone());
+            assert_eq!(row.get(0), CellRef::Str(&long));
+            assert_eq!(row.get(1), CellRef::Num(7.0));
+            assert_eq!(row.get(2), CellRef::Null);
+        }
+    }
+
+    #[test]
+    fn equality_is_storage_identity() {
+        let a = Row::from(vec![Value::num(1.0), Value::str("a")]);
+        let b = Row::from(vec![Value::num(1.0), Value::str("a")]);
+        let c = Row::from(vec![Value::num(1.0), Value::str("b")]);
+        assert_eq!(a, b);
+        assert!(!Row::ptr_eq(&a, &b));
+        assert_ne!(a, c);
+        assert_ne!(
+            Row::from(vec![Value::Num(-0.0)]),
+            Row::from(vec![Value::num(0.0)])
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "column 2 of a 2-cell row")]
+    fn out_of_range_columns_panic_with_the_width() {
+        let _ = Row::from(vec![Value::Null, Value::Null]).get(2);
+    }
+}
