@@ -11,7 +11,6 @@ use hashbrown::HashMap;
 use crate::ivm::PipelineId;
 use crate::schema::TableSchema;
 use crate::store::{Row, Store};
-use crate::value::compare_refs;
 
 /// One normalized op (protocol.md §3.3).
 #[derive(Clone, Debug, PartialEq)]
@@ -223,8 +222,13 @@ impl<'s> PkCols<'s> {
         self.more.iter().find(|(n, _)| same(n)).map(|(_, pk)| *pk)
     }
 
+    #[inline]
     fn get(&self, table: &Arc<str>) -> &'s [usize] {
-        self.find(table).unwrap_or(&[])
+        // Most sorts see one table: its name is the first one's, the same `Arc`.
+        match &self.first[0] {
+            (Some(n), pk) if Arc::ptr_eq(n, table) => pk,
+            _ => self.find(table).unwrap_or(&[]),
+        }
     }
 }
 
@@ -239,7 +243,7 @@ fn op_order(pks: &PkCols<'_>, a: &NetOp, b: &NetOp) -> Ordering {
     }
     let (ra, rb) = (a.image(), b.image());
     for &c in pks.get(a.table()) {
-        let o = compare_refs(ra.get(c), rb.get(c));
+        let o = ra.compare_at(rb, c);
         if o != Ordering::Equal {
             return o;
         }

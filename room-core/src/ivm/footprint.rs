@@ -99,11 +99,14 @@ impl Footprint {
         }
     }
 
-    /// The current image of every member (the store's).
+    /// The current image of every member (the store's), by table and row id: rows a
+    /// snapshot loaded in key order come out in key order, which the op sort that
+    /// follows then merely checks.
     pub fn rows<'s>(&'s self, store: &'s Store) -> impl Iterator<Item = (u32, &'s Row)> + 's {
-        self.members
-            .keys()
-            .filter_map(|&(t, rid)| store.row(t as usize, rid).map(|r| (t, r)))
+        let mut keys: Vec<FpKey> = self.members.keys().copied().collect();
+        keys.sort_unstable();
+        keys.into_iter()
+            .filter_map(|(t, rid)| store.row(t as usize, rid).map(|r| (t, r)))
     }
 
     /// Takes the net changes since the last drain as ops (unsorted; unchanged keys

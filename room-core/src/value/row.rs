@@ -106,6 +106,17 @@ impl Row {
         }
     }
 
+    /// [`compare_refs`](super::compare_refs) of the two rows' cells at `col`, without
+    /// building either cell when both are numbers or both text.
+    #[inline]
+    pub fn compare_at(&self, other: &Row, col: usize) -> core::cmp::Ordering {
+        match (self.get(col), other.get(col)) {
+            (CellRef::Num(x), CellRef::Num(y)) => x.total_cmp(&y),
+            (CellRef::Str(x), CellRef::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
+            (x, y) => super::compare_refs(x, y),
+        }
+    }
+
     /// Every cell, in column order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = CellRef<'_>> + '_ {
         (0..self.len()).map(move |i| self.get(i))
