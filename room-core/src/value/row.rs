@@ -43,6 +43,10 @@ impl Row {
         assert!(width <= u16::MAX as usize, "a row of {width} cells");
         let body: usize = (0..width).map(|i| cell_len(cells.cell(i))).sum();
         let w = offset_width(3 + width * 4 + body);
+        assert!(
+            3 + width * w + body <= u32::MAX as usize,
+            "a row of {body} bytes of cells"
+        );
         let mut image: Arc<[MaybeUninit<u8>]> = Arc::new_uninit_slice(3 + width * w + body);
         let buf = Arc::get_mut(&mut image).expect("a new image is not shared");
         let written = write_into(buf, cells, w);
@@ -364,6 +368,31 @@ mod tests {
             Row::from(vec![Value::Num(-0.0)]),
             Row::from(vec![Value::num(0.0)])
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_cells_round_trip(cells in proptest::collection::vec(cell(), 0..40)) {
+            let row = Row::from(cells.clone());
+            proptest::prop_assert_eq!(row.len(), cells.len());
+            for (i, v) in cells.iter().enumerate() {
+                proptest::prop_assert_eq!(row.get(i), v.cell());
+            }
+            proptest::prop_assert_eq!(row.to_vec(), cells.clone());
+            proptest::prop_assert!(row == cells[..]);
+        }
+    }
+
+    fn cell() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<f64>().prop_map(Value::Num),
+            ".{0,40}".prop_map(|s: String| Value::string(s)),
+            proptest::collection::vec(any::<char>(), 200..400)
+                .prop_map(|c| Value::string(c.into_iter().collect())),
+        ]
     }
 
     #[test]
