@@ -2,7 +2,7 @@
 //!
 //! A cell is `null | boolean | number | string`. Numbers are IEEE-754 doubles, exactly as
 //! JavaScript sees them. A `Value` owns its cell; rows are stored packed
-//! ([`Row`](crate::Row): one shared allocation per row version) and read as borrowed
+//! ([`Row`]: one shared allocation per row version) and read as borrowed
 //! [`CellRef`]s through the [`Cells`] trait, which `[Value]` implements too.
 
 use alloc::string::String;

@@ -290,8 +290,8 @@ impl<const N: usize> From<[Value; N]> for Row {
     }
 }
 
-/// Gathers up to [`GATHER`] cells on the stack before packing them (one allocation:
-/// the image).
+/// Gathers up to 16 cells on the stack before packing them (one allocation: the
+/// image).
 impl FromIterator<Value> for Row {
     fn from_iter<I: IntoIterator<Item = Value>>(iter: I) -> Row {
         let mut iter = iter.into_iter();
