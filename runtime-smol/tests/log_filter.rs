@@ -13,9 +13,7 @@ use common::ws::Next;
 use common::*;
 
 fn room_config(rindled: &FakeRindled, name: &str, extra_server: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rindle-room-log-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir(&format!("log-{name}"));
     let config = dir.join("room.toml");
     std::fs::write(
         &config,

@@ -62,9 +62,7 @@ fn ids(snapshot: &Value) -> Vec<u64> {
 fn kill_9_mid_traffic_loses_no_acknowledged_mutation_and_applies_each_once() {
     smol::block_on(async {
         let rindled = FakeRindled::notes().await;
-        let dir = std::env::temp_dir().join(format!("rindle-room-crash-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = common::fresh_dir("crash");
         let config = dir.join("room.toml");
         std::fs::write(
             &config,

@@ -37,9 +37,7 @@ fn lmid_of(v: &Value) -> Option<u64> {
 fn a_file_size_limit_fails_the_append_instead_of_killing_the_process() {
     smol::block_on(async {
         let rindled = FakeRindled::notes().await;
-        let dir = std::env::temp_dir().join(format!("rindle-room-xfsz-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = common::fresh_dir("xfsz");
         let config = dir.join("room.toml");
         std::fs::write(
             &config,

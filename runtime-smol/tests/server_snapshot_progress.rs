@@ -109,9 +109,7 @@ async fn slow_daemon() -> (String, String) {
 fn a_slow_snapshot_logs_its_progress_then_the_whole_frame() {
     smol::block_on(async {
         let (ws_url, control_url) = slow_daemon().await;
-        let dir = std::env::temp_dir().join(format!("rindle-room-progress-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = common::fresh_dir("progress");
         let config = dir.join("room.toml");
         std::fs::write(
             &config,

@@ -327,9 +327,7 @@ fn a_failing_journal_kills_the_incarnation_and_nothing_is_acked() {
 #[test]
 fn a_restart_replays_the_file_journal_exactly_once() {
     smol::block_on(async {
-        let dir = std::env::temp_dir().join(format!("rindle-room-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = common::fresh_dir("test");
         let opts = Opts {
             journal_file: Some(dir.join("journal")),
             ..Opts::default()

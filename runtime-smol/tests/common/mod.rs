@@ -37,6 +37,15 @@ pub const CONTROL: &str = "ctl-token";
 /// Fails a test that waits too long.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// An empty directory for one test's files: `rindle-room-{label}-{pid}` under the
+/// system temp dir, emptied if a previous run left it behind.
+pub fn fresh_dir(label: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rindle-room-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// A lease token for `ast` and `sub`, valid `ttl_ms` from now.
 pub fn token(ast: &str, sub: &str, ttl_ms: u64) -> String {
     token_at(ast, sub, SystemClock.now_ms(), ttl_ms)
