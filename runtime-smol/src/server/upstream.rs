@@ -223,7 +223,7 @@ pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLi
             .await
             .map_err(|e| format!("upstream connect to {url} failed: {e}"))?;
         let _ = stream.set_nodelay(true);
-        let stream = Metered::new(stream, meter.clone());
+        let stream = Metered::new(stream, meter);
         async_tungstenite::client_async_with_config(request, stream, Some(upstream_ws_config()))
             .await
             .map(|(ws, _)| ws)
@@ -246,7 +246,6 @@ pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLi
                     Ok(Message::Close(_)) | Err(_) => break,
                     Ok(_) => continue,
                 };
-                meter.frame_done(text.len());
                 if inbound.send(text).await.is_err() {
                     break;
                 }
