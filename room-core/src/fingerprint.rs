@@ -81,11 +81,23 @@ pub fn normalized_fp<'a>(tables: impl ExactSizeIterator<Item = &'a TableSchema>)
     f.hex()
 }
 
-/// FNV-1a 32 over bytes, as 8 lowercase hex characters (`scopeSpecsHash`, D8).
+/// FNV-1a 32 over bytes, as 8 lowercase hex characters.
 pub fn fnv1a32_hex(bytes: &[u8]) -> String {
+    fnv1a32_units_hex(bytes.iter().map(|&b| u32::from(b)))
+}
+
+/// FNV-1a 32 over the UTF-16 code units of `text` — one step per unit, as JavaScript's
+/// `charCodeAt` reads a string — as 8 lowercase hex characters (`scopeSpecsHash`). For
+/// ASCII text it equals [`fnv1a32_hex`] of the bytes; past ASCII it does not (`é` is
+/// one unit, two UTF-8 bytes; `😀` two units, four bytes).
+pub fn fnv1a32_utf16_hex(text: &str) -> String {
+    fnv1a32_units_hex(text.encode_utf16().map(u32::from))
+}
+
+fn fnv1a32_units_hex(units: impl Iterator<Item = u32>) -> String {
     let mut h: u32 = 0x811c_9dc5;
-    for &b in bytes {
-        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+    for u in units {
+        h = (h ^ u).wrapping_mul(0x0100_0193);
     }
     let mut s = String::with_capacity(8);
     let _ = write!(s, "{:08x}", h);
@@ -145,5 +157,11 @@ mod tests {
         assert_eq!(fnv1a32_hex(b""), "811c9dc5");
         assert_eq!(fnv1a32_hex(b"a"), "e40c292c");
         assert_eq!(fnv1a32_hex(b"foobar"), "bf9cf968");
+        assert_eq!(fnv1a32_utf16_hex("foobar"), "bf9cf968");
+        // One step per UTF-16 unit: "é" is 0x00e9 (not 0xc3 0xa9), "😀" 0xd83d 0xde00.
+        let by_units = |units: &[u32]| fnv1a32_units_hex(units.iter().copied());
+        assert_eq!(fnv1a32_utf16_hex("é"), by_units(&[0xe9]));
+        assert_eq!(fnv1a32_utf16_hex("😀"), by_units(&[0xd83d, 0xde00]));
+        assert_ne!(fnv1a32_utf16_hex("é"), fnv1a32_hex("é".as_bytes()));
     }
 }

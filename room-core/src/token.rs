@@ -14,7 +14,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use crate::error::{Error, ErrorCode};
-use crate::fingerprint::fnv1a32_hex;
+use crate::fingerprint::fnv1a32_utf16_hex;
 use crate::json::tree::JsValue;
 
 /// The longest token text accepted; anything larger is `malformed`.
@@ -238,12 +238,17 @@ pub fn verify(
     })
 }
 
-/// `scopeSpecsHash(specs)`: FNV-1a-32 over the UTF-8 bytes of the specs' JCS form.
+/// `scopeSpecsHash(specs)`: FNV-1a-32 over the UTF-16 code units of the specs' JCS form
+/// (object keys sorted by UTF-16 code units, numbers and strings as `JSON.stringify`
+/// prints them), 8 lowercase hex characters — the value the JavaScript API server
+/// stamps into lease tokens, for every input including non-ASCII text.
 pub fn scope_specs_hash(specs: &JsValue) -> String {
-    fnv1a32_hex(specs.to_jcs_string().as_bytes())
+    fnv1a32_utf16_hex(&specs.to_jcs_string())
 }
 
-/// `scopeSpecsHash` from JSON text.
+/// `scopeSpecsHash` from JSON text. Two kinds of text that `JSON.parse` accepts are
+/// refused as malformed here rather than hashed: an unpaired surrogate escape
+/// (`"\ud800"`) and a number beyond the double range (`1e400`, `Infinity` in JavaScript).
 pub fn scope_specs_hash_json(specs_json: &str) -> Result<String, Error> {
     let v = JsValue::parse(specs_json)
         .map_err(|e| Error::malformed(alloc::format!("scope specs are not JSON: {e}")))?;

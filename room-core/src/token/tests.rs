@@ -183,3 +183,60 @@ fn scope_hash_is_key_order_insensitive() {
     );
     assert_eq!(a.len(), 8);
 }
+
+/// `tests/vectors/scope-specs-hash.json`: hashes the published JavaScript package
+/// computed (non-ASCII text, keys that sort differently in UTF-16 and UTF-8, number
+/// spellings, raw JSON texts).
+const PUBLISHED_SCOPE_HASHES: &str = include_str!("../../../tests/vectors/scope-specs-hash.json");
+
+#[test]
+fn scope_hash_equals_the_published_one_on_every_vector() {
+    let file: serde_json::Value = serde_json::from_str(PUBLISHED_SCOPE_HASHES)
+        .expect("tests/vectors/scope-specs-hash.json is JSON");
+    let vectors = file["vectors"].as_array().expect("a `vectors` array");
+    assert!(vectors.len() >= 30, "only {} vectors", vectors.len());
+    let mut wrong = Vec::new();
+    for v in vectors {
+        let (name, specs, want) = (
+            v["name"].as_str().unwrap(),
+            v["specs"].as_str().unwrap(),
+            v["hash"].as_str().unwrap(),
+        );
+        let got = scope_specs_hash_json(specs).unwrap_or_else(|e| alloc::format!("error {e}"));
+        if got != want {
+            let jcs = JsValue::parse(specs).map(|s| s.to_jcs_string());
+            wrong.push(alloc::format!(
+                "{name}: {got}, published {want}; canonical text {jcs:?}"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "scopeSpecsHash differs from the published package (regenerate the vectors with \
+         bindings-node/test/support/scope-hash-vectors.mjs only after upgrading it):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn scope_hash_counts_utf16_units_not_utf8_bytes() {
+    // "é" is one unit (0x00e9) and two UTF-8 bytes: hashing the bytes gave another value.
+    let specs = r#"[{"a":"é"}]"#;
+    let jcs = JsValue::parse(specs).unwrap().to_jcs_string();
+    assert_eq!(
+        scope_specs_hash_json(specs).unwrap(),
+        crate::fingerprint::fnv1a32_utf16_hex(&jcs)
+    );
+    assert_ne!(
+        scope_specs_hash_json(specs).unwrap(),
+        crate::fingerprint::fnv1a32_hex(jcs.as_bytes())
+    );
+}
+
+#[test]
+fn scope_hash_refuses_text_a_string_or_a_double_cannot_hold() {
+    for text in [r#"["\ud800"]"#, r#"["\udc00x"]"#, "[1e400]"] {
+        let err = scope_specs_hash_json(text).expect_err(text);
+        assert_eq!(err.code(), ErrorCode::MalformedInput, "{text}: {err}");
+    }
+}

@@ -7,7 +7,8 @@ core):
   code units (§3.2.3), no whitespace, numbers and strings as ECMAScript
   `JSON.stringify` prints them (§3.2.2; `lib.js` already spells those, D2);
 - `fnv1a32_hex(data)`: FNV-1a 32 (basis 0x811c9dc5, prime 0x01000193), 8 lowercase hex
-  (authority.md §2.2, D8) — `scope_specs_hash(specs)` runs it over the UTF-8 of JCS;
+  (authority.md §2.2) — `scope_specs_hash(specs)` runs it over the UTF-16 code units
+  of JCS, one step per unit, as the JavaScript API server reads the text;
 - `batch_hash(changes)`: first 16 lowercase hex chars of SHA-256 over the UTF-8 of the
   JCS text of `changes` (D7);
 - `mint(...)`: the `rt1` lease token (authority.md §1.2, D8) with Python's hmac /
@@ -75,7 +76,14 @@ assert fnv1a32_hex(b"foobar") == "bf9cf968"
 
 
 def scope_specs_hash(specs):
-    return fnv1a32_hex(jcs(specs).encode("utf-8"))
+    # One FNV step per UTF-16 code unit of the text (JavaScript's charCodeAt), not per
+    # UTF-8 byte: the two differ on every non-ASCII character.
+    units = jcs(specs).encode("utf-16-le")
+    return fnv1a32_hex(int.from_bytes(units[i:i + 2], "little") for i in range(0, len(units), 2))
+
+
+assert scope_specs_hash("\u00e9") == fnv1a32_hex([0x22, 0xE9, 0x22])
+assert scope_specs_hash("\U0001f600") == fnv1a32_hex([0x22, 0xD83D, 0xDE00, 0x22])
 
 
 # --------------------------------------------------------------------------------------

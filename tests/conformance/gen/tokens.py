@@ -175,7 +175,8 @@ DROP = _Drop()
 def scope_specs_hash_scenario():
     s = Scenario(
         "scope_specs_hash",
-        "D8 scopeSpecsHash(specs) = FNV-1a-32 over the UTF-8 bytes of RFC 8785 JCS(specs), "
+        "scopeSpecsHash(specs) = FNV-1a-32 over the UTF-16 code units of RFC 8785 JCS(specs) "
+        "(one step per unit, as JavaScript reads the text: \u00e9 is one step, \U0001f600 two), "
         "8 lowercase hex: insensitive to object member order at every depth (authority.md "
         "§2 example; the full deck specs in compiler order vs reversed) and to whitespace "
         "(raw text), sensitive to array order; JCS sorts member names by UTF-16 code units "
