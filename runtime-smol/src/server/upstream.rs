@@ -201,37 +201,78 @@ fn upstream_ws_config() -> async_tungstenite::tungstenite::protocol::WebSocketCo
 /// See [`upstream_ws_config`].
 const UPSTREAM_READ_BUFFER_BYTES: usize = 8 * 1024;
 
+/// A failed websocket connect ([`open_ws`]).
+#[derive(Debug)]
+pub(crate) struct ConnectError {
+    /// What went wrong, naming the URL.
+    pub message: String,
+    /// The upstream upgraded the socket but selected none of the subprotocols offered
+    /// (no `Sec-WebSocket-Protocol` in its reply), which the websocket client refuses.
+    pub no_subprotocol_selected: bool,
+}
+
+impl ConnectError {
+    fn other(message: String) -> ConnectError {
+        ConnectError {
+            message,
+            no_subprotocol_selected: false,
+        }
+    }
+}
+
 /// Opens a websocket and pumps it through a pair of channels. `protocols` is offered as
 /// `Sec-WebSocket-Protocol` (a room-boot affinity ticket: `rindle.v1, <ticket>`).
 pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLink, String> {
+    open_ws(url, protocols).await.map_err(|e| e.message)
+}
+
+/// [`connect_ws`], saying whether the upstream selected none of the offered subprotocols.
+pub(crate) async fn open_ws(
+    url: &str,
+    protocols: Option<&str>,
+) -> Result<UpstreamLink, ConnectError> {
     use async_tungstenite::tungstenite::client::IntoClientRequest;
+    use async_tungstenite::tungstenite::error::{Error, ProtocolError, SubProtocolError};
     use async_tungstenite::tungstenite::http::HeaderValue;
     let mut request = url
         .into_client_request()
-        .map_err(|e| format!("{url:?} is not a websocket URL: {e}"))?;
+        .map_err(|e| ConnectError::other(format!("{url:?} is not a websocket URL: {e}")))?;
     if let Some(p) = protocols {
-        let value = HeaderValue::from_str(p)
-            .map_err(|_| format!("the upstream subprotocols {p:?} are not a header value"))?;
+        let value = HeaderValue::from_str(p).map_err(|_| {
+            ConnectError::other(format!(
+                "the upstream subprotocols {p:?} are not a header value"
+            ))
+        })?;
         request
             .headers_mut()
             .insert("sec-websocket-protocol", value);
     }
-    let (host, port) = ws_host_port(url)?;
+    let (host, port) = ws_host_port(url).map_err(ConnectError::other)?;
     let meter = FrameMeter::new(url);
     let connect = async {
         let stream = TcpStream::connect((host.as_str(), port))
             .await
-            .map_err(|e| format!("upstream connect to {url} failed: {e}"))?;
+            .map_err(|e| ConnectError::other(format!("upstream connect to {url} failed: {e}")))?;
         let _ = stream.set_nodelay(true);
         let stream = Metered::new(stream, meter);
         async_tungstenite::client_async_with_config(request, stream, Some(upstream_ws_config()))
             .await
             .map(|(ws, _)| ws)
-            .map_err(|e| format!("upstream websocket handshake with {url} failed: {e}"))
+            .map_err(|e| ConnectError {
+                no_subprotocol_selected: matches!(
+                    e,
+                    Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(
+                        SubProtocolError::NoSubProtocol
+                    ))
+                ),
+                message: format!("upstream websocket handshake with {url} failed: {e}"),
+            })
     };
     let timeout = async {
         smol::Timer::after(UPSTREAM_TIMEOUT).await;
-        Err(format!("upstream connect to {url} timed out"))
+        Err(ConnectError::other(format!(
+            "upstream connect to {url} timed out"
+        )))
     };
     let ws = connect.or(timeout).await?;
     let (mut sink, mut source) = ws.split();

@@ -39,6 +39,8 @@ pub struct ApiState {
     pub per_doc_authority: bool,
     /// The per-doc authorities.
     pub authorities: BTreeMap<String, super::FakeAuthority>,
+    /// A follower placement ticket, returned as `upstreamAffinity`.
+    pub affinity: Option<String>,
 }
 
 /// The fake API server.
@@ -172,7 +174,7 @@ impl FakeApi {
                 a.fence();
             }
         }
-        let grant = json!({
+        let mut grant = json!({
             "epoch": epoch,
             "upstreamLeaseToken": format!("boot-lease-{doc}-{epoch}"),
             "upstreamWsEndpoint": s.upstream_ws,
@@ -181,6 +183,9 @@ impl FakeApi {
                 "headers": {"x-rindle-room-credential": format!("rfc1.{doc}")}
             }
         });
+        if let Some(ticket) = &s.affinity {
+            grant["upstreamAffinity"] = json!(ticket);
+        }
         (200, grant.to_string())
     }
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_channel::Sender;
+use async_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use async_tungstenite::tungstenite::Message;
 use futures_lite::{FutureExt, StreamExt};
 use rindle_room_core::fingerprint::normalized_fp;
@@ -37,6 +38,11 @@ pub struct RState {
     pub leases: Vec<String>,
     pub materialize_bodies: Vec<String>,
     pub auth_headers: Vec<Option<String>>,
+    /// Every websocket upgrade's `Sec-WebSocket-Protocol` header, in order.
+    pub offered_protocols: Vec<Option<String>>,
+    /// Select this subprotocol when a client offers it (as an edge selects `rindle.v1`);
+    /// `None` selects none, as rindled does.
+    pub select_protocol: Option<String>,
 }
 
 /// The fake daemon.
@@ -96,6 +102,8 @@ impl FakeRindled {
             leases: Vec::new(),
             materialize_bodies: Vec::new(),
             auth_headers: Vec::new(),
+            offered_protocols: Vec::new(),
+            select_protocol: None,
         }));
         let ws = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let http_l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -149,7 +157,29 @@ impl FakeRindled {
         // As rindled does: frames go out as written (without it, the snapshot waits
         // behind the hello for the room's delayed ACK, ~40 ms per subscribe).
         let _ = stream.set_nodelay(true);
-        let Ok(ws) = async_tungstenite::accept_async(stream).await else {
+        let state = self.state.clone();
+        // The signature is tungstenite's handshake callback; its error type is large.
+        #[allow(clippy::result_large_err)]
+        let negotiate =
+            move |req: &Request, mut res: Response| -> Result<Response, ErrorResponse> {
+                let offered = req
+                    .headers()
+                    .get("sec-websocket-protocol")
+                    .map(|v| v.to_str().unwrap_or("(not text)").to_string());
+                let mut s = state.lock().unwrap();
+                let selected = s.select_protocol.clone().filter(|p| {
+                    offered
+                        .as_deref()
+                        .is_some_and(|o| o.split(',').any(|x| x.trim() == p))
+                });
+                s.offered_protocols.push(offered);
+                if let Some(p) = selected {
+                    res.headers_mut()
+                        .insert("sec-websocket-protocol", p.parse().unwrap());
+                }
+                Ok(res)
+            };
+        let Ok(ws) = async_tungstenite::accept_hdr_async(stream, negotiate).await else {
             return;
         };
         let (mut sink, mut source) = ws.split();
@@ -254,6 +284,11 @@ impl FakeRindled {
 
     pub fn conns(&self) -> usize {
         self.state.lock().unwrap().conns
+    }
+
+    /// Every upgrade's offered subprotocols so far.
+    pub fn offered_protocols(&self) -> Vec<Option<String>> {
+        self.state.lock().unwrap().offered_protocols.clone()
     }
 }
 

@@ -128,16 +128,22 @@ pub(crate) async fn start_room(
     let upstream: Arc<dyn crate::server::upstream::UpstreamConnector> = match &shared.upstream {
         Some(make) => make(doc),
         None => {
-            let ws_url = grant
-                .upstream_ws_endpoint
-                .clone()
-                .or_else(|| shared.fleet.upstream_ws_url.clone())
-                .ok_or_else(|| {
-                    String::from(
-                        "room-boot named no upstreamWsEndpoint and `fleet.upstream_ws_url` is \
-                         not set: set it to rindled's websocket endpoint",
-                    )
-                })?;
+            let (ws_url, ws_url_setting) = match &grant.upstream_ws_endpoint {
+                Some(url) => (
+                    url.clone(),
+                    "room-boot's `upstreamWsEndpoint` (the API server's \
+                     `realtime.upstreamWsEndpoint`)",
+                ),
+                None => (
+                    shared.fleet.upstream_ws_url.clone().ok_or_else(|| {
+                        String::from(
+                            "room-boot named no upstreamWsEndpoint and `fleet.upstream_ws_url` \
+                             is not set: set it to rindled's websocket endpoint",
+                        )
+                    })?,
+                    "`fleet.upstream_ws_url` (room-boot named no `upstreamWsEndpoint`)",
+                ),
+            };
             Arc::new(FleetUpstream {
                 doc: doc.to_string(),
                 ws_url,
@@ -145,8 +151,12 @@ pub(crate) async fn start_room(
                     .upstream_affinity
                     .as_ref()
                     .map(|ticket| format!("rindle.v1, {ticket}")),
+                ws_url_setting,
                 client_id: shared.fleet.upstream_client_id.clone(),
                 relet: shared.relet.clone(),
+                log: log.clone(),
+                ticket_dropped: Arc::default(),
+                ticket_refusal_logged: shared.ticket_refusal_logged.clone(),
             })
         }
     };

@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     pub stranded: std::sync::Mutex<Vec<StrandedMutation>>,
     /// Every stranded mutation, listed or not.
     pub stranded_total: std::sync::atomic::AtomicU64,
+    /// A room found that the upstream takes no affinity ticket and said so (once a box).
+    pub ticket_refusal_logged: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The box's counters (`/stats`, `/metrics`).
@@ -216,6 +218,7 @@ impl FleetServerBuilder {
             over_budget: std::sync::atomic::AtomicBool::new(false),
             stranded: std::sync::Mutex::new(Vec::new()),
             stranded_total: std::sync::atomic::AtomicU64::new(0),
+            ticket_refusal_logged: Arc::default(),
         });
         let rooms = Rooms::new(shared.clone());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
