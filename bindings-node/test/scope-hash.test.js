@@ -56,12 +56,16 @@ function prng(seed) {
 }
 
 // Characters from every width: ASCII, Latin-1, BMP CJK, private use, the BMP's top, astral
-// (surrogate pairs), and the characters JSON.stringify escapes.
+// (surrogate pairs), the characters JSON.stringify escapes, and lone surrogate halves
+// (paired or not, depending on their neighbours).
 const ALPHABET = [
   "a", "B", "_", "1", " ", "é", "ö", "ß", "€", "中", "文", "\uE000", "\uFB00", "\uFF61",
   "\uFFFF", "😀", "𝄞", "\u{10000}", "\u0000", "\u001f", "\n", '"', "\\", "\u2028",
+  "\ud83d", "\ude00", "\udbff",
 ];
-const NUMBERS = [0, -0, 1, -1, 1.5, 1e21, 1e-7, 1e-6, 0.1, 5e-324, 2 ** 53 + 2, -1.25e-7, 1e300];
+const NUMBERS = [
+  0, -0, 1, -1, 1.5, 1e21, 1e-7, 1e-6, 0.1, 5e-324, 2 ** 53 + 2, -1.25e-7, 1e300, Infinity, NaN,
+];
 
 function randomSpecs(rand) {
   const pick = (list) => list[Math.floor(rand() * list.length)];

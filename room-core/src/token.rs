@@ -17,6 +17,8 @@ use crate::error::{Error, ErrorCode};
 use crate::fingerprint::fnv1a32_utf16_hex;
 use crate::json::tree::JsValue;
 
+mod scope_hash;
+
 /// The longest token text accepted; anything larger is `malformed`.
 pub const MAX_TOKEN_LEN: usize = 1 << 20;
 
@@ -246,13 +248,12 @@ pub fn scope_specs_hash(specs: &JsValue) -> String {
     fnv1a32_utf16_hex(&specs.to_jcs_string())
 }
 
-/// `scopeSpecsHash` from JSON text. Two kinds of text that `JSON.parse` accepts are
-/// refused as malformed here rather than hashed: an unpaired surrogate escape
-/// (`"\ud800"`) and a number beyond the double range (`1e400`, `Infinity` in JavaScript).
+/// `scopeSpecsHash` from JSON text, read as `JSON.parse` reads it: an unpaired
+/// surrogate escape (`"\ud800"`) is hashed as JavaScript hashes it, a number past the
+/// double range counts as `Infinity` (written `null`). Text that is not JSON, or nests
+/// arrays and objects deeper than 256 levels, is refused as malformed.
 pub fn scope_specs_hash_json(specs_json: &str) -> Result<String, Error> {
-    let v = JsValue::parse(specs_json)
-        .map_err(|e| Error::malformed(alloc::format!("scope specs are not JSON: {e}")))?;
-    Ok(scope_specs_hash(&v))
+    scope_hash::hash_json_text(specs_json)
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

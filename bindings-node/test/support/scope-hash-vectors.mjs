@@ -75,6 +75,10 @@ const VALUES = [
       { table: "tag", writable: { kind: "predicate", joinKeyCols: [] } },
     ],
   ],
+  ["unpaired surrogates", [{ s: ["\ud800", "\udc00", "a\ud83d", "\ude00b", "\ud83d\ud83d\ude00"] }]],
+  ["unpaired surrogate keys", [{ "\ud800": 1, "\uE000": 2, "😀": 3, "\udfff": 4, "\ud7ff": 5 }]],
+  ["a surrogate pair split by another unit", [{ s: "\ud83dx\ude00" }]],
+  ["Infinity and NaN (JSON.stringify writes null)", [{ n: [Infinity, -Infinity, NaN] }]],
   ["a top-level object", { table: "issue", "ß": "straße" }],
   ["a top-level string", "中文😀"],
   ["a top-level number", 1e21],
@@ -90,6 +94,9 @@ const TEXTS = [
   ["escaped key", '[{"\\ud83d\\ude00":1,"\\ue000":2}]'],
   ["number spellings", "[1E21, -0, -0.0, 1.50, 0.1e1, 1e-7, 100e-2, 5E-324]"],
   ["escaped solidus and controls", '["\\/\\u0000\\u001F\\b"]'],
+  ["unpaired surrogate escapes", '[{"\\uD800":"\\udc00","k":"x\\ud83d"}]'],
+  ["numbers past the double range", "[1e400, -1e400, 1e-400]"],
+  ["nested 200 levels", "[".repeat(200) + '"é"' + "]".repeat(200)],
 ];
 
 const vectors = [];

@@ -185,8 +185,8 @@ fn scope_hash_is_key_order_insensitive() {
 }
 
 /// `tests/vectors/scope-specs-hash.json`: hashes the published JavaScript package
-/// computed (non-ASCII text, keys that sort differently in UTF-16 and UTF-8, number
-/// spellings, raw JSON texts).
+/// computed (non-ASCII text, keys that sort differently in UTF-16 and UTF-8, unpaired
+/// surrogates, number spellings, raw JSON texts).
 const PUBLISHED_SCOPE_HASHES: &str = include_str!("../../../tests/vectors/scope-specs-hash.json");
 
 #[test]
@@ -194,8 +194,9 @@ fn scope_hash_equals_the_published_one_on_every_vector() {
     let file: serde_json::Value = serde_json::from_str(PUBLISHED_SCOPE_HASHES)
         .expect("tests/vectors/scope-specs-hash.json is JSON");
     let vectors = file["vectors"].as_array().expect("a `vectors` array");
-    assert!(vectors.len() >= 30, "only {} vectors", vectors.len());
+    assert!(vectors.len() >= 35, "only {} vectors", vectors.len());
     let mut wrong = Vec::new();
+    let mut as_values = 0;
     for v in vectors {
         let (name, specs, want) = (
             v["name"].as_str().unwrap(),
@@ -204,12 +205,24 @@ fn scope_hash_equals_the_published_one_on_every_vector() {
         );
         let got = scope_specs_hash_json(specs).unwrap_or_else(|e| alloc::format!("error {e}"));
         if got != want {
-            let jcs = JsValue::parse(specs).map(|s| s.to_jcs_string());
             wrong.push(alloc::format!(
-                "{name}: {got}, published {want}; canonical text {jcs:?}"
+                "{name}: {got} from the text, published {want}"
             ));
         }
+        // The same specs as a parsed value (what the host hashes), where a Rust string
+        // and a double can hold them.
+        if let Ok(value) = JsValue::parse(specs) {
+            as_values += 1;
+            let got = scope_specs_hash(&value);
+            if got != want {
+                let jcs = value.to_jcs_string();
+                wrong.push(alloc::format!(
+                    "{name}: {got} from the value, published {want}; canonical text {jcs:?}"
+                ));
+            }
+        }
     }
+    assert!(as_values >= 30, "only {as_values} vectors parsed as values");
     assert!(
         wrong.is_empty(),
         "scopeSpecsHash differs from the published package (regenerate the vectors with \
@@ -234,9 +247,114 @@ fn scope_hash_counts_utf16_units_not_utf8_bytes() {
 }
 
 #[test]
-fn scope_hash_refuses_text_a_string_or_a_double_cannot_hold() {
-    for text in [r#"["\ud800"]"#, r#"["\udc00x"]"#, "[1e400]"] {
+fn scope_hash_reads_what_json_parse_reads() {
+    let same = |a: &str, b: &str| {
+        assert_eq!(
+            scope_specs_hash_json(a).unwrap(),
+            scope_specs_hash_json(b).unwrap(),
+            "{a} vs {b}"
+        )
+    };
+    same(r#"["\ud800"]"#, r#"[ "\uD800" ]"#);
+    same(r#"["\ud83d\ude00"]"#, r#"["😀"]"#);
+    same("[1e400]", "[null]");
+    same("[-0, 1E21, 1.50]", "[0,1e21,1.5]");
+    same(r#"{"a":1,"a":2}"#, r#"{"a":2}"#);
+    // An unpaired surrogate is its own string, unlike U+FFFD.
+    assert_ne!(
+        scope_specs_hash_json(r#"["\ud800"]"#).unwrap(),
+        scope_specs_hash_json(r#"["\ufffd"]"#).unwrap()
+    );
+    let deep = |n: usize| alloc::format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    assert!(scope_specs_hash_json(&deep(scope_hash::MAX_DEPTH)).is_ok());
+    let err = scope_specs_hash_json(&deep(scope_hash::MAX_DEPTH + 1)).unwrap_err();
+    assert!(err.to_string().contains("deeper than 256"), "{err}");
+}
+
+#[test]
+fn scope_hash_refuses_what_json_parse_refuses() {
+    for text in [
+        "",
+        " ",
+        "[1,]",
+        "[1 2]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "{a:1}",
+        "['a']",
+        "[01]",
+        "[.5]",
+        "[1.]",
+        "[+1]",
+        "[1e]",
+        "[-]",
+        "[NaN]",
+        "[Infinity]",
+        "[nul]",
+        "[\"a]",
+        "[\"\\x\"]",
+        "[\"\\u12\"]",
+        "[\"\\u12g4\"]",
+        "[\"\u{1}\"]",
+        "[\"\t\"]",
+        "[1] x",
+        "\u{feff}[1]",
+        "[",
+        "{",
+        "[\"\\",
+        "\"\\u",
+    ] {
         let err = scope_specs_hash_json(text).expect_err(text);
-        assert_eq!(err.code(), ErrorCode::MalformedInput, "{text}: {err}");
+        assert_eq!(err.code(), ErrorCode::MalformedInput, "{text:?}: {err}");
+        assert!(
+            err.to_string().starts_with("scope specs are not JSON: "),
+            "{text:?}: {err}"
+        );
     }
+}
+
+proptest::proptest! {
+    /// The host hashes parsed specs ([`scope_specs_hash`]), the faces hash text
+    /// ([`scope_specs_hash_json`]): the two agree on every value both can hold.
+    #[test]
+    fn scope_hash_of_a_value_equals_that_of_its_text(value in any_specs()) {
+        let text = value.to_js_string();
+        proptest::prop_assert_eq!(
+            scope_specs_hash(&value),
+            scope_specs_hash_json(&text).unwrap(),
+            "{}", text
+        );
+    }
+}
+
+proptest::proptest! {
+    /// Any text is hashed or refused as malformed, never a panic.
+    #[test]
+    fn scope_hash_of_any_text_never_panics(
+        text in "[\\[\\]{}\":,\\\\u0-9a-fA-F.eE+\\- \t\nnulltrsé😀\u{0}]{0,40}"
+    ) {
+        if let Err(e) = scope_specs_hash_json(&text) {
+            proptest::prop_assert_eq!(e.code(), ErrorCode::MalformedInput);
+        }
+    }
+}
+
+fn any_specs() -> impl proptest::strategy::Strategy<Value = JsValue> {
+    use proptest::prelude::*;
+    let text = "[a-zA-Z_é中😀\u{e000}\u{ffff}\u{10000}\\\"\u{0}-\u{1f} ]{0,6}";
+    let leaf = prop_oneof![
+        Just(JsValue::Null),
+        any::<bool>().prop_map(JsValue::Bool),
+        any::<f64>().prop_map(JsValue::Num),
+        text.prop_map(JsValue::Str),
+    ];
+    leaf.prop_recursive(4, 32, 5, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..5).prop_map(JsValue::Arr),
+            // Distinct names (a parsed object has no repeated name), in reverse UTF-8
+            // byte order: the hash's sort has work to do.
+            proptest::collection::btree_map(text, inner, 0..5)
+                .prop_map(|members| JsValue::Obj(members.into_iter().rev().collect())),
+        ]
+    })
 }
