@@ -1,0 +1,960 @@
+// Known, explained differences between the published wasm room and the native one.
+//
+// Each entry has a `name` (its difference class), a one-line `reason`, and a `status`:
+//   "intended": a difference kept on purpose (listed in docs/compat.md);
+//   "pending":  a difference the Rust core is to remove; delete the entry when the fix
+//               lands (RINDLE_DIFF_STRICT=1 reports every pending hit as a difference).
+// An entry explains differences in one of two ways:
+//   normalise(ev, state, runner) -> {w, n, hit} | undefined
+//       rewrites both outcomes of a call or getter read before they are compared
+//       (`ev`: {index, method, args, phase: "call" | "probe", getter, w, n}; outcomes are
+//       {ok: true, v} or {ok: false, msg, code}); `hit` when it removed a disagreement.
+//       `state` is the entry's own scratch object for one sequence.
+//   claims(diff, detail, runner) -> boolean
+//       takes a difference no normaliser explained (`diff.class` is
+//       "<method>: <shape> [<tie-breaker verdict>]"); the sequence then stops unless
+//       the entry says `continues: true`.
+import { MESSAGE_METHODS, deepEqual, sortKeys } from "./compare.mjs";
+import { replayModel } from "./gen.mjs";
+import { TABLE, keyOf, pkOf } from "./schema.mjs";
+
+const ok = (o) => o && o.ok;
+const isNum = (x) => typeof x === "number";
+
+/** Deep copy of a JSON value. */
+const copy = (v) => (v === undefined ? v : JSON.parse(JSON.stringify(v)));
+
+/** Rewrites native outcome values at `paths(value)` (getter/setter pairs). */
+function rewrite(o, fn) {
+  if (!ok(o)) return o;
+  const v = copy(o.v);
+  const out = fn(v);
+  return { ...o, v: out === undefined ? v : out };
+}
+
+// ---- the head cv: numbered differently, advanced at the same events ----
+
+/** Where a call's outcome carries a head cv: a list of [get, set] over the value. */
+function cvSlots(method, v) {
+  const slots = [];
+  if (v === null || v === undefined) return slots;
+  if (method === "headCv" && isNum(v)) slots.push([() => v, null]);
+  if (["commitMutation", "ack", "seedDurable", "flushConflict"].includes(method) && typeof v === "object" && isNum(v.headCv)) {
+    slots.push([() => v.headCv, (x) => (v.headCv = x)]);
+  }
+  if ((method === "subscribe" || method === "lmidSubscribe") && isNum(v?.snapshot?.cv)) {
+    slots.push([() => v.snapshot.cv, (x) => (v.snapshot.cv = x)]);
+  }
+  if (method === "commitAll" && Array.isArray(v)) {
+    for (const e of v) if (isNum(e?.batch?.cv)) slots.push([() => e.batch.cv, (x) => (e.batch.cv = x)]);
+  }
+  return slots;
+}
+
+function headCvNumbering(ev, st) {
+  if (ev.method === "open" && ev.w.ok && ev.n.ok) {
+    st.pairs = null;
+    return undefined;
+  }
+  if (!ok(ev.w) || !ok(ev.n)) return undefined;
+  st.pairs ??= { n2w: new Map([[0, 0]]), maxW: 0, maxN: 0 };
+  const p = st.pairs;
+  const w = copy(ev.w.v);
+  const n = copy(ev.n.v);
+  const ws = cvSlots(ev.method, w);
+  const ns = cvSlots(ev.method, n);
+  if (ws.length === 0 || ws.length !== ns.length) return undefined;
+  let hit = false;
+  let nv2 = n;
+  for (let i = 0; i < ws.length; i++) {
+    const wv = ws[i][0]();
+    const nv = ns[i][0]();
+    let mapped = p.n2w.get(nv);
+    if (mapped === undefined && nv > p.maxN && wv > p.maxW) {
+      // A new head: both rooms advanced. Learn the pair.
+      p.n2w.set(nv, wv);
+      p.maxN = nv;
+      p.maxW = wv;
+      mapped = wv;
+    }
+    if (mapped !== wv) continue; // not explained: left for the comparison
+    if (nv !== wv) hit = true;
+    if (ns[i][1]) ns[i][1](wv);
+    else nv2 = wv;
+  }
+  if (ev.method === "headCv") return { n: { ...ev.n, v: nv2 }, hit };
+  return { n: { ...ev.n, v: n }, hit };
+}
+
+// ---- the query key: another canonical text, the same dedup ----
+
+function queryKeyText(ev, st) {
+  if (ev.method === "open" && ev.w.ok && ev.n.ok) {
+    st.n2w = new Map();
+    st.w2n = new Map();
+    return undefined;
+  }
+  if (ev.method !== "subscribe" && ev.method !== "lmidSubscribe") return undefined;
+  if (!ok(ev.w) || !ok(ev.n)) return undefined;
+  const wk = ev.w.v?.queryKey;
+  const nk = ev.n.v?.queryKey;
+  if (typeof wk !== "string" || typeof nk !== "string" || wk === nk) return undefined;
+  st.n2w ??= new Map();
+  st.w2n ??= new Map();
+  const known = st.n2w.get(nk);
+  const back = st.w2n.get(wk);
+  if ((known !== undefined && known !== wk) || (back !== undefined && back !== nk)) return undefined;
+  st.n2w.set(nk, wk);
+  st.w2n.set(wk, nk);
+  return { n: rewrite(ev.n, (v) => void (v.queryKey = wk)), hit: true };
+}
+
+// ---- the flush body ----
+
+const WASM_OUTCOMES = "_rindle_room_mutation_outcomes";
+const NATIVE_OUTCOMES = "_rindle_mutation_outcomes";
+
+function outcomesTable(ev) {
+  if (ev.method !== "beginFlush" || !ok(ev.n) || !Array.isArray(ev.n.v?.changes)) return undefined;
+  if (!ev.n.v.changes.some((c) => c?.table === NATIVE_OUTCOMES)) return undefined;
+  const n = rewrite(ev.n, (v) => {
+    for (const c of v.changes) if (c?.table === NATIVE_OUTCOMES) c.table = WASM_OUTCOMES;
+  });
+  return { n, hit: true };
+}
+
+function changesOrder(ev) {
+  if (ev.method !== "beginFlush" || !ok(ev.w) || !ok(ev.n)) return undefined;
+  const a = ev.w.v?.changes;
+  const b = ev.n.v?.changes;
+  if (!Array.isArray(a) || !Array.isArray(b) || deepEqual(a, b)) return undefined;
+  const key = (c) => JSON.stringify(sortKeys(c));
+  const sa = a.map(key).sort();
+  const sb = b.map(key).sort();
+  if (sa.length !== sb.length || sa.some((x, i) => x !== sb[i])) return undefined;
+  // Same changes, another order: present native's in wasm's order.
+  return { n: rewrite(ev.n, (v) => void (v.changes = copy(a))), hit: true };
+}
+
+function batchHash(ev) {
+  if (ev.method !== "beginFlush" || !ok(ev.w) || !ok(ev.n)) return undefined;
+  const a = ev.w.v?.batchHash;
+  const b = ev.n.v?.batchHash;
+  const hex = /^[0-9a-f]{16}$/;
+  if (typeof a !== "string" || typeof b !== "string" || a === b || !hex.test(a) || !hex.test(b)) return undefined;
+  return { n: rewrite(ev.n, (v) => void (v.batchHash = a)), hit: true };
+}
+
+function flushOkCounts(ev) {
+  if (ev.method !== "flushOk" || !ok(ev.w) || !ok(ev.n)) return undefined;
+  const a = ev.w.v;
+  const b = ev.n.v;
+  if (!a || !b || !isNum(a.retired) || !isNum(b.retired) || a.retired === b.retired) return undefined;
+  return { n: rewrite(ev.n, (v) => void (v.retired = a.retired)), hit: true };
+}
+
+
+// ---- query shapes ----
+
+/** Visits every query level and condition of a wire AST. */
+function walk(ast, onLevel, onCond, underNot = false) {
+  if (!ast || typeof ast !== "object") return;
+  onLevel?.(ast, underNot);
+  const cond = (c, neg) => {
+    if (!c || typeof c !== "object") return;
+    onCond?.(c, neg);
+    if (Array.isArray(c.conditions)) for (const x of c.conditions) cond(x, neg);
+    if (c.type === "correlatedSubquery") walk(c.related?.subquery, onLevel, onCond, neg || c.op === "NOT EXISTS");
+  };
+  cond(ast.where, underNot);
+  for (const r of liveRelated(ast)) walk(r?.subquery, onLevel, onCond, underNot);
+}
+
+/** A level's `related` entries, duplicates by alias resolved (the last one wins). */
+function liveRelated(level) {
+  const out = new Map();
+  for (const r of Array.isArray(level?.related) ? level.related : []) out.set(r?.subquery?.alias, r);
+  return [...out.values()];
+}
+
+/** Whether a condition somewhere is an `and` / `or` with no conditions. */
+function hasEmptyAndOr(ast) {
+  let found = false;
+  walk(ast, null, (c) => {
+    if ((c.type === "or" || c.type === "and") && Array.isArray(c.conditions) && c.conditions.length === 0) found = true;
+  });
+  return found;
+}
+
+/** Tables read only under a NOT EXISTS (they never ship rows). */
+function notExistsOnly(ast) {
+  const neg = new Set();
+  const pos = new Set();
+  walk(ast, (level, underNot) => (underNot ? neg : pos).add(level.table));
+  return new Set([...neg].filter((t) => !pos.has(t)));
+}
+
+/** The AST of the subscriber a difference is about (subscribe call or its view). */
+function astOf(d) {
+  if (d.spec?.kind === "ast") return d.spec.ast;
+  if (d.call?.m === "subscribe") return d.call.a?.[2];
+  return undefined;
+}
+
+/** Tables read only inside an EXISTS / NOT EXISTS subquery with `limit: 0`. */
+function limitZeroOnly(ast) {
+  const inside = new Set();
+  const outside = new Set();
+  const visit = (level, zero) => {
+    if (!level || typeof level !== "object") return;
+    (zero ? inside : outside).add(level.table);
+    const cond = (c) => {
+      if (!c || typeof c !== "object") return;
+      if (Array.isArray(c.conditions)) c.conditions.forEach(cond);
+      if (c.type === "correlatedSubquery") visit(c.related?.subquery, zero || c.related?.subquery?.limit === 0);
+    };
+    cond(level.where);
+    for (const r of liveRelated(level)) visit(r?.subquery, zero);
+  };
+  visit(ast, false);
+  return new Set([...inside].filter((t) => !outside.has(t)));
+}
+
+/**
+ * A subscriber's hello lists other tables in the two rooms (so its normalizedFp differs
+ * on every frame). `extra(ast)` gives the tables each side may list beyond the other:
+ * {w: Set, n: Set}. Rewrites native's hello, and that subscriber's later frames' fp.
+ */
+function helloTables(extra) {
+  return (ev, st) => {
+    st.subs ??= new Map();
+    if (ev.method === "open" && ev.w.ok && ev.n.ok) {
+      st.subs.clear();
+      return undefined;
+    }
+    if (!ok(ev.w) || !ok(ev.n)) return undefined;
+    if (ev.method === "subscribe") {
+      const sub = ev.args[0];
+      const wh = ev.w.v?.hello;
+      const nh = ev.n.v?.hello;
+      st.subs.delete(sub);
+      if (!wh || !nh || deepEqual(wh, nh) || !Array.isArray(wh.tables) || !Array.isArray(nh.tables)) return undefined;
+      const allowed = extra(ev.args[2]);
+      const byName = (ts) => new Map(ts.map((t) => [t?.name, t]));
+      const wt = byName(wh.tables);
+      const nt = byName(nh.tables);
+      for (const [name, t] of nt) if (wt.has(name) && !deepEqual(t, wt.get(name))) return undefined;
+      for (const name of wt.keys()) if (!nt.has(name) && !allowed.w.has(name)) return undefined;
+      for (const name of nt.keys()) if (!wt.has(name) && !allowed.n.has(name)) return undefined;
+      st.subs.set(sub, { from: nh.normalizedFp, to: wh.normalizedFp });
+      const n = rewrite(ev.n, (v) => {
+        v.hello = copy(wh);
+        if (v.snapshot?.normalizedFp === nh.normalizedFp) v.snapshot.normalizedFp = wh.normalizedFp;
+      });
+      return { n, hit: true };
+    }
+    if (ev.method === "commitAll" && Array.isArray(ev.n.v)) {
+      let hit = false;
+      const n = rewrite(ev.n, (v) => {
+        for (const e of v) {
+          const m = st.subs.get(e?.sub);
+          if (m && e.batch?.normalizedFp === m.from) {
+            e.batch.normalizedFp = m.to;
+            hit = true;
+          }
+        }
+      });
+      return hit ? { n, hit } : undefined;
+    }
+    return undefined;
+  };
+}
+
+const notExistsHello = helloTables((ast) => ({ w: notExistsOnly(ast), n: new Set() }));
+const limitZeroHello = helloTables((ast) => ({ w: new Set(), n: limitZeroOnly(ast) }));
+
+// commitAll: the same entries, listed in another subscriber order.
+function entryOrder(ev) {
+  if (ev.method !== "commitAll" || !ok(ev.w) || !ok(ev.n)) return undefined;
+  const a = ev.w.v;
+  const b = ev.n.v;
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length || deepEqual(a, b)) return undefined;
+  const subs = a.map((e) => e?.sub);
+  if (new Set(subs).size !== subs.length) return undefined;
+  const bySub = new Map(b.map((e) => [e?.sub, e]));
+  if (bySub.size !== b.length || !subs.every((s) => bySub.has(s))) return undefined;
+  const reordered = subs.map((s) => bySub.get(s));
+  if (deepEqual(reordered, b)) return undefined;
+  return { n: { ...ev.n, v: copy(reordered) }, hit: true };
+}
+
+
+// ---- error texts a client reads (beginMutation, subscribe, lmidSubscribe, commitMutation) ----
+
+/** Both rooms refused a call whose text is compared, with different texts. */
+const refusedApart = (ev) =>
+  ev.phase === "call" && MESSAGE_METHODS.has(ev.method) && !ev.w.ok && !ev.n.ok && ev.w.msg !== ev.n.msg;
+
+/** A pending text difference: both rooms refuse, with these two texts. */
+function textPair(name, reason, wasm, native) {
+  return {
+    name: `error-text:${name}`,
+    status: "pending",
+    reason,
+    normalise(ev) {
+      if (!refusedApart(ev)) return undefined;
+      if (!wasm.test(ev.w.msg) || !native.test(ev.n.msg)) return undefined;
+      return { n: { ...ev.n, msg: ev.w.msg }, hit: true };
+    },
+  };
+}
+
+const ERROR_TEXTS = [
+  textPair(
+    "not-live",
+    "subscribing before the snapshot: wasm `subscribe: Query(StoreNotLive)`, native `the room is not live yet: …`",
+    /^(lmid )?subscribe: Query\(StoreNotLive\)$/,
+    /^the room is not live yet/,
+  ),
+  textPair(
+    "check-order",
+    "a call with two faults (not live and a bad AST, no write plane and no tx): the rooms report another one first",
+    /^(writes not enabled|no mutation transaction is open|a mutation transaction is already open|ast: not a wire Ast: |subscribe: Query\(Build)/,
+    /^(the room is not live yet|the room's store is poisoned|the write plane is not enabled)/,
+  ),
+  textPair(
+    "writes-not-enabled",
+    "a write call before enableWrites: wasm `writes not enabled (call enableWrites after the snapshot)`, native `the write plane is not enabled (…)`",
+    /^writes not enabled/,
+    /^the write plane is not enabled/,
+  ),
+  textPair(
+    "poisoned",
+    "a call on a poisoned store: wasm `store is not live` / `… Query(StoreNotLive)`, native `the room's store is poisoned (<why>); open a new room`",
+    /^((lmid )?subscribe: Query\(StoreNotLive\)|store is not live)$/,
+    /^the room's store is poisoned/,
+  ),
+  textPair(
+    "counters",
+    "a fractional or negative time / mid: wasm `<arg>: not a wire-safe counter: x`, native `<arg> must be a whole, non-negative number …`",
+    /^(nowMs|mid|idleTtlMs|epoch): not a wire-safe counter/,
+    /must be a (whole, non-negative number|non-negative integer)/,
+  ),
+  textPair(
+    "ast-parse",
+    "a malformed AST: wasm `ast: not a wire Ast: <serde error>`, native `unsupported query: <what>`",
+    /^ast: not a wire Ast: /,
+    /^unsupported query: /,
+  ),
+  textPair(
+    "query-build",
+    "an unservable query: wasm `subscribe: Query(<Debug of the error>)`, native `unsupported query: <what>`",
+    /^subscribe: Query\(/,
+    /^unsupported query: /,
+  ),
+  {
+    name: "error-text:hint-suffix",
+    status: "pending",
+    reason: "the native text adds a hint in parentheses to the wasm one (`… already open (commit or reject it first)`)",
+    normalise(ev) {
+      if (!refusedApart(ev) || !ev.n.msg.startsWith(`${ev.w.msg} (`)) return undefined;
+      return { n: { ...ev.n, msg: ev.w.msg }, hit: true };
+    },
+  },
+];
+
+// ---- helpers for claims ----
+
+/** Rows of each fresh snapshot the other lacks: {onlyW, onlyN} as [table, row] pairs. */
+function freshDelta(d) {
+  if (!d.fresh) return null;
+  const a = new Set(d.fresh.w.contents());
+  const b = new Set(d.fresh.n.contents());
+  const parse = (x) => JSON.parse(x);
+  return {
+    onlyW: [...a].filter((x) => !b.has(x)).map(parse),
+    onlyN: [...b].filter((x) => !a.has(x)).map(parse),
+  };
+}
+
+/** The [table, row] pairs one view holds and the other does not, both ways. */
+function symmetric(a, b) {
+  const x = new Set(a.contents());
+  const y = new Set(b.contents());
+  return [...[...x].filter((r) => !y.has(r)), ...[...y].filter((r) => !x.has(r))].map((r) => JSON.parse(r));
+}
+
+/** Whether a row of `table` has a NULL primary-key cell (per the subscriber's hello). */
+function nullKey(view, table, row) {
+  const pk = view.pks.get(table) ?? [0];
+  return pk.some((i) => row[i] === null);
+}
+
+/** Tables read under a NOT EXISTS anywhere in the AST. */
+function notExistsTables(ast) {
+  const out = new Set();
+  walk(ast, (level, underNot) => underNot && out.add(level.table));
+  return out;
+}
+
+/** Whether some EXISTS / NOT EXISTS subquery has `limit: 0` (and flip if asked). */
+function existsLimitZero(ast, flipped = null) {
+  let found = false;
+  walk(ast, null, (c) => {
+    if (c.type === "correlatedSubquery" && c.related?.subquery?.limit === 0 && (flipped === null || Boolean(c.flip) === flipped)) found = true;
+  });
+  return found;
+}
+
+/** Whether a level orders by the same column twice. */
+function duplicateOrderBy(ast) {
+  let found = false;
+  walk(ast, (level) => {
+    const cols = (Array.isArray(level.orderBy) ? level.orderBy : []).map((o) => o?.[0]);
+    if (new Set(cols).size !== cols.length) found = true;
+  });
+  return found;
+}
+
+/** Whether a JSON number is written as a float (`1.5`, `1e+21`). */
+const floaty = (x) => /[.eE]/.test(JSON.stringify(x));
+
+/** A literal-only comparison of an integer with a float literal, in a condition tree. */
+function intFloatInCond(c) {
+  let found = false;
+  const visit = (x) => {
+    if (!x || typeof x !== "object") return;
+    if (Array.isArray(x.conditions)) x.conditions.forEach(visit);
+    if (x.type === "correlatedSubquery") walk(x.related?.subquery, null, visit);
+    if (x.type !== "simple" || x.left?.type !== "literal" || x.right?.type !== "literal") return;
+    const a = x.left.value;
+    const b = x.right.value;
+    if (typeof a === "number" && typeof b === "number" && floaty(a) !== floaty(b)) found = true;
+  };
+  visit(c);
+  return found;
+}
+
+/** The same, anywhere in an AST. */
+function intFloatLiteralCompare(ast) {
+  let found = false;
+  walk(ast, (level) => {
+    if (intFloatInCond(level.where)) found = true;
+  });
+  return found;
+}
+
+/** The same, in a scope spec list's predicates. */
+function intFloatInSpecs(specs) {
+  return Array.isArray(specs) && specs.some((s) => intFloatInCond(s?.footprintWhere) || intFloatInCond(s?.writable?.where));
+}
+
+/**
+ * An AST with each level's sort completed by the key, repeats dropped and relationship
+ * names left out (duplicates by name resolved first).
+ */
+function canonicalOrder(ast) {
+  if (!ast || typeof ast !== "object" || !TABLE[ast.table]) return ast;
+  const t = TABLE[ast.table];
+  const seen = new Set();
+  const orderBy = [];
+  for (const o of Array.isArray(ast.orderBy) ? ast.orderBy : []) {
+    if (!seen.has(o?.[0])) orderBy.push(o);
+    seen.add(o?.[0]);
+  }
+  for (const i of t.primaryKey) if (!seen.has(t.columns[i])) orderBy.push([t.columns[i], "asc"]);
+  const out = { ...ast, orderBy };
+  delete out.alias;
+  if (Array.isArray(ast.related)) out.related = liveRelated(ast).map((r) => ({ ...r, subquery: canonicalOrder(r.subquery) }));
+  return sortKeys(out);
+}
+
+/** Whether `ast` equals, up to sort completion, another AST subscribed in this incarnation. */
+function sortTwin(ast, runner) {
+  const mine = JSON.stringify(canonicalOrder(ast));
+  const raw = JSON.stringify(sortKeys(ast));
+  for (let i = runner.calls.length - 2; i >= 0; i--) {
+    const c = runner.calls[i];
+    if (c.m === "open") break;
+    if (c.m !== "subscribe") continue;
+    const other = c.a?.[2];
+    if (JSON.stringify(sortKeys(other)) !== raw && JSON.stringify(canonicalOrder(other)) === mine) return true;
+  }
+  return false;
+}
+
+/**
+ * Keys (table + key cells) an upstream edit or remove of this incarnation named with an
+ * image that was not the stored row (invalid upstream input).
+ */
+function staleUpstreamKeys(runner) {
+  let start = 0;
+  for (let i = runner.calls.length - 1; i >= 0; i--) {
+    if (runner.calls[i].m === "open" && runner.outcomes[i]?.w?.ok) {
+      start = i;
+      break;
+    }
+  }
+  const keys = new Set();
+  replayModel(runner.calls.slice(start), runner.outcomes.slice(start), (call, before) => {
+    const rows = new Map(before);
+    for (const op of Array.isArray(call.a[0]?.ops) ? call.a[0].ops : []) {
+      const t = TABLE[op?.table];
+      const image = op?.op === "edit" ? op.old : op?.op === "remove" ? op.row : null;
+      if (!t) continue;
+      const fits = (r) => Array.isArray(r) && r.length === t.columns.length;
+      if (fits(image)) {
+        const k = keyOf(t.name, pkOf(t, image));
+        if (!deepEqual(rows.get(k)?.row, image)) {
+          keys.add(k);
+          if (op.op === "edit" && fits(op.new)) keys.add(keyOf(t.name, pkOf(t, op.new)));
+        }
+      }
+      if (op.op === "add" && fits(op.row)) rows.set(keyOf(t.name, pkOf(t, op.row)), { table: t.name, row: op.row });
+      else if (op.op === "remove" && fits(op.row)) rows.delete(keyOf(t.name, pkOf(t, op.row)));
+      else if (op.op === "edit" && fits(op.old) && fits(op.new)) {
+        rows.delete(keyOf(t.name, pkOf(t, op.old)));
+        rows.set(keyOf(t.name, pkOf(t, op.new)), { table: t.name, row: op.new });
+      }
+    }
+  });
+  return keys;
+}
+
+/** Tables read by a (non-negated) EXISTS subquery; `inOr`: only those under an `or`. */
+function existsChildTables(ast, inOr = false) {
+  const out = new Set();
+  const visitCond = (c, underOr) => {
+    if (!c || typeof c !== "object") return;
+    if (Array.isArray(c.conditions)) c.conditions.forEach((x) => visitCond(x, underOr || c.type === "or"));
+    if (c.type === "correlatedSubquery" && c.op === "EXISTS") {
+      if (!inOr || underOr) out.add(c.related?.subquery?.table);
+      visitLevel(c.related?.subquery);
+    }
+  };
+  const visitLevel = (level) => {
+    if (!level || typeof level !== "object") return;
+    visitCond(level.where, false);
+    for (const r of liveRelated(level)) visitLevel(r?.subquery);
+  };
+  visitLevel(ast);
+  return out;
+}
+
+/** Whether an upstream batch of this incarnation touched a key a local commit wrote. */
+function upstreamTouchedWritten(runner) {
+  const written = new Set();
+  let touched = false;
+  for (let i = 0; i < runner.calls.length; i++) {
+    const c = runner.calls[i];
+    if (c.m === "open" && runner.outcomes[i]?.w?.ok) {
+      written.clear();
+      touched = false;
+    }
+    const t = TABLE[c.a?.[0]];
+    if (t && Array.isArray(c.a?.[1]) && /^tx(Add|Edit|Remove)$/.test(c.m)) {
+      written.add(keyOf(t.name, c.m === "txRemove" ? c.a[1] : pkOf(t, c.a[1])));
+    }
+    if (c.m === "apply" && Array.isArray(c.a?.[0]?.ops)) {
+      for (const op of c.a[0].ops) {
+        const u = TABLE[op?.table];
+        const img = op?.row ?? op?.old;
+        if (u && Array.isArray(img) && img.length === u.columns.length && written.has(keyOf(u.name, pkOf(u, img)))) touched = true;
+      }
+    }
+  }
+  return touched;
+}
+
+/** Whether some level lists two `related` entries under one alias. */
+function duplicateAlias(ast) {
+  let found = false;
+  const visit = (level) => {
+    if (!level || typeof level !== "object") return;
+    const names = (Array.isArray(level.related) ? level.related : []).map((r) => r?.subquery?.alias);
+    if (new Set(names).size !== names.length) found = true;
+    for (const r of Array.isArray(level.related) ? level.related : []) visit(r?.subquery);
+  };
+  visit(ast);
+  return found;
+}
+
+/** Keys (table + key cells) of rows an earlier beginFlush of this incarnation wrote. */
+function flushedKeys(runner) {
+  const keys = new Set();
+  for (let i = runner.calls.length - 1; i >= 0; i--) {
+    const c = runner.calls[i];
+    if (c.m === "open") break;
+    const body = c.m === "beginFlush" ? runner.outcomes[i]?.w : null;
+    if (!body?.ok || !Array.isArray(body.v?.changes)) continue;
+    for (const ch of body.v.changes) {
+      const t = TABLE[ch?.table];
+      const img = ch?.row ?? ch?.old;
+      if (t && Array.isArray(img)) keys.add(keyOf(t.name, pkOf(t, img)));
+    }
+  }
+  return keys;
+}
+
+// The deopt outcome row of a mutation begun without a name: the wasm row drops the args
+// too (NULL, NULL); the native one keeps the args text.
+function deoptArgsWithoutName(ev) {
+  if (ev.method !== "beginFlush" || !ok(ev.w) || !ok(ev.n)) return undefined;
+  const a = ev.w.v?.changes;
+  const b = ev.n.v?.changes;
+  if (!Array.isArray(a) || !Array.isArray(b)) return undefined;
+  const outcome = (c) => typeof c?.table === "string" && c.table.endsWith("mutation_outcomes") && Array.isArray(c.row);
+  let hit = false;
+  const n = rewrite(ev.n, (v) => {
+    for (const c of v.changes) {
+      if (!outcome(c) || c.row[4] !== null || c.row[5] === null) continue;
+      const twin = a.find((x) => outcome(x) && x.row[0] === c.row[0] && x.row[1] === c.row[1]);
+      if (twin && twin.row[4] === null && twin.row[5] === null) {
+        c.row[5] = null;
+        hit = true;
+      }
+    }
+  });
+  return hit ? { n, hit } : undefined;
+}
+
+export const KNOWN = [
+  ...ERROR_TEXTS,
+  {
+    name: "headcv-numbering",
+    status: "pending",
+    reason:
+      "the wasm head cv starts at the upstream cv and follows max(head+1, upstream cv); the native one counts from 1 (values mapped one-to-one, advances must coincide)",
+    normalise: headCvNumbering,
+  },
+  {
+    name: "querykey-text",
+    status: "pending",
+    reason: "queryKey is a hash of another canonical text (the same queries share a key in both rooms: checked one-to-one)",
+    normalise: queryKeyText,
+  },
+  {
+    name: "flush-outcomes-table",
+    status: "pending",
+    reason: `the flush body's outcome rows go to ${WASM_OUTCOMES} in the wasm room, ${NATIVE_OUTCOMES} in the native one`,
+    normalise: outcomesTable,
+  },
+  {
+    name: "flush-changes-order",
+    status: "pending",
+    reason: "the flush body lists the same changes in another order",
+    normalise: changesOrder,
+  },
+  {
+    name: "flush-batch-hash",
+    status: "pending",
+    reason: "batchHash is computed over a different canonical body (follows from the two flush-body differences above)",
+    normalise: batchHash,
+  },
+  {
+    name: "flushok-retired-count",
+    status: "pending",
+    reason: "flushOk's `retired` counts something else (wasm: mutations retired; native: dirty keys retired)",
+    normalise: flushOkCounts,
+  },
+  {
+    name: "not-exists-hello-tables",
+    status: "pending",
+    reason:
+      "the wasm hello (and so every frame's normalizedFp) also lists tables read only under NOT EXISTS; the native one lists the tables that can ship rows",
+    normalise: notExistsHello,
+  },
+  {
+    name: "empty-and-or",
+    status: "pending",
+    reason:
+      "an `and` / `or` with no conditions: the wasm room drops the node (a root `or: []` keeps every row, an `and: []` inside an or is skipped), the native one evaluates it (and = TRUE, or = FALSE, the protocol's table)",
+    claims: (diff, d) => /\[rooms disagree on the rows\]$/.test(diff.class) && hasEmptyAndOr(astOf(d)),
+    continues: true,
+  },
+  {
+    name: "commitall-subscriber-order",
+    status: "intended",
+    reason:
+      "commitAll lists the subscribers in another order; each subscriber's own batch is the same (frames to different sockets have no order)",
+    normalise: entryOrder,
+  },
+  {
+    name: "wasm-panics-on-mixed-types",
+    status: "intended",
+    reason:
+      "cells of different types in one column (say a bool among strings) make the published wasm panic (compare_values: type mismatch, RuntimeError: unreachable); the native room orders them",
+    claims: (diff, d) => Boolean(d.w?.trap) && /type mismatch/.test(d.w.panic ?? "") && d.verdict !== "native view wrong too",
+  },
+  {
+    name: "null-key-witness",
+    status: "intended",
+    reason:
+      "an EXISTS witness whose primary key has a NULL cell: the native room ships it, the wasm room passes the parent but ships no such witness (a client re-evaluating the EXISTS then drops the parent)",
+    claims(diff, d) {
+      const delta = freshDelta(d);
+      if (!delta || delta.onlyW.length || !delta.onlyN.length) return false;
+      return delta.onlyN.every(([table, row]) => nullKey(d.fresh.n, table, row));
+    },
+    continues: true,
+  },
+  {
+    name: "not-exists-witnesses",
+    status: "pending",
+    reason:
+      "the wasm room also ships the children that make a NOT EXISTS false (a parent kept by another OR branch); the native one ships no NOT EXISTS rows",
+    claims(diff, d) {
+      const delta = freshDelta(d);
+      if (!delta || delta.onlyN.length || !delta.onlyW.length) return false;
+      const neg = notExistsTables(astOf(d));
+      return delta.onlyW.every(([table]) => neg.has(table));
+    },
+    continues: true,
+  },
+  {
+    name: "exists-limit-zero",
+    status: "pending",
+    reason:
+      "an EXISTS / NOT EXISTS subquery with `limit: 0`: the wasm room builds no join (EXISTS false, NOT EXISTS true); the native one ignores the limit like any other EXISTS limit",
+    claims: (diff, d) => /\[rooms disagree on the rows\]$/.test(diff.class) && existsLimitZero(astOf(d), false),
+    normalise: limitZeroHello,
+    continues: true,
+  },
+  {
+    name: "flipped-exists-limit-zero",
+    status: "intended",
+    reason:
+      "a flipped EXISTS with `limit: 0`: the wasm room refuses the query with an internal `UnknownRelationship` error; the native one serves it",
+    claims: (diff, d) => d.call.m === "subscribe" && /UnknownRelationship/.test(d.w?.msg ?? "") && d.n?.ok && existsLimitZero(astOf(d), true),
+  },
+  {
+    name: "reused-snapshot-at-last-drain",
+    status: "intended",
+    reason:
+      "joining an already materialized query before commitAll: the wasm snapshot is that query's last drained state (an older cv, caught up by the next commitAll), the native one the current head (a wasm stale view, harmless)",
+    claims(diff, d, runner) {
+      if (d.call.m !== "subscribe" && d.call.m !== "lmidSubscribe") return false;
+      if (!d.w?.ok || !d.n?.ok || d.w.v?.reused !== true || d.n.v?.reused !== true) return false;
+      const head = runner.w.exec({ m: "headCv", a: [] });
+      return head.ok && typeof d.w.v.snapshot?.cv === "number" && d.w.v.snapshot.cv < head.v;
+    },
+    continues: true,
+  },
+  {
+    name: "querykey-canonical",
+    status: "pending",
+    reason:
+      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated) or in a relationship's name: the native canonical text completes the sort and leaves names out, so they share one query key (reused, one materialization); the wasm room keys them apart",
+    claims: (diff, d, runner) =>
+      d.call.m === "subscribe" &&
+      (/\$\.(reused|queryKey)/.test(diff.shape ?? "") || diff.getter === "materializationCount") &&
+      sortTwin(d.call.a?.[2], runner),
+  },
+  {
+    name: "int-float-literal-fold",
+    status: "intended",
+    reason:
+      "a literal-only ordering comparison of an integer with a fraction (`-3 <= 1e-7`): the wasm room refuses it as mismatched types; JSON has one number type and the native room folds it",
+    claims: (diff, d) =>
+      !d.w?.ok &&
+      d.n?.ok &&
+      /mismatched literal types/.test(d.w.msg) &&
+      ((d.call.m === "subscribe" && intFloatLiteralCompare(d.call.a?.[2])) || (d.call.m === "enableWritesV2" && intFloatInSpecs(d.call.a?.[0]))),
+  },
+  {
+    name: "aggregate-refused",
+    status: "intended",
+    reason:
+      "an AST with `aggregate`: the native room refuses it (`unsupported query`); the wasm room serves rows of the wrong width (a one-cell count row in a wider table)",
+    claims: (diff, d) => d.call.m === "subscribe" && (d.w?.ok || d.w?.trap) && !d.n?.ok && /`aggregate` is not served/.test(d.n.msg),
+  },
+  {
+    name: "non-scalar-cells",
+    status: "intended",
+    reason:
+      "an upstream row with an array or object cell: the native room refuses the batch (malformed, poisoned); the wasm room stores it",
+    claims: (diff, d, runner) => d.call.m === "apply" && /a cell must be null, boolean, number or string/.test(runner.lastN?.msg ?? ""),
+  },
+  {
+    name: "fractional-idle-ttl",
+    status: "pending",
+    reason: "open with a fractional idle TTL: the wasm room refuses it (`idleTtlMs: not a wire-safe counter`), the native one accepts it",
+    claims: (diff, d) => d.call.m === "open" && !d.w?.ok && d.n?.ok && /idleTtlMs: not a wire-safe counter/.test(d.w.msg),
+  },
+  {
+    name: "txget-unowned-table",
+    status: "pending",
+    reason: "txGet on a table the room does not own: the wasm room throws (`not owned by this room`), the native one reads the row",
+    claims: (diff, d) => d.call.m === "txGet" && !d.w?.ok && d.n?.ok && /is not owned by this room/.test(d.w.msg),
+    continues: true,
+  },
+  {
+    name: "v2-gate",
+    status: "pending",
+    reason:
+      "the enableWritesV2 commit gate decides differently (deopt vs commit, or another reason / op / table / pk in the verdict)",
+    claims: (diff, d) =>
+      d.call.m === "commitMutation" && d.phase === "call" && d.w?.ok && d.n?.ok && (d.w.v?.deopt !== undefined || d.n.v?.deopt !== undefined),
+  },
+  {
+    name: "deopt-args-without-name",
+    status: "pending",
+    reason:
+      "the flush's outcome row of a mutation begun without a name: the wasm row has NULL args too, the native one keeps the args text",
+    normalise: deoptArgsWithoutName,
+  },
+  {
+    name: "seed-durable-retires-pending",
+    status: "pending",
+    reason: "seedDurable over already-applied mids: the native room retires those pending mutations, the wasm one keeps them pending",
+    claims: (diff, d, runner) =>
+      diff.getter === "pendingLen" &&
+      (d.call.m === "seedDurable" || (/^(commit|reject)Mutation$/.test(d.call.m) && runner.calls.some((c) => c.m === "seedDurable"))),
+  },
+  {
+    name: "flushconflict-refusal",
+    status: "pending",
+    reason:
+      "a flushConflict both rooms refuse (malformed conflicts): the wasm room has already ended the flight (and dropped its dirty keys), the native one leaves everything as it was",
+    claims: (diff, d, runner) => d.phase === "probe" && d.call.m === "flushConflict" && !runner.lastW?.ok && !runner.lastN?.ok,
+  },
+  {
+    name: "dirty-without-net-change",
+    status: "pending",
+    reason:
+      "a dirty key whose net change is nothing (an edit to the same image, an add then remove): the wasm room still counts it in dirtyLen, the native one does not (the flush bodies agree)",
+    claims: (diff, d) =>
+      (diff.getter === "dirtyLen" && ["commitMutation", "beginFlush", "flushOk"].includes(d.call.m) && typeof d.w?.v === "number" && d.w.v > d.n?.v) ||
+      (d.call.m === "flushOk" && d.phase === "call" && diff.shape === "$.dirty" && d.w?.v?.dirty > d.n?.v?.dirty),
+  },
+  {
+    name: "upstream-on-dirty-key",
+    status: "pending",
+    reason:
+      "an upstream change to a key with a local write (dirty, in flight or flushed without its echo): the rooms keep another dirty set, and the next flush body another CAS base (`old`, or add vs edit)",
+    claims: (diff, d, runner) =>
+      (diff.getter === "dirtyLen" && d.call.m === "apply") ||
+      (d.call.m === "beginFlush" && d.phase === "call" && /^\$\.changes\[\]\.(old|op)/.test(diff.shape ?? "") && (upstreamTouchedWritten(runner) || /^\$\.changes\[\]\.old\[\]/.test(diff.shape ?? ""))),
+  },
+  {
+    name: "wasm-stale-view",
+    status: "intended",
+    reason:
+      "tie-breaker: the wasm subscriber's maintained view differs from a fresh evaluation of its query in the wasm room, the native one matches its own (native right)",
+    claims: (diff) => diff.verdict === "wasm stale view",
+    continues: true,
+  },
+  {
+    name: "argument-types",
+    status: "intended",
+    reason: "an argument of the wrong JavaScript type (null for a number): the native room throws a TypeError (ERR_INVALID_ARG_TYPE), the wasm glue coerces it",
+    claims: (diff, d) => d.w?.ok && !d.n?.ok && d.n.code === "ERR_INVALID_ARG_TYPE",
+  },
+  {
+    name: "poisoned-store-calls",
+    status: "pending",
+    reason: "a call on a poisoned store that the wasm room still answers (ack with nothing to do: `{headCv: null}`) is refused by the native one (`the room's store is poisoned`)",
+    claims: (diff, d, runner) =>
+      d.phase === "call" && d.w?.ok && !d.n?.ok && /store is poisoned/.test(d.n.msg) && runner.w.exec({ m: "isPoisoned", a: [] }).v === true,
+  },
+  {
+    name: "flipped-exists-child-limit",
+    status: "pending",
+    reason:
+      "a flipped EXISTS whose subquery has a `limit`: the wasm room applies the limit to the child (few or no parents pass), the native one ignores it like any EXISTS limit",
+    claims(diff, d) {
+      if (!/\[rooms disagree on the rows\]$/.test(diff.class)) return false;
+      let found = false;
+      walk(astOf(d), null, (c) => {
+        if (c.type === "correlatedSubquery" && c.flip && typeof c.related?.subquery?.limit === "number") found = true;
+      });
+      return found;
+    },
+    continues: true,
+  },
+  {
+    name: "upstream-ops-on-flushed-key",
+    status: "pending",
+    reason:
+      "a key with a flushed local write (in flight or confirmed) whose echo has not come, then upstream ops on it that are not the echo (a re-add, an edit, a remove): the rooms end with another head for it; each side has been seen to swallow an upstream op (native: a remove after a re-add; wasm: the remove of a re-added row under an in-flight remove)",
+    claims(diff, d, runner) {
+      const flushed = flushedKeys(runner);
+      if (flushed.size === 0) return false;
+      const keys = [];
+      const delta = freshDelta(d);
+      if (delta && /\[rooms disagree on the rows\]$/.test(diff.class)) {
+        for (const [table, row] of [...delta.onlyW, ...delta.onlyN]) if (TABLE[table]) keys.push(keyOf(table, pkOf(TABLE[table], row)));
+      }
+      const t = TABLE[d.call.a?.[0]];
+      if (d.phase === "call" && t && Array.isArray(d.call.a?.[1]) && /^tx(Add|Edit|Remove|Get)$/.test(d.call.m)) {
+        keys.push(keyOf(t.name, /^tx(Remove|Get)$/.test(d.call.m) ? d.call.a[1] : pkOf(t, d.call.a[1])));
+      }
+      return keys.some((k) => flushed.has(k));
+    },
+  },
+  {
+    name: "stale-upstream-image",
+    status: "intended",
+    reason:
+      "invalid upstream input: an edit (or remove) whose old image is not the stored row; the native room applies it by key everywhere, the wasm room's store and pipelines disagree about it",
+    claims(diff, d, runner) {
+      if (!d.fresh || !d.views || !/\[(rooms disagree on the rows|wasm stale view|native wrong|both views wrong)\]$/.test(diff.class)) return false;
+      const stale = staleUpstreamKeys(runner);
+      const differing = [...symmetric(d.fresh.w, d.fresh.n), ...symmetric(d.views.w, d.fresh.w), ...symmetric(d.views.n, d.fresh.n)];
+      return differing.some(([table, row]) => TABLE[table] && stale.has(keyOf(table, pkOf(TABLE[table], row))));
+    },
+    continues: true,
+  },
+  {
+    name: "exists-witnesses-in-or",
+    status: "intended",
+    reason:
+      "an EXISTS that holds under an `or` whose other branch already admits the parent: the native room ships its witnesses (every EXISTS that holds does), the wasm room does not (at least for a flipped EXISTS, or a witness that arrives later)",
+    claims(diff, d) {
+      const delta = freshDelta(d);
+      if (!delta || !/\[rooms disagree on the rows\]$/.test(diff.class) || delta.onlyW.length || !delta.onlyN.length) return false;
+      const tables = existsChildTables(astOf(d), true);
+      return delta.onlyN.every(([table]) => tables.has(table));
+    },
+    continues: true,
+  },
+  {
+    name: "exists-witness-choice",
+    status: "intended",
+    reason:
+      "a parent with more than three EXISTS witnesses: the native room ships the first three in the subquery's sort order (and swaps when a smaller one arrives), the wasm room keeps any three",
+    claims(diff, d) {
+      const delta = freshDelta(d);
+      if (!delta || !/\[rooms disagree on the rows\]$/.test(diff.class) || !delta.onlyW.length || !delta.onlyN.length) return false;
+      const tables = existsChildTables(astOf(d));
+      const root = astOf(d)?.table;
+      return [...delta.onlyW, ...delta.onlyN].every(([table]) => tables.has(table) && table !== root);
+    },
+    continues: true,
+  },
+  {
+    name: "wasm-panics",
+    status: "intended",
+    reason:
+      "the published wasm room panics (RuntimeError: unreachable; e.g. `Take: bound should be set`) where the native one answers, every native subscriber's view then matching a fresh subscription",
+    claims: (diff, d) => Boolean(d.w?.trap) && !d.n?.trap && d.verdict === "native views consistent",
+  },
+  {
+    name: "flushconflict-duplicate-key",
+    status: "intended",
+    reason:
+      "a 409 body naming one key twice: the wasm room fails its own local commit (`ConsistencyViolation`), the native one converges the key to the last image given",
+    claims(diff, d) {
+      if (d.call.m !== "flushConflict" || d.phase !== "call" || d.w?.ok || !d.n?.ok) return false;
+      const keys = (Array.isArray(d.call.a?.[0]) ? d.call.a[0] : []).map((c) => JSON.stringify([c?.table, c?.pk]));
+      return /ConsistencyViolation/.test(d.w.msg) && new Set(keys).size !== keys.length;
+    },
+  },
+  {
+    name: "shadowed-related-validated",
+    status: "pending",
+    reason:
+      "a `related` entry replaced by a later one with the same alias: the native room still validates it (and refuses the query when it is bad), the wasm room ignores it",
+    claims: (diff, d) => d.call.m === "subscribe" && d.phase === "call" && d.w?.ok && !d.n?.ok && duplicateAlias(d.call.a?.[2]),
+  },
+];
