@@ -126,7 +126,7 @@ export class Runner {
       if (!this.kstate.has(k.name)) this.kstate.set(k.name, {});
       let out;
       try {
-        out = k.normalise({ ...ev, w, n }, this.kstate.get(k.name), this);
+        out = k.normalise({ ...ev, w, n, orig: { w: ev.w, n: ev.n } }, this.kstate.get(k.name), this);
       } catch (e) {
         throw new Error(`known.mjs entry ${k.name}: normalise threw at call #${ev.index} (${ev.method}): ${e.stack ?? e}`);
       }

@@ -87,7 +87,69 @@ export async function shrink(rooms, calls, cls, { mode, budget = 1500 } = {}) {
       }
     }
   }
-  return { calls: renumber(best, steps), replays, reproduced: true };
+  // Then the arguments: drop upstream ops, query clauses, conditions, list entries.
+  best = renumber(best, steps);
+  const argHit = async (cand) => {
+    replays++;
+    const r = await replay(rooms, cand, { mode });
+    return r.diffs.some((x) => x.class === cls && failing(x) && x.index === cand.length - 1);
+  };
+  progress = true;
+  while (progress && replays < budget) {
+    progress = false;
+    for (let i = 0; i < best.length && replays < budget; i++) {
+      for (const simpler of simplerCalls(best[i])) {
+        if (replays >= budget) break;
+        const cand = [...best.slice(0, i), simpler, ...best.slice(i + 1)];
+        if (await argHit(cand)) {
+          best = cand;
+          progress = true;
+          break;
+        }
+      }
+    }
+  }
+  return { calls: best, replays, reproduced: true };
+}
+
+/** Clauses a query level, scope spec or condition can lose and stay well formed. */
+const OPTIONAL = ["where", "orderBy", "start", "limit", "related", "flip", "system", "footprintWhere"];
+
+/** Smaller versions of one JSON value (one edit each), for shrinking arguments. */
+function* simpler(v) {
+  if (Array.isArray(v)) {
+    // Lists of objects or lists (ops, conditions, related, orderBy, specs, entries), not
+    // rows or keys.
+    if (v.length > 0 && v.every((x) => x !== null && typeof x === "object")) {
+      for (let i = 0; i < v.length; i++) yield [...v.slice(0, i), ...v.slice(i + 1)];
+    }
+    for (let i = 0; i < v.length; i++) for (const x of simpler(v[i])) yield [...v.slice(0, i), x, ...v.slice(i + 1)];
+    return;
+  }
+  if (v === null || typeof v !== "object") return;
+  if ((v.type === "and" || v.type === "or") && Array.isArray(v.conditions)) yield* v.conditions;
+  for (const k of OPTIONAL) {
+    if (!(k in v)) continue;
+    const out = { ...v };
+    delete out[k];
+    yield out;
+  }
+  for (const k of Object.keys(v)) for (const x of simpler(v[k])) yield { ...v, [k]: x };
+}
+
+/** Arguments worth shrinking, by method (hellos are left whole: their fp covers them). */
+const SHRINKABLE = { apply: 0, subscribe: 2, enableWritesV2: 0, flushConflict: 0, ack: 0, seedDurable: 0, enableWrites: 0 };
+
+function* simplerCalls(call) {
+  const i = SHRINKABLE[call.m];
+  if (i === undefined || call.a?.[i] === undefined) return;
+  const arg = call.a[i];
+  if (arg !== null && typeof arg === "object" && typeof arg.$text === "string") return;
+  for (const x of simpler(arg)) {
+    const a = call.a.slice();
+    a[i] = x;
+    yield { ...call, a };
+  }
 }
 
 const isBatch = (c) => c.m === "apply" && c.a?.[0] && typeof c.a[0] === "object" && typeof c.a[0].seq === "number";

@@ -136,13 +136,18 @@ function changesOrder(ev) {
   return { n: rewrite(ev.n, (v) => void (v.changes = copy(a))), hit: true };
 }
 
+// batchHash: a hash of the body. When the bodies differ, the hashes differ with them: they
+// are equalised quietly (the body's difference is what gets reported); a hit is two equal
+// bodies with two hashes.
 function batchHash(ev) {
   if (ev.method !== "beginFlush" || !ok(ev.w) || !ok(ev.n)) return undefined;
   const a = ev.w.v?.batchHash;
   const b = ev.n.v?.batchHash;
   const hex = /^[0-9a-f]{16}$/;
   if (typeof a !== "string" || typeof b !== "string" || a === b || !hex.test(a) || !hex.test(b)) return undefined;
-  return { n: rewrite(ev.n, (v) => void (v.batchHash = a)), hit: true };
+  const body = (v) => ({ changes: v?.changes, lmids: v?.lmids });
+  const sameRaw = deepEqual(body(ev.orig.w.v), body(ev.orig.n.v));
+  return { n: rewrite(ev.n, (v) => void (v.batchHash = a)), hit: sameRaw };
 }
 
 function flushOkCounts(ev) {
@@ -464,18 +469,38 @@ function canonicalOrder(ast) {
   }
   for (const i of t.primaryKey) if (!seen.has(t.columns[i])) orderBy.push([t.columns[i], "asc"]);
   const out = { ...ast, orderBy };
+  if (ast.where !== undefined) out.where = foldLiterals(ast.where);
   delete out.alias;
   if (Array.isArray(ast.related)) out.related = liveRelated(ast).map((r) => ({ ...r, subquery: canonicalOrder(r.subquery) }));
   return sortKeys(out);
+}
+
+/** The index of the call that opened the current room (0 if none did). */
+function incarnationStart(runner) {
+  for (let i = runner.calls.length - 1; i >= 0; i--) {
+    if (runner.calls[i].m === "open" && runner.outcomes[i]?.w?.ok) return i;
+  }
+  return 0;
+}
+
+/** A condition with literal-only comparisons of one JSON type folded to `{const}`. */
+function foldLiterals(c) {
+  if (!c || typeof c !== "object") return c;
+  if (Array.isArray(c.conditions)) return { ...c, conditions: c.conditions.map(foldLiterals) };
+  if (c.type !== "simple" || c.left?.type !== "literal" || c.right?.type !== "literal") return c;
+  const a = c.left.value;
+  const b = c.right.value;
+  if (typeof a !== typeof b || (typeof a !== "string" && typeof a !== "number")) return c;
+  const fold = { "=": a === b, "!=": a !== b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b }[c.op];
+  return fold === undefined ? c : { const: fold };
 }
 
 /** Whether `ast` equals, up to sort completion, another AST subscribed in this incarnation. */
 function sortTwin(ast, runner) {
   const mine = JSON.stringify(canonicalOrder(ast));
   const raw = JSON.stringify(sortKeys(ast));
-  for (let i = runner.calls.length - 2; i >= 0; i--) {
+  for (let i = runner.calls.length - 2; i >= incarnationStart(runner); i--) {
     const c = runner.calls[i];
-    if (c.m === "open") break;
     if (c.m !== "subscribe") continue;
     const other = c.a?.[2];
     if (JSON.stringify(sortKeys(other)) !== raw && JSON.stringify(canonicalOrder(other)) === mine) return true;
@@ -488,13 +513,7 @@ function sortTwin(ast, runner) {
  * image that was not the stored row (invalid upstream input).
  */
 function staleUpstreamKeys(runner) {
-  let start = 0;
-  for (let i = runner.calls.length - 1; i >= 0; i--) {
-    if (runner.calls[i].m === "open" && runner.outcomes[i]?.w?.ok) {
-      start = i;
-      break;
-    }
-  }
+  const start = incarnationStart(runner);
   const keys = new Set();
   replayModel(runner.calls.slice(start), runner.outcomes.slice(start), (call, before) => {
     const rows = new Map(before);
@@ -582,9 +601,8 @@ function duplicateAlias(ast) {
 /** Keys (table + key cells) of rows an earlier beginFlush of this incarnation wrote. */
 function flushedKeys(runner) {
   const keys = new Set();
-  for (let i = runner.calls.length - 1; i >= 0; i--) {
+  for (let i = runner.calls.length - 1; i >= incarnationStart(runner); i--) {
     const c = runner.calls[i];
-    if (c.m === "open") break;
     const body = c.m === "beginFlush" ? runner.outcomes[i]?.w : null;
     if (!body?.ok || !Array.isArray(body.v?.changes)) continue;
     for (const ch of body.v.changes) {
@@ -646,12 +664,6 @@ export const KNOWN = [
     normalise: changesOrder,
   },
   {
-    name: "flush-batch-hash",
-    status: "pending",
-    reason: "batchHash is computed over a different canonical body (follows from the two flush-body differences above)",
-    normalise: batchHash,
-  },
-  {
     name: "flushok-retired-count",
     status: "pending",
     reason: "flushOk's `retired` counts something else (wasm: mutations retired; native: dirty keys retired)",
@@ -706,8 +718,9 @@ export const KNOWN = [
     claims(diff, d) {
       const delta = freshDelta(d);
       if (!delta || delta.onlyN.length || !delta.onlyW.length) return false;
-      const neg = notExistsTables(astOf(d));
-      return delta.onlyW.every(([table]) => neg.has(table));
+      const ast = astOf(d);
+      const neg = notExistsTables(ast);
+      return !existsLimitZero(ast) && delta.onlyW.every(([table]) => neg.has(table) && table !== ast?.table);
     },
     continues: true,
   },
@@ -744,7 +757,7 @@ export const KNOWN = [
     name: "querykey-canonical",
     status: "pending",
     reason:
-      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated) or in a relationship's name: the native canonical text completes the sort and leaves names out, so they share one query key (reused, one materialization); the wasm room keys them apart",
+      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name or in a literal-only condition with the same value: the native canonical text completes the sort, leaves names out and folds constants, so they share one query key (reused, one materialization); the wasm room keys them apart",
     claims: (diff, d, runner) =>
       d.call.m === "subscribe" &&
       (/\$\.(reused|queryKey)/.test(diff.shape ?? "") || diff.getter === "materializationCount") &&
@@ -809,7 +822,8 @@ export const KNOWN = [
     reason: "seedDurable over already-applied mids: the native room retires those pending mutations, the wasm one keeps them pending",
     claims: (diff, d, runner) =>
       diff.getter === "pendingLen" &&
-      (d.call.m === "seedDurable" || (/^(commit|reject)Mutation$/.test(d.call.m) && runner.calls.some((c) => c.m === "seedDurable"))),
+      (d.call.m === "seedDurable" ||
+        (/^(commit|reject)Mutation$/.test(d.call.m) && runner.calls.slice(incarnationStart(runner)).some((c) => c.m === "seedDurable"))),
   },
   {
     name: "flushconflict-refusal",
@@ -834,7 +848,10 @@ export const KNOWN = [
       "an upstream change to a key with a local write (dirty, in flight or flushed without its echo): the rooms keep another dirty set, and the next flush body another CAS base (`old`, or add vs edit)",
     claims: (diff, d, runner) =>
       (diff.getter === "dirtyLen" && d.call.m === "apply") ||
-      (d.call.m === "beginFlush" && d.phase === "call" && /^\$\.changes\[\]\.(old|op)/.test(diff.shape ?? "") && (upstreamTouchedWritten(runner) || /^\$\.changes\[\]\.old\[\]/.test(diff.shape ?? ""))),
+      (d.call.m === "beginFlush" &&
+        d.phase === "call" &&
+        /^\$\.changes(\[\]\.(old|op)|#len)/.test(diff.shape ?? "") &&
+        (upstreamTouchedWritten(runner) || /^\$\.changes\[\]\.old\[\]/.test(diff.shape ?? ""))),
   },
   {
     name: "wasm-stale-view",
@@ -888,6 +905,9 @@ export const KNOWN = [
       const t = TABLE[d.call.a?.[0]];
       if (d.phase === "call" && t && Array.isArray(d.call.a?.[1]) && /^tx(Add|Edit|Remove|Get)$/.test(d.call.m)) {
         keys.push(keyOf(t.name, /^tx(Remove|Get)$/.test(d.call.m) ? d.call.a[1] : pkOf(t, d.call.a[1])));
+      }
+      if (d.call.m === "flushConflict" && Array.isArray(d.call.a?.[0]) && upstreamTouchedWritten(runner)) {
+        for (const c of d.call.a[0]) if (TABLE[c?.table] && Array.isArray(c.pk)) keys.push(keyOf(c.table, c.pk));
       }
       return keys.some((k) => flushed.has(k));
     },
@@ -956,5 +976,11 @@ export const KNOWN = [
     reason:
       "a `related` entry replaced by a later one with the same alias: the native room still validates it (and refuses the query when it is bad), the wasm room ignores it",
     claims: (diff, d) => d.call.m === "subscribe" && d.phase === "call" && d.w?.ok && !d.n?.ok && duplicateAlias(d.call.a?.[2]),
+  },
+  {
+    name: "flush-batch-hash",
+    status: "pending",
+    reason: "the same flush body, another batchHash (a hash that differs only because the body does is not counted here)",
+    normalise: batchHash,
   },
 ];
