@@ -19,11 +19,12 @@ const NOW_ARG = { subscribe: 3, lmidSubscribe: 3, unsubscribe: 1, sweep: 0 };
 /**
  * Which known entries are active: `mode` "ci" (all, pending ones absorb their
  * differences), "strict" (pending entries still normalise, so the run goes on, but each
- * hit is reported as a difference of its class) or "raw" (pending entries off).
+ * hit is reported as a difference of its class), "all" (the same for the intended ones
+ * too: a census of every class) or "raw" (pending entries off).
  */
 export function strictMode(env = process.env) {
   const v = env.RINDLE_DIFF_STRICT;
-  if (v === "raw") return "raw";
+  if (v === "raw" || v === "all") return v;
   if (v && v !== "0") return "strict";
   return "ci";
 }
@@ -59,6 +60,11 @@ export class Runner {
     this.now = 0;
     this.fresh = 0;
     this.probeClients = new Set();
+  }
+
+  /** Whether a hit of known entry `k` is reported as a difference in this mode. */
+  reports(k) {
+    return this.mode === "all" || (this.mode === "strict" && k.status === "pending");
   }
 
   /** Frees both rooms. */
@@ -140,10 +146,10 @@ export class Runner {
   }
 
   noteKnown(k, ev) {
-    if (this.mode === "strict" && k.status === "pending") {
+    if (this.reports(k)) {
       this.diffs.push({
         class: k.name,
-        status: "pending",
+        status: k.status,
         index: ev.index,
         method: ev.method,
         phase: ev.phase,
@@ -188,10 +194,10 @@ export class Runner {
         throw new Error(`known.mjs entry ${k.name}: claims threw at call #${d.index} (${d.call.m}): ${e.stack ?? e}`);
       }
       if (!claimed) continue;
-      const reported = this.mode === "strict" && k.status === "pending";
+      const reported = this.reports(k);
       if (!reported) this.knownHits.set(k.name, (this.knownHits.get(k.name) ?? 0) + 1);
       diff.class = k.name;
-      diff.status = reported ? "pending" : "known";
+      diff.status = reported ? k.status : "known";
       diff.detail = name;
       if (k.continues) stop = false;
       break;
@@ -400,6 +406,6 @@ export class Runner {
 
   /** Differences that fail the run: unknown ones, and pending hits in strict mode. */
   failures() {
-    return this.diffs.filter((d) => d.status === "unknown" || d.status === "pending");
+    return this.diffs.filter((d) => d.status !== "known");
   }
 }

@@ -703,11 +703,12 @@ export class Generator {
  * Replays a recording's calls and wasm outcomes into a generator model; `onApply(call,
  * rows)` sees each accepted upstream batch with the rows as they were before it.
  */
-export function replayModel(calls, outcomes, onApply) {
+export function replayModel(calls, outcomes, onApply, onCall) {
   const gen = new Generator(new Rng(0));
   calls.forEach((call, i) => {
     const w = outcomes[i]?.w ?? { ok: false };
     if (onApply && call.m === "apply" && w.ok && w.v?.applied === "live") onApply(call, gen.rows);
+    if (onCall) onCall(call, w, gen);
     gen.observe(call, w);
   });
   return gen;

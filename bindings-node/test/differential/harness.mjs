@@ -27,7 +27,7 @@ export class Rooms {
 }
 
 /** Whether a difference fails the run. */
-export const failing = (d) => d.status === "unknown" || d.status === "pending";
+export const failing = (d) => d.status !== "known";
 
 /** Replays `calls`; returns the finished runner. */
 export async function replay(rooms, calls, opts = {}) {

@@ -598,6 +598,33 @@ function duplicateAlias(ast) {
   return found;
 }
 
+/** Both rooms answered a commitMutation, and at least one with a gate verdict. */
+const gateVerdicts = (d) =>
+  d.call.m === "commitMutation" && d.phase === "call" && d.w?.ok && d.n?.ok && (d.w.v?.deopt !== undefined || d.n.v?.deopt !== undefined);
+
+/**
+ * The open transaction's writes before call `index`: `netDiffers` when a key is written
+ * twice or an edit writes a row's own image (where per-write and net judging part).
+ */
+function txShape(runner, index) {
+  const start = incarnationStart(runner);
+  let writes = [];
+  let netDiffers = false;
+  replayModel(runner.calls.slice(start, index), runner.outcomes.slice(start, index), null, (call, w, gen) => {
+    if (call.m === "beginMutation" && w.ok && w.v?.begin === "tx") {
+      writes = [];
+      netDiffers = false;
+    }
+    const t = TABLE[call.a?.[0]];
+    if (!w.ok || !t || !Array.isArray(call.a?.[1]) || !/^tx(Add|Edit|Remove)$/.test(call.m)) return;
+    const key = keyOf(t.name, call.m === "txRemove" ? call.a[1] : pkOf(t, call.a[1]));
+    if (writes.includes(key)) netDiffers = true;
+    if (call.m === "txEdit" && deepEqual(gen.effective(key)?.row, call.a[1])) netDiffers = true;
+    writes.push(key);
+  });
+  return { netDiffers };
+}
+
 /** Keys (table + key cells) of rows an earlier beginFlush of this incarnation wrote. */
 function flushedKeys(runner) {
   const keys = new Set();
@@ -802,12 +829,25 @@ export const KNOWN = [
     continues: true,
   },
   {
-    name: "v2-gate",
+    name: "v2-gate:staged-vs-net",
     status: "pending",
     reason:
-      "the enableWritesV2 commit gate decides differently (deopt vs commit, or another reason / op / table / pk in the verdict)",
-    claims: (diff, d) =>
-      d.call.m === "commitMutation" && d.phase === "call" && d.w?.ok && d.n?.ok && (d.w.v?.deopt !== undefined || d.n.v?.deopt !== undefined),
+      "the enableWritesV2 gate over a transaction that writes a key twice (an edit then a remove, an add then an edit) or edits a row to its own image: the wasm room judges every staged write in order, the native one the net write per key, so one commits where the other deopts, or they name another violation",
+    claims: (diff, d, runner) => gateVerdicts(d) && txShape(runner, d.index).netDiffers,
+  },
+  {
+    name: "v2-gate:edit-old-image",
+    status: "pending",
+    reason:
+      "the enableWritesV2 gate and an edit whose old image fails the table's writable `where` but whose new one passes: the native room deopts (writeOutOfScope, op edit: both images must be in scope), the wasm room commits",
+    claims: (diff, d) => gateVerdicts(d) && d.w.v?.headCv !== undefined && d.n.v?.deopt?.reason === "writeOutOfScope" && d.n.v.deopt.op === "edit",
+  },
+  {
+    name: "v2-gate:first-violation",
+    status: "pending",
+    reason:
+      "the enableWritesV2 gate finds several violations: the rooms report another first one (joinKeyChanged before writeOutOfScope in the wasm room, the reverse in the native one; another key or table first)",
+    claims: (diff, d) => gateVerdicts(d) && d.w.v?.deopt !== undefined && d.n.v?.deopt !== undefined,
   },
   {
     name: "deopt-args-without-name",
