@@ -46,44 +46,33 @@ function cvSlots(method, v) {
     slots.push([() => v.snapshot.cv, (x) => (v.snapshot.cv = x)]);
   }
   if (method === "commitAll" && Array.isArray(v)) {
-    for (const e of v) if (isNum(e?.batch?.cv)) slots.push([() => e.batch.cv, (x) => (e.batch.cv = x)]);
+    // In subscriber order, so the two rooms' lists pair up whatever order they came in.
+    const entries = v.filter((e) => isNum(e?.batch?.cv)).sort((a, b) => String(a.sub).localeCompare(String(b.sub)));
+    for (const e of entries) slots.push([() => e.batch.cv, (x) => (e.batch.cv = x), e.sub]);
   }
   return slots;
 }
 
-function headCvNumbering(ev, st) {
-  if (ev.method === "open" && ev.w.ok && ev.n.ok) {
-    st.pairs = null;
-    return undefined;
-  }
+function headCvNumbering(ev) {
   if (!ok(ev.w) || !ok(ev.n)) return undefined;
-  st.pairs ??= { n2w: new Map([[0, 0]]), maxW: 0, maxN: 0 };
-  const p = st.pairs;
   const w = copy(ev.w.v);
   const n = copy(ev.n.v);
   const ws = cvSlots(ev.method, w);
   const ns = cvSlots(ev.method, n);
-  if (ws.length === 0 || ws.length !== ns.length) return undefined;
+  if (ws.length === 0) return undefined;
   let hit = false;
-  let nv2 = n;
-  for (let i = 0; i < ws.length; i++) {
-    const wv = ws[i][0]();
-    const nv = ns[i][0]();
-    let mapped = p.n2w.get(nv);
-    if (mapped === undefined && nv > p.maxN && wv > p.maxW) {
-      // A new head: both rooms advanced. Learn the pair.
-      p.n2w.set(nv, wv);
-      p.maxN = nv;
-      p.maxW = wv;
-      mapped = wv;
-    }
-    if (mapped !== wv) continue; // not explained: left for the comparison
-    if (nv !== wv) hit = true;
+  let value = n;
+  for (let i = 0; i < ns.length; i++) {
+    // Paired by subscriber for commitAll (an entry may be in one list only).
+    const twin = ns[i][2] === undefined ? ws[i] : ws.find((x) => x[2] === ns[i][2]) ?? ws[0];
+    if (!twin) continue;
+    const wv = twin[0]();
+    if (ns[i][0]() === wv) continue;
+    hit = true;
     if (ns[i][1]) ns[i][1](wv);
-    else nv2 = wv;
+    else value = wv;
   }
-  if (ev.method === "headCv") return { n: { ...ev.n, v: nv2 }, hit };
-  return { n: { ...ev.n, v: n }, hit };
+  return hit ? { n: { ...ev.n, v: value }, hit } : undefined;
 }
 
 // ---- the query key: another canonical text, the same dedup ----
@@ -191,11 +180,25 @@ function hasEmptyAndOr(ast) {
   return found;
 }
 
-/** Tables read only under a NOT EXISTS (they never ship rows). */
+/** Tables read only under a NOT EXISTS or a permissions EXISTS (they never ship rows). */
 function notExistsOnly(ast) {
   const neg = new Set();
   const pos = new Set();
-  walk(ast, (level, underNot) => (underNot ? neg : pos).add(level.table));
+  const visit = (level, hidden, negated) => {
+    if (!level || typeof level !== "object") return;
+    if (!hidden) pos.add(level.table);
+    else if (negated) neg.add(level.table);
+    const cond = (c) => {
+      if (!c || typeof c !== "object") return;
+      if (Array.isArray(c.conditions)) c.conditions.forEach(cond);
+      if (c.type !== "correlatedSubquery") return;
+      const not = c.op === "NOT EXISTS";
+      visit(c.related?.subquery, hidden || not || c.related?.system === "permissions", negated || not);
+    };
+    cond(level.where);
+    for (const r of liveRelated(level)) visit(r?.subquery, hidden, negated);
+  };
+  visit(ast, false, false);
   return new Set([...neg].filter((t) => !pos.has(t)));
 }
 
@@ -324,7 +327,7 @@ const ERROR_TEXTS = [
   textPair(
     "check-order",
     "a call with two faults (not live and a bad AST, no write plane and no tx): the rooms report another one first",
-    /^(writes not enabled|no mutation transaction is open|a mutation transaction is already open|ast: not a wire Ast: |subscribe: Query\(Build)/,
+    /^(writes not enabled|no mutation transaction is open|a mutation transaction is already open|ast: not a wire Ast: |subscribe: Query\(Build|nowMs: not a wire-safe counter)/,
     /^(the room is not live yet|the room's store is poisoned|the write plane is not enabled)/,
   ),
   textPair(
@@ -344,6 +347,12 @@ const ERROR_TEXTS = [
     "a fractional or negative time / mid: wasm `<arg>: not a wire-safe counter: x`, native `<arg> must be a whole, non-negative number …`",
     /^(nowMs|mid|idleTtlMs|epoch): not a wire-safe counter/,
     /must be a (whole, non-negative number|non-negative integer)/,
+  ),
+  textPair(
+    "check-order-now",
+    "a call with a fractional now_ms and another fault: the wasm room reports the time first, the native one the other fault",
+    /^nowMs: not a wire-safe counter/,
+    /^(unsupported query: |the room is not live yet|the room's store is poisoned|the write plane is not enabled)/,
   ),
   textPair(
     "ast-parse",
@@ -669,7 +678,7 @@ export const KNOWN = [
     name: "headcv-numbering",
     status: "pending",
     reason:
-      "the wasm head cv starts at the upstream cv and follows max(head+1, upstream cv); the native one counts from 1 (values mapped one-to-one, advances must coincide)",
+      "the head cv stamped on frames and returned by headCv / commits: the wasm room starts at the upstream cv and follows max(head+1, upstream cv); the native one counted from 1 and skipped some advances (an empty commit)",
     normalise: headCvNumbering,
   },
   {
@@ -683,6 +692,13 @@ export const KNOWN = [
     status: "pending",
     reason: `the flush body's outcome rows go to ${WASM_OUTCOMES} in the wasm room, ${NATIVE_OUTCOMES} in the native one`,
     normalise: outcomesTable,
+  },
+  {
+    name: "deopt-args-without-name",
+    status: "pending",
+    reason:
+      "the flush's outcome row of a mutation begun without a name: the wasm row has NULL args too, the native one keeps the args text",
+    normalise: deoptArgsWithoutName,
   },
   {
     name: "flush-changes-order",
@@ -729,11 +745,14 @@ export const KNOWN = [
     name: "null-key-witness",
     status: "intended",
     reason:
-      "an EXISTS witness whose primary key has a NULL cell: the native room ships it, the wasm room passes the parent but ships no such witness (a client re-evaluating the EXISTS then drops the parent)",
+      "an EXISTS witness whose primary key has a NULL cell (or, nested, the witness such a row needs): the native room ships it, the wasm room passes the parent but ships no such witness (a client re-evaluating the EXISTS then drops the parent)",
     claims(diff, d) {
       const delta = freshDelta(d);
       if (!delta || delta.onlyW.length || !delta.onlyN.length) return false;
-      return delta.onlyN.every(([table, row]) => nullKey(d.fresh.n, table, row));
+      // The witness itself has a NULL key, or (nested EXISTS) it is the witness of one.
+      const nullKeyed = [...d.fresh.n.rows.values()].some((r) => nullKey(d.fresh.n, r.table, r.row));
+      const tables = existsChildTables(astOf(d));
+      return delta.onlyN.every(([table, row]) => nullKey(d.fresh.n, table, row) || (nullKeyed && tables.has(table)));
     },
     continues: true,
   },
@@ -850,13 +869,6 @@ export const KNOWN = [
     claims: (diff, d) => gateVerdicts(d) && d.w.v?.deopt !== undefined && d.n.v?.deopt !== undefined,
   },
   {
-    name: "deopt-args-without-name",
-    status: "pending",
-    reason:
-      "the flush's outcome row of a mutation begun without a name: the wasm row has NULL args too, the native one keeps the args text",
-    normalise: deoptArgsWithoutName,
-  },
-  {
     name: "seed-durable-retires-pending",
     status: "pending",
     reason: "seedDurable over already-applied mids: the native room retires those pending mutations, the wasm one keeps them pending",
@@ -949,7 +961,12 @@ export const KNOWN = [
       if (d.call.m === "flushConflict" && Array.isArray(d.call.a?.[0]) && upstreamTouchedWritten(runner)) {
         for (const c of d.call.a[0]) if (TABLE[c?.table] && Array.isArray(c.pk)) keys.push(keyOf(c.table, c.pk));
       }
-      return keys.some((k) => flushed.has(k));
+      if (keys.some((k) => flushed.has(k))) return true;
+      // The query reads such a key only through a condition (a NOT EXISTS child).
+      if (!delta || !/\[rooms disagree on the rows\]$/.test(diff.class) || !upstreamTouchedWritten(runner)) return false;
+      const read = new Set();
+      walk(astOf(d), (level) => read.add(level.table));
+      return [...flushed].some((k) => read.has(k.split("\u0000")[0]));
     },
   },
   {
@@ -961,7 +978,11 @@ export const KNOWN = [
       if (!d.fresh || !d.views || !/\[(rooms disagree on the rows|wasm stale view|native wrong|both views wrong)\]$/.test(diff.class)) return false;
       const stale = staleUpstreamKeys(runner);
       const differing = [...symmetric(d.fresh.w, d.fresh.n), ...symmetric(d.views.w, d.fresh.w), ...symmetric(d.views.n, d.fresh.n)];
-      return differing.some(([table, row]) => TABLE[table] && stale.has(keyOf(table, pkOf(TABLE[table], row))));
+      if (differing.some(([table, row]) => TABLE[table] && stale.has(keyOf(table, pkOf(TABLE[table], row))))) return true;
+      // A stale row the query only reads through a condition (an EXISTS child).
+      const read = new Set();
+      walk(astOf(d), (level) => read.add(level.table));
+      return [...stale].some((k) => read.has(k.split("\u0000")[0]));
     },
     continues: true,
   },
@@ -1022,5 +1043,37 @@ export const KNOWN = [
     status: "pending",
     reason: "the same flush body, another batchHash (a hash that differs only because the body does is not counted here)",
     normalise: batchHash,
+  },
+  {
+    name: "hello-validation",
+    status: "pending",
+    reason: "a hello whose tables are not sorted by unique name: the wasm room refuses it (`nhello rejected: BadHello`), the native one opens",
+    claims: (diff, d) => d.call.m === "open" && d.phase === "call" && !d.w?.ok && d.n?.ok && /BadHello/.test(d.w.msg),
+  },
+  {
+    name: "batch-without-cv",
+    status: "pending",
+    reason: "an upstream batch without `cv`: the wasm room refuses it (`nbatch: missing cv`), the native one applies it",
+    claims: (diff, d) => d.call.m === "apply" && d.phase === "call" && !d.w?.ok && d.n?.ok && /missing cv/.test(d.w.msg),
+  },
+  {
+    name: "fractional-now",
+    status: "pending",
+    reason: "a fractional now_ms: the wasm room refuses it (`nowMs: not a wire-safe counter`), the native one takes it",
+    claims: (diff, d) => d.phase === "call" && !d.w?.ok && d.n?.ok && /^nowMs: not a wire-safe counter/.test(d.w.msg),
+  },
+  {
+    name: "epoch-ahead",
+    status: "pending",
+    reason:
+      "an upstream batch of a later epoch than the room's: the wasm room answers `{applied: staleEpoch}` and goes on, the native one throws (EPOCH_AHEAD)",
+    claims: (diff, d, runner) => d.call.m === "apply" && runner.lastW?.ok && runner.lastW.v?.applied === "staleEpoch" && !runner.lastN?.ok,
+  },
+  {
+    name: "poison-rules",
+    status: "pending",
+    reason: "a refused upstream batch poisons one room and not the other (isPoisoned / isLive differ after both threw)",
+    claims: (diff, d, runner) =>
+      d.phase === "probe" && d.call.m === "apply" && (diff.getter === "isPoisoned" || diff.getter === "isLive") && !runner.lastW?.ok && !runner.lastN?.ok,
   },
 ];
