@@ -499,6 +499,11 @@ function foldLiterals(c) {
   if (c.type !== "simple" || c.left?.type !== "literal" || c.right?.type !== "literal") return c;
   const a = c.left.value;
   const b = c.right.value;
+  if (a === null || b === null) {
+    // A comparison with NULL is false; IS / IS NOT compare identity.
+    const fold = { IS: a === b, "IS NOT": a !== b }[c.op] ?? (["=", "!=", "<", "<=", ">", ">="].includes(c.op) ? false : undefined);
+    return fold === undefined ? c : { const: fold };
+  }
   if (typeof a !== typeof b || (typeof a !== "string" && typeof a !== "number")) return c;
   const fold = { "=": a === b, "!=": a !== b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b }[c.op];
   return fold === undefined ? c : { const: fold };
@@ -900,6 +905,7 @@ export const KNOWN = [
       "an upstream change to a key with a local write (dirty, in flight or flushed without its echo): the rooms keep another dirty set, and the next flush body another CAS base (`old`, or add vs edit)",
     claims: (diff, d, runner) =>
       (diff.getter === "dirtyLen" && d.call.m === "apply") ||
+      (diff.getter === "dirtyLen" && d.call.m === "flushConflict" && runner.lastW?.ok && runner.lastN?.ok && upstreamTouchedWritten(runner)) ||
       (d.call.m === "beginFlush" &&
         d.phase === "call" &&
         /^\$\.changes(\[\]\.(old|op)|#len)/.test(diff.shape ?? "") &&
