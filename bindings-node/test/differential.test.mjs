@@ -7,9 +7,10 @@
 // test/differential/README.md.
 import test from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
 
 import { strictMode } from "./differential/engine.mjs";
-import { Rooms, describeClass, explore, shrinkAll } from "./differential/harness.mjs";
+import { Rooms, describeClass, explore, failing, replay, shrinkAll } from "./differential/harness.mjs";
 import { KNOWN } from "./differential/known.mjs";
 
 // Sequences of up to 300 calls from a fixed master seed until 5000 calls have run (a
@@ -43,3 +44,27 @@ test("the native room answers the generated call sequences as the published wasm
       `(mode ${mode}; ${result.calls} calls in ${result.sequences} sequences):\n\n${report}`,
   );
 });
+
+// The shrunk repro of every class the census found (test/differential/repros): each must
+// replay without a difference the mode fails on. A pending class whose fix has landed
+// replays clean; under RINDLE_DIFF_STRICT=1 the ones still pending fail, by name.
+const REPROS = new URL("./differential/repros/", import.meta.url);
+const reproFiles = readdirSync(REPROS).filter((f) => f.endsWith(".json")).sort();
+
+test("the repros directory holds the census's classes", () => {
+  assert.ok(reproFiles.length >= 10, `only ${reproFiles.length} repro files`);
+});
+
+for (const file of reproFiles) {
+  test(`repro ${file}`, async () => {
+    const mode = strictMode();
+    const { calls } = JSON.parse(readFileSync(new URL(file, REPROS), "utf8"));
+    const rooms = await Rooms.create();
+    const r = await replay(rooms, calls, { mode, audit: true });
+    const fails = r.diffs.filter(failing);
+    assert.deepEqual(
+      fails.map((d) => `#${d.index} ${d.status} ${d.class}${d.detail ? ` (${d.detail})` : ""}: wasm ${d.w} / native ${d.n}`),
+      [],
+    );
+  });
+}

@@ -53,8 +53,12 @@ function cvSlots(method, v) {
   return slots;
 }
 
-function headCvNumbering(ev) {
+function headCvNumbering(ev, st) {
   if (!ok(ev.w) || !ok(ev.n)) return undefined;
+  // Only once the rooms' own headCv() has disagreed: the numbering itself differs. (A
+  // reused query's older snapshot cv is another class.)
+  if (ev.method === "headCv" && ev.w.v !== ev.n.v) st.numbered = true;
+  if (!st.numbered) return undefined;
   const w = copy(ev.w.v);
   const n = copy(ev.n.v);
   const ws = cvSlots(ev.method, w);
@@ -480,7 +484,8 @@ function canonicalOrder(ast) {
   const out = { ...ast, orderBy };
   if (ast.where !== undefined) out.where = foldLiterals(ast.where);
   delete out.alias;
-  if (Array.isArray(ast.related)) out.related = liveRelated(ast).map((r) => ({ ...r, subquery: canonicalOrder(r.subquery) }));
+  if (Array.isArray(ast.related) && ast.related.length) out.related = liveRelated(ast).map((r) => ({ ...r, subquery: canonicalOrder(r.subquery) }));
+  else delete out.related;
   return sortKeys(out);
 }
 
