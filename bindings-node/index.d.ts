@@ -64,9 +64,9 @@ export declare class WasmRoom {
   flushConflict(conflicts_json: string): string;
   /** Whether a flush is in flight. */
   flushInFlight(): boolean;
-  /** The authority committed the in-flight batch; `cv` (optional, this package's
-   *  extension) is its commit version. Returns `{"retired": n, "dirty": n}`. */
-  flushOk(cv?: number | null): string;
+  /** The authority committed the in-flight batch. Returns `{"retired": n, "dirty": n}`:
+   *  the pending mutations it made durable, and the keys still dirty. */
+  flushOk(): string;
   /** The room's own commit order, stamped on every downstream frame. */
   headCv(): number;
   /** Snapshot applied and not poisoned. */

@@ -878,15 +878,14 @@ rindle_room_result rindle_room_dirty_len(const rindle_room *room, double *out);
 // `room` is NULL or a live handle; `out_json` and `out_defined` are NULL or writable.
 rindle_room_result rindle_room_begin_flush(rindle_room *room, rindle_room_buf *out_json, bool *out_defined);
 
-// `WasmRoom.flushOk(cv?)`: the authority applied the flight. `cv` points to the
-// authority's commit version of it, or is NULL (`undefined`: not known). `*out_json`
-// is `{"retired":N,"dirty":N}`.
+// `WasmRoom.flushOk()`: the authority applied the flight. `*out_json` is
+// `{"retired":N,"dirty":N}`: the pending mutations the flight made durable, and the
+// keys still dirty (written during the flight: flush again).
 //
 // # Safety
 //
-// `room` is NULL or a live handle; `cv` is NULL or readable; `out_json` is NULL or
-// writable.
-rindle_room_result rindle_room_flush_ok(rindle_room *room, const double *cv, rindle_room_buf *out_json);
+// `room` is NULL or a live handle; `out_json` is NULL or writable.
+rindle_room_result rindle_room_flush_ok(rindle_room *room, rindle_room_buf *out_json);
 
 // `WasmRoom.flushConflict(conflictsJson)`: the authority refused the flight;
 // `[{"table":…,"pk":…,"current":…}]` are its current rows. `*out_json` is

@@ -297,16 +297,6 @@ pub(crate) unsafe fn opt_str_arg<'a>(
     unsafe { str_arg(arg, ptr, len) }.map(Some)
 }
 
-/// An optional number argument: NULL is JavaScript's `undefined`.
-///
-/// # Safety
-///
-/// `ptr` is NULL or readable for one `double`.
-pub(crate) unsafe fn opt_number(ptr: *const f64) -> Option<f64> {
-    // SAFETY: `ptr` is NULL or readable (caller).
-    unsafe { ptr.as_ref() }.copied()
-}
-
 /// A checked, not yet written out-parameter.
 #[derive(Debug)]
 pub(crate) struct Out<T>(NonNull<T>);

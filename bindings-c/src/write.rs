@@ -6,7 +6,7 @@ use core::ffi::c_char;
 use rindle_room_core::contract::JsonRoom;
 use rindle_room_core::Error;
 
-use crate::boundary::{opt_number, opt_str_arg, str_arg, with_room, with_room_ref, Out};
+use crate::boundary::{opt_str_arg, str_arg, with_room, with_room_ref, Out};
 use crate::buf::rindle_room_buf;
 use crate::result::rindle_room_result;
 use crate::room::{getter, rindle_room};
@@ -555,25 +555,23 @@ pub unsafe extern "C" fn rindle_room_begin_flush(
     }
 }
 
-/// `WasmRoom.flushOk(cv?)`: the authority applied the flight. `cv` points to the
-/// authority's commit version of it, or is NULL (`undefined`: not known). `*out_json`
-/// is `{"retired":N,"dirty":N}`.
+/// `WasmRoom.flushOk()`: the authority applied the flight. `*out_json` is
+/// `{"retired":N,"dirty":N}`: the pending mutations the flight made durable, and the
+/// keys still dirty (written during the flight: flush again).
 ///
 /// # Safety
 ///
-/// `room` is NULL or a live handle; `cv` is NULL or readable; `out_json` is NULL or
-/// writable.
+/// `room` is NULL or a live handle; `out_json` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn rindle_room_flush_ok(
     room: *mut rindle_room,
-    cv: *const f64,
     out_json: *mut rindle_room_buf,
 ) -> rindle_room_result {
     // SAFETY: `room` and the other pointers follow the function's contract.
     unsafe {
         with_room("rindle_room_flush_ok", room, |r| {
-            let (cv, out) = (opt_number(cv), Out::new("out_json", out_json)?);
-            out.set(rindle_room_buf::from_string(r.flush_ok(cv)?));
+            let out = Out::new("out_json", out_json)?;
+            out.set(rindle_room_buf::from_string(r.flush_ok()?));
             Ok(())
         })
     }

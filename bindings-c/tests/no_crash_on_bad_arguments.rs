@@ -137,7 +137,7 @@ const CALLS: &[(&str, Shape, Call)] = calls! {
     rindle_room_pending_len RoomOnly |a, o| rindle_room_pending_len(a.room, or_null(a, &mut o.num));
     rindle_room_dirty_len RoomOnly |a, o| rindle_room_dirty_len(a.room, or_null(a, &mut o.num));
     rindle_room_begin_flush RoomOnly |a, o| rindle_room_begin_flush(a.room, or_null(a, &mut o.buf), or_null(a, &mut o.flag));
-    rindle_room_flush_ok RoomOnly |a, o| rindle_room_flush_ok(a.room, ptr::null(), or_null(a, &mut o.buf));
+    rindle_room_flush_ok RoomOnly |a, o| rindle_room_flush_ok(a.room, or_null(a, &mut o.buf));
     rindle_room_flush_conflict RoomText |a, o| rindle_room_flush_conflict(a.room, a.text, a.len, or_null(a, &mut o.buf));
     rindle_room_flush_in_flight RoomOnly |a, o| rindle_room_flush_in_flight(a.room, or_null(a, &mut o.flag));
 };

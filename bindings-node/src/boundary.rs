@@ -247,17 +247,6 @@ impl Cx {
             None => Err(self.arg_type(param, "a number", arg)),
         }
     }
-
-    /// A number, or `undefined` / `null` (`None`).
-    pub(crate) fn opt_number(&self, arg: Arg, param: &str) -> napi::Result<Option<f64>> {
-        if is_nullish(arg)? {
-            return Ok(None);
-        }
-        match read_number(arg)? {
-            Some(n) => Ok(Some(n)),
-            None => Err(self.arg_type(param, "a number, null or undefined", arg)),
-        }
-    }
 }
 
 /// A Rust result as a JavaScript value: text as a string, numbers, booleans, `()` and

@@ -92,11 +92,6 @@ impl Call<'_> {
         self.cx.number(self.arg(i), param)
     }
 
-    /// Argument `i`, a number or `undefined` / `null`.
-    pub(crate) fn opt_number(&self, i: usize, param: &str) -> napi::Result<Option<f64>> {
-        self.cx.opt_number(self.arg(i), param)
-    }
-
     /// Runs `body` on the room (see [`NodeRoom::run`]) and returns its result to
     /// JavaScript.
     pub(crate) fn run<T: IntoJs>(

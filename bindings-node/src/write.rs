@@ -153,11 +153,9 @@ fn begin_flush(c: &mut Call<'_>) -> Out {
     c.run(|r| r.begin_flush())
 }
 
-/// `flushOk(cv?)`: `{"retired":n,"dirty":n}`; `cv` (optional, this face's extension)
-/// is the authority's commit version of the batch.
+/// `flushOk()`: `{"retired":n,"dirty":n}`.
 fn flush_ok(c: &mut Call<'_>) -> Out {
-    let cv = c.opt_number(0, "cv")?;
-    c.run(|r| r.flush_ok(cv))
+    c.run(|r| r.flush_ok())
 }
 
 /// `flushConflict(conflicts_json)`: `[{table, pk, current}]` → `{"headCv":n|null}`.

@@ -86,10 +86,10 @@ test("a seed-002-style shell boots, serves, fans out and writes on the native ro
         { table: "slide", op: "add", row: ["s1", "d1", 1] },
         { table: "slide", op: "add", row: ["s2", "d1", 2] },
       ],
-      cv: 1,
+      cv: 100,
     },
   });
-  assert.deepEqual(progress, { t: "progress", frame: { cvMin: 1 } });
+  assert.deepEqual(progress, { t: "progress", frame: { cvMin: 100 } });
   assert.equal(take(bob).length, 3);
 
   // An upstream live batch reaches only the query it touches.
@@ -106,10 +106,10 @@ test("a seed-002-style shell boots, serves, fans out and writes on the native ro
         seq: 1,
         normalizedFp: hello.hello.normalizedFp,
         ops: [{ table: "slide", op: "edit", old: ["s2", "d1", 2], new: ["s2", "d1", 0] }],
-        cv: 2,
+        cv: 101,
       },
     },
-    { t: "progress", frame: { cvMin: 2 } },
+    { t: "progress", frame: { cvMin: 101 } },
   ]);
   assert.deepEqual(take(bob), []);
 
@@ -124,7 +124,7 @@ test("a seed-002-style shell boots, serves, fans out and writes on the native ro
     name: "addSlide",
     args: { id: "s3", deckId: "d1", pos: 3 },
   });
-  assert.deepEqual(applied, { outcome: "applied", applyCv: 3 });
+  assert.deepEqual(applied, { outcome: "applied", applyCv: 102 });
   const frames = take(ann).filter((f) => f.t === "nbatch");
   assert.deepEqual(
     frames.map((f) => [f.queryId, f.batch.ops]),
@@ -157,7 +157,7 @@ test("a seed-002-style shell boots, serves, fans out and writes on the native ro
   assert.equal(shell.room.pendingLen(), 2);
   assert.equal(shell.room.dirtyLen(), 1);
   const settled = shell.flushNow();
-  assert.deepEqual(settled, { retired: 1, dirty: 0 }); // one dirty key retired
+  assert.deepEqual(settled, { retired: 2, dirty: 0 }); // both pending mutations retired
   assert.equal(shell.room.pendingLen(), 0);
   assert.equal(authority.length, 1);
   assert.deepEqual(authority[0].lmids, [{ clientID: "c1", mid: 2 }]);

@@ -39,17 +39,17 @@ use rindle_room_core::calls::replay_line;
 use rindle_room_core::contract::JsonRoom;
 use rindle_room_core::Error;
 
-/// A valid hello with three tables (`issue`, `comment`, `label`); the seeds use it too.
+/// A valid hello with three tables (`comment`, `issue`, `label`, sorted by name); the seeds use it too.
 pub const FALLBACK_HELLO: &str = concat!(
     r#"{"epoch":1,"comparatorVersion":2,"tables":["#,
-    r#"{"name":"issue","columns":["id","title","open","rank"],"primaryKey":[0]},"#,
     r#"{"name":"comment","columns":["id","issueID","body","votes"],"primaryKey":[0]},"#,
+    r#"{"name":"issue","columns":["id","title","open","rank"],"primaryKey":[0]},"#,
     r#"{"name":"label","columns":["issueID","name"],"primaryKey":[0,1]}],"#,
-    r#""normalizedFp":"d06fd8fb18fed2cd"}"#
+    r#""normalizedFp":"c4942c89204f7951"}"#
 );
 
 /// The `normalizedFp` of [`FALLBACK_HELLO`], which every upstream batch must carry.
-pub const FALLBACK_FP: &str = "d06fd8fb18fed2cd";
+pub const FALLBACK_FP: &str = "c4942c89204f7951";
 
 /// The idle TTL every room opens with, short enough for `t` + `w` steps to reclaim queries.
 const IDLE_TTL_MS: f64 = 1_000.0;

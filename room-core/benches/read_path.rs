@@ -188,7 +188,7 @@ fn batch(h: &Hello, seq: u64, ops: Vec<NetOp>) -> UpstreamBatch {
         epoch: h.epoch,
         seq,
         normalized_fp: h.normalized_fp.clone(),
-        cv: None,
+        cv: Some(seq as f64),
         ops,
     }
 }
@@ -201,7 +201,7 @@ fn render_batch(b: &UpstreamBatch) -> String {
         b.epoch, b.seq, b.normalized_fp
     ));
     write_ops(&mut s, &b.ops);
-    s.push('}');
+    s.push_str(&format!(",\"cv\":{}}}", b.cv.unwrap_or(b.seq as f64)));
     s
 }
 

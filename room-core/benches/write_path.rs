@@ -20,12 +20,12 @@
 //!   - In the **pure** configurations, the dirty keys and pending mids pile up during a
 //!     repetition; an untimed flush settles them between repetitions.
 //! - **Flush build**: 512 committed mutations from 512 clients, each editing a distinct
-//!   issue, then `begin_flush` (512 data edits + 512 ledger co-edits, the JCS text and
-//!   its SHA-256 `batchHash`), `FlushBatch::to_json`, and `flush_ok`, each timed on its
-//!   own.
-//! - **flush_ok with a cv**: `flush_ok(Some(cv))` (the authority's commit cv) fences the
-//!   settled keys. Timed while upstream moves on after each flush (a batch with a higher
-//!   cv retires the fences) and while upstream is idle (the fences stay).
+//!   issue, then `begin_flush` (512 data edits + 512 ledger co-edits, and the FNV-1a
+//!   `batchHash` over their hash text), `FlushBatch::to_json`, and `flush_ok`, each timed
+//!   on its own.
+//! - **flush_ok, upstream moving / idle**: the settlement with the echoes of the
+//!   settled keys arriving from upstream after each flush (they retire the pending
+//!   echoes) and with upstream idle (the pending echoes stay).
 //!
 //! Run: `cargo bench -p rindle-room-core --bench write_path`. `WRITE_PATH_REPS` sets the
 //! repetitions (default 9), `WRITE_PATH_REP_MS` the target length of one repetition of
@@ -172,7 +172,7 @@ fn snapshot(h: &Hello) -> UpstreamBatch {
         epoch: h.epoch,
         seq: 0,
         normalized_fp: h.normalized_fp.clone(),
-        cv: None,
+        cv: Some(0.0),
         ops,
     }
 }
@@ -481,7 +481,7 @@ impl Subject {
                 };
                 black_box(batch.to_json());
                 black_box(batch);
-                black_box(r.flush_ok(None).expect("flush_ok"));
+                black_box(r.flush_ok().expect("flush_ok"));
                 black_box(r.commit_all());
                 true
             }
@@ -490,7 +490,7 @@ impl Subject {
                     return false;
                 };
                 black_box(text);
-                black_box(r.flush_ok(None).expect("flush_ok"));
+                black_box(r.flush_ok().expect("flush_ok"));
                 black_box(r.commit_all());
                 true
             }
@@ -723,23 +723,23 @@ fn flush_render(batch: &FlushBatch) -> String {
 /// `flush_ok` on its own (callgrind: `--toggle-collect='*flush_settle*'`).
 #[inline(never)]
 fn flush_settle(room: &mut Room) {
-    let ok = room.flush_ok(None).expect("flush_ok");
+    let ok = room.flush_ok().expect("flush_ok");
     assert_eq!((ok.retired, ok.dirty), (FLUSH_KEYS, 0), "every key retires");
 }
 
-/// `flush_ok(Some(cv))` while upstream moves on after every flush (callgrind:
+/// `flush_ok()` while upstream moves on after every flush (callgrind:
 /// `--toggle-collect='*settle_cv_moving*'`).
 #[inline(never)]
-fn settle_cv_moving(room: &mut Room, cv: f64) {
-    let ok = room.flush_ok(Some(cv)).expect("flush_ok");
+fn settle_cv_moving(room: &mut Room) {
+    let ok = room.flush_ok().expect("flush_ok");
     assert_eq!((ok.retired, ok.dirty), (FLUSH_KEYS, 0), "every key retires");
 }
 
-/// `flush_ok(Some(cv))` while upstream is idle (callgrind:
+/// `flush_ok()` while upstream is idle (callgrind:
 /// `--toggle-collect='*settle_cv_idle*'`).
 #[inline(never)]
-fn settle_cv_idle(room: &mut Room, cv: f64) {
-    let ok = room.flush_ok(Some(cv)).expect("flush_ok");
+fn settle_cv_idle(room: &mut Room) {
+    let ok = room.flush_ok().expect("flush_ok");
     assert_eq!((ok.retired, ok.dirty), (FLUSH_KEYS, 0), "every key retires");
 }
 
@@ -808,7 +808,7 @@ fn flush_bench(rounds: usize, typed: bool, json: bool) -> FlushTimes {
         for _ in 0..2 {
             s.dirty_round();
             s.typed().begin_flush().expect("begin_flush");
-            s.typed().flush_ok(None).expect("flush_ok");
+            s.typed().flush_ok().expect("flush_ok");
         }
     }
     // Allocation counts (one round each), and the batch shape.
@@ -833,7 +833,7 @@ fn flush_bench(rounds: usize, typed: bool, json: bool) -> FlushTimes {
         let text = flush_build_json(&mut j.room);
         out.allocs_json_build = count_stop(c);
         drop(text);
-        j.room.flush_ok(None).expect("flushOk");
+        j.room.flush_ok().expect("flushOk");
     }
     // Timed rounds.
     for _ in 0..rounds {
@@ -870,7 +870,7 @@ fn flush_bench(rounds: usize, typed: bool, json: bool) -> FlushTimes {
             black_box(&text);
             drop(text);
             let t2 = Instant::now();
-            black_box(j.room.flush_ok(None).expect("flushOk"));
+            black_box(j.room.flush_ok().expect("flushOk"));
             let t3 = Instant::now();
             out.json_build.push((t1 - t0).as_nanos() as f64);
             out.json_settle.push((t3 - t2).as_nanos() as f64);
@@ -879,7 +879,7 @@ fn flush_bench(rounds: usize, typed: bool, json: bool) -> FlushTimes {
     out
 }
 
-/// Times `flush_ok(Some(cv))` over `rounds` flushes of 512 keys. With `moving`, an
+/// Times `flush_ok()` over `rounds` flushes of 512 keys. With `moving`, an
 /// upstream batch with a higher cv follows every flush (its arrival retires the
 /// settled-key fences); without, upstream stays idle and the fences of every key ever
 /// settled stay (5,120 after the warm-up: 10 groups of 512 issues). Returns the ns per
@@ -887,19 +887,17 @@ fn flush_bench(rounds: usize, typed: bool, json: bool) -> FlushTimes {
 fn flush_cv_bench(rounds: usize, moving: bool) -> (Vec<f64>, u64) {
     let mut s = FlushSubject::new();
     let settle = |s: &mut FlushSubject| {
-        let cv = s.commit_cv();
         if moving {
-            settle_cv_moving(s.typed(), cv);
+            settle_cv_moving(s.typed());
         } else {
-            settle_cv_idle(s.typed(), cv);
+            settle_cv_idle(s.typed());
         }
     };
     // Warm-up: steady-state ledger rows, and (idle) the fences of all 10 issue groups.
     for _ in 0..(2 + PER_CREATOR) {
         s.dirty_round();
         s.typed().begin_flush().expect("begin_flush");
-        let cv = s.commit_cv();
-        s.typed().flush_ok(Some(cv)).expect("flush_ok");
+        s.typed().flush_ok().expect("flush_ok");
         if moving {
             s.upstream_tick();
         }
@@ -1261,7 +1259,7 @@ fn main() {
     let modes = [("flush cv moving", true), ("flush cv idle", false)];
     if modes.iter().any(|(l, _)| selected(l)) {
         println!();
-        println!("## flush_ok(Some(cv)) over {FLUSH_KEYS} keys ({rounds} rounds, µs)");
+        println!("## flush_ok() over {FLUSH_KEYS} keys ({rounds} rounds, µs)");
         println!();
         println!("| upstream | median | min | allocations |");
         println!("|---|---:|---:|---:|");

@@ -131,15 +131,6 @@ impl Args<'_> {
         self.args.get(i).map(as_text)
     }
 
-    /// An optional number: missing or `null` is `None`.
-    fn opt_number(&self, i: usize) -> Result<Option<f64>, Error> {
-        match self.args.get(i) {
-            None | Some(JsValue::Null) => Ok(None),
-            Some(JsValue::Num(f)) => Ok(Some(*f)),
-            _ => Err(self.bad(i, "a number or null")),
-        }
-    }
-
     fn number(&self, i: usize) -> Result<f64, Error> {
         match self.args.get(i) {
             Some(JsValue::Num(f)) => Ok(*f),
@@ -263,7 +254,7 @@ pub fn call_js(
         "pendingLen" => Output::Number(r.pending_len() as f64),
         "dirtyLen" => Output::Number(r.dirty_len() as f64),
         "beginFlush" => opt_json(r.begin_flush()?),
-        "flushOk" => Output::Json(r.flush_ok(a.opt_number(0)?)?),
+        "flushOk" => Output::Json(r.flush_ok()?),
         "flushConflict" => Output::Json(r.flush_conflict(&a.json_text(0)?)?),
         "flushInFlight" => Output::Bool(r.flush_in_flight()),
         other => {

@@ -60,28 +60,26 @@ struct WireOp<'a> {
     new: Option<WireRow>,
 }
 
-/// Checks a JavaScript number used as a count or epoch: a non-negative safe integer.
+/// Checks a JavaScript number used as a counter (a count, an epoch, a mid): finite,
+/// integral and non-negative (`crate::upstream::wire_counter`).
 pub fn js_uint(v: f64, what: &str) -> Result<u64, Error> {
-    if v.is_finite() && v >= 0.0 && crate::value::is_integral(v) && v <= 9_007_199_254_740_991.0 {
-        Ok(v as u64)
-    } else {
-        Err(Error::new(
+    crate::upstream::wire_counter(v).ok_or_else(|| {
+        Error::new(
             ErrorCode::InvalidArgument,
             format!("{what} must be a non-negative integer, got {v}"),
-        ))
-    }
+        )
+    })
 }
 
-/// Checks a JavaScript time in ms since the Unix epoch (fractions are dropped).
+/// Checks a JavaScript time in whole ms since the Unix epoch (a fraction, as from
+/// `performance.now()`, is refused as the published room refuses it).
 pub fn js_time(v: f64, what: &str) -> Result<u64, Error> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(v.min(9_007_199_254_740_991.0) as u64)
-    } else {
-        Err(Error::new(
+    crate::upstream::wire_counter(v).ok_or_else(|| {
+        Error::new(
             ErrorCode::InvalidArgument,
-            format!("{what} must be a finite, non-negative time in ms, got {v}"),
-        ))
-    }
+            format!("{what} must be a whole, non-negative number of ms (Date.now()), got {v}"),
+        )
+    })
 }
 
 /// Parses an upstream `nbatch.batch` object from JSON text.
@@ -266,7 +264,7 @@ impl JsonRoom {
         // The common shape in one pass (its fingerprint matched); anything else is parsed
         // again the general way, which names what is wrong.
         let status = match batch::parse_batch_for(batch_json, &self.room) {
-            Some(batch) => self.room.apply_fp_checked(&batch)?,
+            Some(batch) => self.room.apply_checked(&batch, true)?,
             None => {
                 let room = &self.room;
                 let intern = |name: &str| match room.table_name(name) {
@@ -277,11 +275,7 @@ impl JsonRoom {
                 // Match the fingerprint on the borrowed text: no copy when it matches.
                 let fp_ok = room.upstream_fp_is(&wire.normalized_fp);
                 let batch = batch_from_wire(wire, &intern, !fp_ok)?;
-                if fp_ok {
-                    self.room.apply_fp_checked(&batch)?
-                } else {
-                    self.room.apply(&batch)?
-                }
+                self.room.apply_checked(&batch, fp_ok)?
             }
         };
         Ok(status_json(status))

@@ -36,8 +36,6 @@ pub struct Room {
     pub(crate) writes: Option<crate::write::WritePlane>,
     /// How many tables came from the upstream hello (system tables follow).
     pub(crate) user_tables: usize,
-    /// The `cv` of the upstream batch being applied (for the in-flight log).
-    pub(crate) applying_cv: Option<f64>,
 }
 
 impl Room {
@@ -59,7 +57,6 @@ impl Room {
             idle_ttl_ms,
             writes: None,
             user_tables: tables,
-            applying_cv: None,
         })
     }
 
@@ -185,9 +182,11 @@ impl Room {
         }
     }
 
-    /// Parses and validates a wire AST against this room's tables.
+    /// Parses and validates a wire AST against this room's tables: the upstream hello's
+    /// and, once writes are enabled, the client-mutation ledger (a lease may read it, as
+    /// the published room allows; which rows is the lease issuer's decision).
     pub fn parse_query(&self, ast_json: &str) -> Result<Query, Error> {
-        Query::parse(ast_json, &crate::store::UserCatalog(&self.store))
+        Query::parse(ast_json, &self.store)
     }
 
     /// Attaches subscriber `sub` at `epoch` to `query` (materializing it, or reusing the
@@ -566,7 +565,7 @@ fn hello_table_ids(q: &Query, out: &mut Vec<usize>) {
     fn cond(c: &Cond, out: &mut Vec<usize>) {
         match c {
             Cond::And(items) | Cond::Or(items) => items.iter().for_each(|c| cond(c, out)),
-            Cond::Exists(e) if !e.negated && !e.permissions => hello_table_ids(&e.query, out),
+            Cond::Exists(e) if !e.permissions => hello_table_ids(&e.query, out),
             _ => {}
         }
     }
@@ -598,9 +597,10 @@ mod tests {
     /// within [`MAX_CACHED_HELLOS`], and every query still gets its own tables.
     #[test]
     fn the_shared_hello_cache_is_bounded() {
-        let names: Vec<String> = (0..MAX_CACHED_HELLOS + 6)
+        let mut names: Vec<String> = (0..MAX_CACHED_HELLOS + 6)
             .map(|i| format!("t{i}"))
             .collect();
+        names.sort();
         let tables: Vec<TableSchema> = names
             .iter()
             .map(|n| TableSchema::new(n, &["id"], &[0]))
@@ -617,7 +617,7 @@ mod tests {
             epoch: 1,
             seq: 0,
             normalized_fp,
-            cv: None,
+            cv: Some(0.0),
             ops: vec![],
         })
         .unwrap();

@@ -249,6 +249,19 @@ impl Hello {
                     format!("invalid hello: table {:?} appears twice", t.name),
                 ));
             }
+            // The daemon lists tables sorted by name; the published room refuses any
+            // other order, and so does this one.
+            if let Some(prev) = i.checked_sub(1).map(|p| &self.tables[p]) {
+                if prev.name.as_bytes() > t.name.as_bytes() {
+                    return Err(Error::new(
+                        ErrorCode::InvalidHello,
+                        format!(
+                            "invalid hello: tables must be sorted by name (byte order), but {:?} comes before {:?}",
+                            prev.name, t.name
+                        ),
+                    ));
+                }
+            }
         }
         let fp = normalized_fp(self.tables.iter());
         if fp != self.normalized_fp {

@@ -61,24 +61,25 @@ impl Room {
         err
     }
 
-    /// Applies one upstream batch (D3). After `Live`, drain with [`Room::commit_all`].
+    /// Applies one upstream batch. After `Live`, drain with [`Room::commit_all`].
+    ///
+    /// The checks, in order (the published room's order):
+    /// 1. a poisoned room refuses everything;
+    /// 2. every batch carries its `cv`, a non-negative integer (an error, the room stays
+    ///    usable);
+    /// 3. a batch of another epoch, older or newer, is ignored as
+    ///    [`ApplyStatus::StaleEpoch`];
+    /// 4. a fingerprint other than the hello's **poisons** the room;
+    /// 5. a seq at or below the last applied one is a [`ApplyStatus::Duplicate`]; a seq
+    ///    past the next one, or a first batch that is not seq 0, **poisons** the room;
+    /// 6. a snapshot op that is not an `add`, or an op that contradicts the store,
+    ///    **poisons** the room.
+    ///
+    /// `headCv` moves to the snapshot's `cv`, then, per live batch, to the greater of
+    /// `headCv + 1` and the batch's `cv`.
     pub fn apply(&mut self, batch: &UpstreamBatch) -> Result<ApplyStatus, Error> {
-        if let Some(why) = &self.poisoned {
-            return Err(Error::new(
-                ErrorCode::NotLive,
-                format!("the room's store is poisoned ({why}); open a new room"),
-            ));
-        }
-        if batch.normalized_fp != self.upstream_fp {
-            return Err(Error::new(
-                ErrorCode::FingerprintMismatch,
-                format!(
-                    "upstream batch normalizedFp {:?} does not match the hello's {:?}",
-                    batch.normalized_fp, self.upstream_fp
-                ),
-            ));
-        }
-        self.apply_fp_checked(batch)
+        let fp_ok = batch.normalized_fp == self.upstream_fp;
+        self.apply_checked(batch, fp_ok)
     }
 
     /// Whether `fp` is the upstream hello's fingerprint.
@@ -86,81 +87,76 @@ impl Room {
         self.upstream_fp == fp
     }
 
-    /// [`Room::apply`] once the fingerprint is known to match (the JSON path checks it on
-    /// the borrowed text and skips copying it).
-    pub(crate) fn apply_fp_checked(&mut self, batch: &UpstreamBatch) -> Result<ApplyStatus, Error> {
+    /// [`Room::apply`] with the fingerprint already compared (the JSON path compares it
+    /// on the borrowed text and skips copying it).
+    pub(crate) fn apply_checked(
+        &mut self,
+        batch: &UpstreamBatch,
+        fp_ok: bool,
+    ) -> Result<ApplyStatus, Error> {
         if let Some(why) = &self.poisoned {
             return Err(Error::new(
                 ErrorCode::NotLive,
                 format!("the room's store is poisoned ({why}); open a new room"),
             ));
         }
-        if batch.epoch < self.epoch {
+        let cv = match batch.cv {
+            Some(cv) => wire_counter(cv).ok_or_else(|| {
+                Error::malformed(format!(
+                    "malformed upstream batch: `cv` must be a non-negative integer, got {cv}"
+                ))
+            })?,
+            None => {
+                return Err(Error::malformed(
+                    "malformed upstream batch: `cv` is missing (every batch carries its commit version)",
+                ))
+            }
+        };
+        if batch.epoch != self.epoch {
             return Ok(ApplyStatus::StaleEpoch {
                 expected: self.epoch,
                 got: batch.epoch,
             });
         }
-        if batch.epoch > self.epoch {
-            return Err(Error::new(
-                ErrorCode::EpochAhead,
-                format!(
-                    "upstream batch epoch {} is ahead of the store's epoch {}; open a new room from the new hello",
-                    batch.epoch, self.epoch
-                ),
-            ));
+        if !fp_ok {
+            return Err(self.poison(format!(
+                "normalizedFp {:?} does not match the hello's {:?}",
+                batch.normalized_fp, self.upstream_fp
+            )));
         }
         match self.last_seq {
             None => {
                 if batch.seq != 0 {
-                    return Err(Error::new(
-                        ErrorCode::SequenceGap,
-                        format!(
-                            "upstream gap: the first batch must be seq 0, got seq {}",
-                            batch.seq
-                        ),
-                    ));
+                    return Err(self.poison(format!(
+                        "gap: the first batch must be seq 0, got seq {}",
+                        batch.seq
+                    )));
                 }
                 if let Some(i) = batch
                     .ops
                     .iter()
                     .position(|op| !matches!(op, NetOp::Add { .. }))
                 {
-                    return Err(Error::new(
-                        ErrorCode::MalformedInput,
-                        format!("upstream snapshot op {i} is not an add (a seq-0 snapshot holds only adds)"),
-                    ));
+                    return Err(self.poison(format!(
+                        "snapshot op {i} is not an add (a seq-0 snapshot holds only adds)"
+                    )));
                 }
                 let rows = self.apply_ops(&batch.ops)?;
-                self.last_seq = Some(0);
-                self.cv = batch.cv.or(self.cv);
-                self.head_cv = 1;
-                Ok(ApplyStatus::Snapshot { rows })
+                Ok(self.finish_snapshot(rows, cv))
             }
             Some(last) if batch.seq <= last => Ok(ApplyStatus::Duplicate),
             Some(last) if batch.seq == last + 1 => {
-                self.applying_cv = batch.cv;
-                if let (Some(c), Some(w)) = (batch.cv, self.writes.as_mut()) {
-                    // Upstream cvs only grow: a fence below this batch can ignore nothing
-                    // from here on.
-                    if !w.fences.is_empty() {
-                        w.fences.retain(|_, fcv| *fcv >= c);
-                    }
-                }
                 let ops = self.apply_ops(&batch.ops)?;
                 self.last_seq = Some(batch.seq);
-                self.cv = batch.cv.or(self.cv);
-                self.head_cv += 1;
+                self.cv = Some(cv as f64);
+                self.head_cv = (self.head_cv + 1).max(cv);
                 Ok(ApplyStatus::Live { ops })
             }
-            Some(last) => Err(Error::new(
-                ErrorCode::SequenceGap,
-                format!(
-                    "upstream gap: expected seq {}, got seq {}",
-                    last + 1,
-                    batch.seq
-                ),
-            )),
+            Some(last) => Err(self.poison(format!(
+                "gap: expected seq {}, got seq {}",
+                last + 1,
+                batch.seq
+            ))),
         }
     }
 
@@ -183,11 +179,12 @@ impl Room {
         matches!(op, NetOp::Add { .. }) && self.apply_upstream_op(op).is_ok()
     }
 
-    /// Ends a streamed snapshot of `rows` ops: the room is live.
-    pub(crate) fn finish_snapshot(&mut self, rows: usize, cv: Option<f64>) -> ApplyStatus {
+    /// Ends a seq-0 snapshot of `rows` ops at commit version `cv`: the room is live, its
+    /// `headCv` is `cv`.
+    pub(crate) fn finish_snapshot(&mut self, rows: usize, cv: u64) -> ApplyStatus {
         self.last_seq = Some(0);
-        self.cv = cv.or(self.cv);
-        self.head_cv = 1;
+        self.cv = Some(cv as f64);
+        self.head_cv = cv;
         ApplyStatus::Snapshot { rows }
     }
 
@@ -272,25 +269,49 @@ impl Room {
             let mut key = alloc::vec::Vec::new();
             self.store.table(t).key_of(image, &mut key);
             let key = Key::from(key);
-            // An image committed at or before a batch the room settled (by cv) is older
-            // than what the room already holds for the key: ignore it.
-            match self.applying_cv {
-                Some(c) => {
-                    if w.fences.get(&(t, key.clone())).is_some_and(|fcv| c <= *fcv) {
-                        return Ok(());
-                    }
-                }
-                // An image the room cannot order moved the key: the fence no longer
-                // describes what the room holds, so later images (the echo) must apply.
-                None => {
-                    w.fences.remove(&(t, key.clone()));
-                }
+            if let Some(seen) = w
+                .flight
+                .as_mut()
+                .and_then(|f| f.keys.get_mut(&(t, key.clone())))
+            {
+                seen.push(new.cloned());
             }
-            if let Some(d) = w.dirty.get_mut(&(t, key)) {
-                d.base = new.cloned();
-                if d.sent.is_some() {
-                    d.in_flight_log.push((self.applying_cv, new.cloned()));
+            let k = (t, key);
+            // The room's own flushed write echoing back. A dirty key holds a later write
+            // of the room's, and so does a key with a later echo still to come: nothing
+            // changes. Otherwise the echo is the authority's current image, which the
+            // head takes (it differs only when someone else's writes came in between).
+            // Anything else is someone else's write (below).
+            if let Some(q) = w
+                .echoes
+                .get_mut(&k)
+                .filter(|q| q.front().is_some_and(|e| same_image(&e.image, new)))
+            {
+                q.pop_front();
+                let last = q.is_empty();
+                if last {
+                    w.echoes.remove(&k);
                 }
+                if let Some(d) = w.dirty.get_mut(&k) {
+                    // A write of the room's no batch carries yet: the authority now
+                    // holds the echoed image, its CAS base.
+                    if d.sent.is_none() {
+                        d.base = new.cloned();
+                    }
+                    return Ok(());
+                }
+                if !last {
+                    return Ok(());
+                }
+                return self
+                    .write_head(t, &k.1, new.cloned())
+                    .map_err(|e| String::from(e.message()));
+            }
+            if w.dirty.remove(&k).is_some() {
+                // Someone else wrote a key the room has a pending change of: upstream
+                // wins, the head takes the image and the room's change is dropped.
+                self.write_head(t, &k.1, new.cloned())
+                    .map_err(|e| String::from(e.message()))?;
                 return Ok(());
             }
             tolerant = w.writable(t);
@@ -317,4 +338,19 @@ impl Room {
         }
         Ok(())
     }
+}
+
+fn same_image(a: &Option<Row>, b: Option<&Row>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// A JavaScript number used as a counter on the wire (`cv`, `seq`, `epoch`, a mid, a
+/// time in ms): finite, integral and non-negative. `None` for anything else.
+pub fn wire_counter(v: f64) -> Option<u64> {
+    (v.is_finite() && v >= 0.0 && crate::value::is_integral(v) && v < 18_446_744_073_709_551_616.0)
+        .then_some(v as u64)
 }

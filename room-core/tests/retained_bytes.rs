@@ -63,7 +63,7 @@ fn snapshot(fp: &str, n: usize) -> String {
         let row = issue(id, &format!("Issue {id}"), LONG);
         let _ = write!(s, "{{\"table\":\"issue\",\"op\":\"add\",\"row\":{row}}}");
     }
-    s.push_str("]}");
+    s.push_str("],\"cv\":1}");
     s
 }
 
@@ -83,7 +83,7 @@ fn live_batch(fp: &str, seq: u64, n: usize) -> String {
             "{{\"table\":\"issue\",\"op\":\"edit\",\"old\":{old},\"new\":{new}}}"
         );
     }
-    s.push_str("]}");
+    let _ = write!(s, "],\"cv\":{}}}", seq + 1);
     s
 }
 

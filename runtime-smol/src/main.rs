@@ -441,7 +441,14 @@ async fn run_demo(args: DemoArgs) -> i32 {
         }
     };
     let query = data.demo_query();
-    let summary: Vec<String> = data.tables.iter().map(|t| t.name.to_string()).collect();
+    // The file's first table leads: the sample lines write to it.
+    let mut summary = vec![data.first_table.clone()];
+    summary.extend(
+        data.tables
+            .iter()
+            .map(|t| t.name.to_string())
+            .filter(|t| *t != data.first_table),
+    );
     let upstream = Arc::new(DemoUpstream::new(data));
     let server = match RoomServer::builder(config).upstream(upstream).start().await {
         Ok(s) => s,

@@ -58,7 +58,7 @@ fn insert() {
     );
     assert_eq!(
         rejected(run_named(&mut room, &reg, "note.insert", args, "bob")),
-        "txAdd: a \"note\" row with that primary key already exists"
+        "add of an existing primary key in `note`"
     );
     assert_eq!(
         rejected(run_named(
@@ -217,7 +217,7 @@ fn only_owned_tables_are_writable() {
             json!({"user": "carl", "role": "admin"}),
             "carl"
         )),
-        "txAdd: table \"member\" is not writable by mutators"
+        "table `member` is not owned by this room — mutators write owned tables only"
     );
     assert_eq!(rows(&room, "member").len(), 2);
 }

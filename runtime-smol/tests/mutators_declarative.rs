@@ -434,7 +434,7 @@ fn insert_update_upsert_delete() {
             json!({"id": "a", "body": "2"}),
             "ann"
         )),
-        "txAdd: a \"note\" row with that primary key already exists"
+        "add of an existing primary key in `note`"
     );
     run(&mut room, &update, json!({"id": "a", "body": "2"}), "bob").expect("update");
     assert_eq!(
@@ -499,7 +499,7 @@ fn refused_writes_reject_with_the_rooms_message() {
     let cases = [
         (
             r#"{ insert = "member", row = { user = "z", role = "r" } }"#,
-            "txAdd: table \"member\" is not writable by mutators",
+            "table `member` is not owned by this room — mutators write owned tables only",
         ),
         (
             r#"{ insert = "note", row = { id = "z", body = "b", owner = "o" } }"#,
@@ -515,7 +515,7 @@ fn refused_writes_reject_with_the_rooms_message() {
         ),
         (
             r#"{ read = "nope", key = { id = 1 } }"#,
-            "read: table \"nope\" is not readable by mutators",
+            "unknown table `nope`",
         ),
     ];
     for (steps, want) in cases {

@@ -280,7 +280,7 @@ fn demo_toml_issues() {
             comment(500, 1, "again"),
             "ada"
         )),
-        "txAdd: a \"comment\" row with that primary key already exists"
+        "add of an existing primary key in `comment`"
     );
 
     run_named(&mut room, &reg, "closeIssue", json!({"id": 1}), "ada").unwrap();

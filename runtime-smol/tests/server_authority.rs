@@ -83,7 +83,7 @@ fn writes_flush_to_the_authority_and_drain_reports_the_last_seq() {
             Some(json!(["c1", 3]))
         );
         assert_eq!(
-            auth.row("_rindle_mutation_outcomes", json!(["c1", 3])),
+            auth.row("_rindle_room_mutation_outcomes", json!(["c1", 3])),
             Some(json!(["c1", 3, "rejected", "not allowed", null, null]))
         );
         let first = auth.state.lock().unwrap().bodies[0].clone();

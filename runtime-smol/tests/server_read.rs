@@ -29,7 +29,8 @@ fn subscribe_then_live_updates() {
         );
         let snap = c.expect_t("nbatch").await;
         assert_eq!(snap["batch"]["seq"], 0);
-        assert_eq!(snap["batch"]["cv"], 1);
+        // The snapshot is stamped with the upstream snapshot's cv.
+        assert_eq!(snap["batch"]["cv"], 100);
         assert_eq!(
             snap["batch"]["normalizedFp"],
             hello["hello"]["normalizedFp"]
@@ -45,7 +46,7 @@ fn subscribe_then_live_updates() {
         let p = c.expect_t("progress").await;
         assert_eq!(
             p["frame"],
-            json!({"cvMin":1,"upstreamCv":100,"upstreamBoot":"daemon-boot-1"})
+            json!({"cvMin":100,"upstreamCv":100,"upstreamBoot":"daemon-boot-1"})
         );
 
         // A live upstream batch: one net frame (ops in pk order), then progress.
@@ -55,7 +56,7 @@ fn subscribe_then_live_updates() {
         ]);
         let b = c.expect_t("nbatch").await;
         assert_eq!(b["batch"]["seq"], 1);
-        assert_eq!(b["batch"]["cv"], 2);
+        assert_eq!(b["batch"]["cv"], 101);
         assert_eq!(
             b["batch"]["ops"],
             json!([
@@ -63,12 +64,12 @@ fn subscribe_then_live_updates() {
                 {"table":"note","op":"add","row":[4,"four","u2"]}
             ])
         );
-        assert_eq!(c.expect_t("progress").await["frame"]["cvMin"], 2);
+        assert_eq!(c.expect_t("progress").await["frame"]["cvMin"], 101);
         // The daemon's progress is re-advertised (absorption advert).
         let adv = c.expect_t("progress").await;
         assert_eq!(
             adv["frame"],
-            json!({"cvMin":2,"upstreamCv":101,"upstreamBoot":"daemon-boot-1"})
+            json!({"cvMin":101,"upstreamCv":101,"upstreamBoot":"daemon-boot-1"})
         );
 
         // Re-subscribing the same queryId bumps the epoch and re-snapshots.

@@ -237,8 +237,7 @@ static outcome run_step(rindle_room **room, const step *st) {
   } else if (M("beginFlush")) {
     rc = rindle_room_begin_flush(r, &buf, &defined), kind = OPT_JSON;
   } else if (M("flushOk")) {
-    double cv = NUM(0);
-    rc = rindle_room_flush_ok(r, st->args[0].kind == 'u' ? NULL : &cv, &buf);
+    rc = rindle_room_flush_ok(r, &buf);
   } else if (M("flushConflict")) {
     rc = rindle_room_flush_conflict(r, TEXT(0), &buf);
   } else if (M("flushInFlight")) {

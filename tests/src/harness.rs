@@ -18,8 +18,10 @@ use crate::naive::{self, Db, Member};
 /// The upstream epoch every harness room uses.
 pub const UPSTREAM_EPOCH: u64 = 1;
 
-/// Builds a valid upstream hello for `tables` (fingerprint computed).
-pub fn hello_for(tables: Vec<TableSchema>) -> Hello {
+/// Builds a valid upstream hello for `tables`: sorted by name, as the daemon lists them
+/// (and a room requires), fingerprint computed.
+pub fn hello_for(mut tables: Vec<TableSchema>) -> Hello {
+    tables.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     let normalized_fp = normalized_fp(tables.iter());
     Hello {
         epoch: UPSTREAM_EPOCH,

@@ -94,9 +94,9 @@ pub fn non_witness_rows(db: &Db, q: &Query) -> Vec<Member> {
     distinct_sorted(db, kept)
 }
 
-/// The tables whose rows can appear in `q`'s footprint (D5 `hello.tables`): every
-/// level's table, and the children of witness-shipping EXISTS (not under a NOT EXISTS or
-/// a permissions gate), as table indices in first-seen order.
+/// The tables whose rows can appear in `q`'s footprint (`hello.tables`): every level's
+/// table, and the children of witness-shipping EXISTS and NOT EXISTS (not behind a
+/// permissions gate), as table indices in first-seen order.
 pub fn footprint_tables(q: &Query) -> Vec<usize> {
     let mut out = Vec::new();
     level_tables(q, &mut out);
@@ -122,7 +122,7 @@ fn cond_tables(c: &Cond, out: &mut Vec<usize>) {
                 cond_tables(item, out);
             }
         }
-        Cond::Exists(e) if !e.negated && !e.permissions => level_tables(&e.query, out),
+        Cond::Exists(e) if !e.permissions => level_tables(&e.query, out),
         _ => {}
     }
 }
@@ -195,8 +195,10 @@ fn visit_row(db: &Db, q: &Query, row: &[Value], via: Via, out: &mut Vec<Visit>) 
     }
 }
 
-/// Every witness-shipping EXISTS in `cond` (whatever AND/OR surrounds it) that holds for
-/// `row` ships its first `WITNESS_CAP` matching children (all of them when flipped).
+/// Every EXISTS and NOT EXISTS in `cond` (whatever AND/OR surrounds it) ships the first
+/// `WITNESS_CAP` matching children of `row` (all of them when flipped): for an EXISTS
+/// they are why it holds, for a NOT EXISTS why it does not. A permissions gate ships
+/// nothing.
 fn visit_witnesses(db: &Db, cond: &Cond, row: &[Value], out: &mut Vec<Visit>) {
     match cond {
         Cond::And(items) | Cond::Or(items) => {
@@ -205,7 +207,7 @@ fn visit_witnesses(db: &Db, cond: &Cond, row: &[Value], out: &mut Vec<Visit>) {
             }
         }
         Cond::Exists(e) => {
-            if e.negated || e.permissions {
+            if e.permissions {
                 return;
             }
             let matches = matching_children(db, e, row);

@@ -241,7 +241,7 @@ fn live(s: &Scenario, snapshot: &Tables, stats: &mut Stats) -> R<Crashed> {
                 if let Some(b) = flight.take() {
                     match auth.apply(&b.changes) {
                         Settled::Ok(_) => {
-                            a.flush_ok(None).map_err(|e| at(e.message().to_string()))?;
+                            a.flush_ok().map_err(|e| at(e.message().to_string()))?;
                         }
                         Settled::Conflict(c) => {
                             return Err(at(format!(
@@ -303,7 +303,7 @@ fn replay(s: &Scenario, snapshot: &Tables, mut crashed: Crashed, stats: &mut Sta
             .collect();
         b.apply(&upstream_batch(1, ops.clone()))
             .map_err(|e| format!("B's upstream batch: {}", e.message()))?;
-        model.upstream(Some(1.0), &ops);
+        model.upstream(SNAPSHOT_CV + 1, &ops);
         b.commit_all();
         stats.moved_cases += 1;
     }
@@ -447,8 +447,8 @@ fn replay(s: &Scenario, snapshot: &Tables, mut crashed: Crashed, stats: &mut Sta
         if let Settled::Conflict(c) = auth.apply(&changes) {
             return Err(format!("B's flush conflicted at the authority: {c:?}"));
         }
-        b.flush_ok(None).map_err(|e| e.message().to_string())?;
-        model.flush_ok(None);
+        b.flush_ok().map_err(|e| e.message().to_string())?;
+        model.flush_ok();
     }
     if (b.dirty_len(), b.pending_len()) != (0, 0) {
         return Err(format!(
@@ -581,7 +581,7 @@ fn outcome_rows(b: &mut Room) -> Vec<Image> {
         .changes
         .iter()
         .map(Change::from_core)
-        .filter(|c| c.table == "_rindle_mutation_outcomes")
+        .filter(|c| c.table == "_rindle_room_mutation_outcomes")
         .map(|c| c.row.expect("an add"))
         .collect()
 }
@@ -762,7 +762,7 @@ fn seeded_mids_dedup_on_replay() {
             let b = a.begin_flush().expect("builds").expect("a batch");
             let changes: Vec<Change> = b.changes.iter().map(Change::from_core).collect();
             assert!(matches!(auth.apply(&changes), Settled::Ok(_)));
-            a.flush_ok(None).expect("settles");
+            a.flush_ok().expect("settles");
         }
     }
     let all: Vec<(String, u64)> = journal.iter().map(Entry::key).collect();

@@ -685,49 +685,10 @@ function deoptArgsWithoutName(ev) {
 export const KNOWN = [
   ...ERROR_TEXTS,
   {
-    name: "headcv-numbering",
-    status: "pending",
-    reason:
-      "the head cv stamped on frames and returned by headCv / commits: the wasm room starts at the upstream cv and follows max(head+1, upstream cv); the native one counted from 1 and skipped some advances (an empty commit)",
-    normalise: headCvNumbering,
-  },
-  {
     name: "querykey-text",
     status: "pending",
     reason: "queryKey is a hash of another canonical text (the same queries share a key in both rooms: checked one-to-one)",
     normalise: queryKeyText,
-  },
-  {
-    name: "flush-outcomes-table",
-    status: "pending",
-    reason: `the flush body's outcome rows go to ${WASM_OUTCOMES} in the wasm room, ${NATIVE_OUTCOMES} in the native one`,
-    normalise: outcomesTable,
-  },
-  {
-    name: "deopt-args-without-name",
-    status: "pending",
-    reason:
-      "the flush's outcome row of a mutation begun without a name: the wasm row has NULL args too, the native one keeps the args text",
-    normalise: deoptArgsWithoutName,
-  },
-  {
-    name: "flush-changes-order",
-    status: "pending",
-    reason: "the flush body lists the same changes in another order",
-    normalise: changesOrder,
-  },
-  {
-    name: "flushok-retired-count",
-    status: "pending",
-    reason: "flushOk's `retired` counts something else (wasm: mutations retired; native: dirty keys retired)",
-    normalise: flushOkCounts,
-  },
-  {
-    name: "not-exists-hello-tables",
-    status: "pending",
-    reason:
-      "the wasm hello (and so every frame's normalizedFp) also lists tables read only under NOT EXISTS; the native one lists the tables that can ship rows",
-    normalise: notExistsHello,
   },
   {
     name: "empty-and-or",
@@ -763,20 +724,6 @@ export const KNOWN = [
       const nullKeyed = [...d.fresh.n.rows.values()].some((r) => nullKey(d.fresh.n, r.table, r.row));
       const tables = existsChildTables(astOf(d));
       return delta.onlyN.every(([table, row]) => nullKey(d.fresh.n, table, row) || (nullKeyed && tables.has(table)));
-    },
-    continues: true,
-  },
-  {
-    name: "not-exists-witnesses",
-    status: "pending",
-    reason:
-      "the wasm room also ships the children that make a NOT EXISTS false (a parent kept by another OR branch); the native one ships no NOT EXISTS rows",
-    claims(diff, d) {
-      const delta = freshDelta(d);
-      if (!delta || delta.onlyN.length || !delta.onlyW.length) return false;
-      const ast = astOf(d);
-      const neg = notExistsTables(ast);
-      return !existsLimitZero(ast) && delta.onlyW.every(([table]) => neg.has(table) && table !== ast?.table);
     },
     continues: true,
   },
@@ -845,14 +792,8 @@ export const KNOWN = [
     claims: (diff, d, runner) => d.call.m === "apply" && /a cell must be null, boolean, number or string/.test(runner.lastN?.msg ?? ""),
   },
   {
-    name: "fractional-idle-ttl",
-    status: "pending",
-    reason: "open with a fractional idle TTL: the wasm room refuses it (`idleTtlMs: not a wire-safe counter`), the native one accepts it",
-    claims: (diff, d) => d.call.m === "open" && !d.w?.ok && d.n?.ok && /idleTtlMs: not a wire-safe counter/.test(d.w.msg),
-  },
-  {
     name: "txget-unowned-table",
-    status: "pending",
+    status: "intended",
     reason: "txGet on a table the room does not own: the wasm room throws (`not owned by this room`), the native one reads the row",
     claims: (diff, d) => d.call.m === "txGet" && !d.w?.ok && d.n?.ok && /is not owned by this room/.test(d.w.msg),
     continues: true,
@@ -1048,43 +989,5 @@ export const KNOWN = [
     reason:
       "a `related` entry replaced by a later one with the same alias: the native room still validates it (and refuses the query when it is bad), the wasm room ignores it",
     claims: (diff, d) => d.call.m === "subscribe" && d.phase === "call" && d.w?.ok && !d.n?.ok && duplicateAlias(d.call.a?.[2]),
-  },
-  {
-    name: "flush-batch-hash",
-    status: "pending",
-    reason: "the same flush body, another batchHash (a hash that differs only because the body does is not counted here)",
-    normalise: batchHash,
-  },
-  {
-    name: "hello-validation",
-    status: "pending",
-    reason: "a hello whose tables are not sorted by unique name: the wasm room refuses it (`nhello rejected: BadHello`), the native one opens",
-    claims: (diff, d) => d.call.m === "open" && d.phase === "call" && !d.w?.ok && d.n?.ok && /BadHello/.test(d.w.msg),
-  },
-  {
-    name: "batch-without-cv",
-    status: "pending",
-    reason: "an upstream batch without `cv`: the wasm room refuses it (`nbatch: missing cv`), the native one applies it",
-    claims: (diff, d) => d.call.m === "apply" && d.phase === "call" && !d.w?.ok && d.n?.ok && /missing cv/.test(d.w.msg),
-  },
-  {
-    name: "fractional-now",
-    status: "pending",
-    reason: "a fractional now_ms: the wasm room refuses it (`nowMs: not a wire-safe counter`), the native one takes it",
-    claims: (diff, d) => d.phase === "call" && !d.w?.ok && d.n?.ok && /^nowMs: not a wire-safe counter/.test(d.w.msg),
-  },
-  {
-    name: "epoch-ahead",
-    status: "pending",
-    reason:
-      "an upstream batch of a later epoch than the room's: the wasm room answers `{applied: staleEpoch}` and goes on, the native one throws (EPOCH_AHEAD)",
-    claims: (diff, d, runner) => d.call.m === "apply" && runner.lastW?.ok && runner.lastW.v?.applied === "staleEpoch" && !runner.lastN?.ok,
-  },
-  {
-    name: "poison-rules",
-    status: "pending",
-    reason: "a refused upstream batch poisons one room and not the other (isPoisoned / isLive differ after both threw)",
-    claims: (diff, d, runner) =>
-      d.phase === "probe" && d.call.m === "apply" && (diff.getter === "isPoisoned" || diff.getter === "isLive") && !runner.lastW?.ok && !runner.lastN?.ok,
   },
 ];

@@ -38,7 +38,7 @@ test("writes flush to the authority and drain reports the last seq", async () =>
   assert.deepEqual(auth.row("note", [10]), [10, "ten", "u1"]);
   assert.deepEqual(auth.row("note", [1]), [1, "uno", "u1"]);
   assert.deepEqual(auth.row("_rindle_client_mutations", ["c1"]), ["c1", 3]);
-  assert.deepEqual(auth.row("_rindle_mutation_outcomes", ["c1", 3]), [
+  assert.deepEqual(auth.row("_rindle_room_mutation_outcomes", ["c1", 3]), [
     "c1", 3, "rejected", "not allowed", null, null,
   ]);
   const first = auth.bodies[0];

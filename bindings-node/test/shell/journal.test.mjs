@@ -295,7 +295,7 @@ test("the keyed MutationTx refuses with the Rust keyed layer's messages", async 
     ["WRITE_REFUSED", 'insert: "note" has no column "color"'],
     ["WRITE_REFUSED", 'update: "note" needs primary-key column "id"'],
     ["WRITE_REFUSED", 'delete: "note" has no column "nope"'],
-    ["WRITE_REFUSED", 'read: table "ghost" is not readable by mutators'],
+    ["WRITE_REFUSED", "unknown table `ghost`"],
     ["WRITE_REFUSED", 'edit: "note" rows have 3 columns'],
     ["WRITE_REFUSED", 'edit: no "note" row with that primary key'],
     ["WRITE_REFUSED", 'edit: the primary key of a "note" row cannot change'],

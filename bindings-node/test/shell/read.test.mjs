@@ -24,7 +24,7 @@ test("subscribe then live updates", async () => {
   ]);
   const snap = await c.expectT("nbatch");
   assert.equal(snap.batch.seq, 0);
-  assert.equal(snap.batch.cv, 1);
+  assert.equal(snap.batch.cv, 100); // the upstream snapshot's cv
   assert.equal(snap.batch.normalizedFp, hello.hello.normalizedFp);
   assert.deepEqual(snap.batch.ops, [
     { table: "note", op: "add", row: [1, "one", "u1"] },
@@ -32,7 +32,7 @@ test("subscribe then live updates", async () => {
     { table: "note", op: "add", row: [3, "three", "u2"] },
   ]);
   const p = await c.expectT("progress");
-  assert.deepEqual(p.frame, { cvMin: 1, upstreamCv: 100, upstreamBoot: "daemon-boot-1" });
+  assert.deepEqual(p.frame, { cvMin: 100, upstreamCv: 100, upstreamBoot: "daemon-boot-1" });
 
   // A live upstream batch: one net frame (ops in pk order), then progress.
   rindled.live([
@@ -41,15 +41,15 @@ test("subscribe then live updates", async () => {
   ]);
   const b = await c.expectT("nbatch");
   assert.equal(b.batch.seq, 1);
-  assert.equal(b.batch.cv, 2);
+  assert.equal(b.batch.cv, 101);
   assert.deepEqual(b.batch.ops, [
     { table: "note", op: "edit", old: [1, "one", "u1"], new: [1, "uno", "u1"] },
     { table: "note", op: "add", row: [4, "four", "u2"] },
   ]);
-  assert.equal((await c.expectT("progress")).frame.cvMin, 2);
+  assert.equal((await c.expectT("progress")).frame.cvMin, 101);
   // The daemon's progress is re-advertised (the absorption advert).
   assert.deepEqual((await c.expectT("progress")).frame, {
-    cvMin: 2,
+    cvMin: 101,
     upstreamCv: 101,
     upstreamBoot: "daemon-boot-1",
   });

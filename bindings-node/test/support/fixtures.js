@@ -1,21 +1,21 @@
 "use strict";
-// A small document shared by the surface, error and drop-in tests: the deck / slide /
-// member / tag schema of the write-plane conformance scenarios (its normalizedFp is
-// the one those scenarios use) and a seq-0 snapshot.
+// A small document shared by the surface, error and drop-in tests: the deck / member /
+// slide / tag schema of the write-plane conformance scenarios (sorted by name, as a
+// hello must be; its normalizedFp is the one those scenarios use) and a seq-0 snapshot.
 const HELLO = {
   epoch: 1,
   comparatorVersion: 2,
   tables: [
     { name: "deck", columns: ["id", "title"], primaryKey: [0] },
-    { name: "slide", columns: ["id", "deckId", "pos"], primaryKey: [0] },
     { name: "member", columns: ["id", "name"], primaryKey: [0] },
+    { name: "slide", columns: ["id", "deckId", "pos"], primaryKey: [0] },
     { name: "tag", columns: ["id", "label"], primaryKey: [0] },
   ],
-  normalizedFp: "4768a0d374dda62a",
+  normalizedFp: "6b02aa3e7a7b2a3e",
 };
 
 function batch(seq, ops, cv) {
-  return { epoch: HELLO.epoch, seq, normalizedFp: HELLO.normalizedFp, ops, cv };
+  return { epoch: HELLO.epoch, seq, normalizedFp: HELLO.normalizedFp, ops, cv: cv ?? 100 + seq };
 }
 
 const SNAPSHOT = batch(

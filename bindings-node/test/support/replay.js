@@ -46,7 +46,7 @@ const PARAMS = {
   pendingLen: [],
   dirtyLen: [],
   beginFlush: [],
-  flushOk: ["number"],
+  flushOk: [],
   flushConflict: ["json"],
   flushInFlight: [],
   mintRoomToken: ["json"],

@@ -559,7 +559,7 @@ impl<'a> Parser<'a> {
 
     /// A whole snapshot batch, its ops applied as they come: how many, and the `cv`.
     /// `applied` turns true once the room was changed.
-    fn snapshot(&mut self, room: &mut Room, applied: &mut bool) -> Option<(usize, Option<f64>)> {
+    fn snapshot(&mut self, room: &mut Room, applied: &mut bool) -> Option<(usize, u64)> {
         let mut head = Header::default();
         let mut rows = None;
         if !self.open(b'{', b'}')? {
@@ -599,7 +599,10 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        Some((rows?, head.cv.flatten()))
+        // Without a valid `cv` the snapshot is discarded and applied the ordinary way,
+        // which says what is wrong.
+        let cv = crate::upstream::wire_counter(head.cv.flatten()?)?;
+        Some((rows?, cv))
     }
 
     /// The `ops` array.

@@ -103,7 +103,7 @@ impl JsonRoom {
 
     /// `txGet(table, pk_json)`: the row as JSON text, or `None` (undefined).
     pub fn tx_get(&mut self, table: &str, pk_json: &str) -> Result<Option<String>, Error> {
-        let pk = cells(pk_json, "txGet: pk")?;
+        let pk = cells(pk_json, "pk: not JSON")?;
         Ok(self.room.tx_get(table, &pk)?.map(|row| {
             let mut s = String::new();
             write_row(&mut s, &row);
@@ -113,19 +113,19 @@ impl JsonRoom {
 
     /// `txAdd(table, row_json)`.
     pub fn tx_add(&mut self, table: &str, row_json: &str) -> Result<(), Error> {
-        let row: WireRow = parse(row_json, "txAdd: row")?;
+        let row: WireRow = parse(row_json, "row: not JSON")?;
         self.room.tx_add(table, row.0)
     }
 
     /// `txEdit(table, row_json)`.
     pub fn tx_edit(&mut self, table: &str, row_json: &str) -> Result<(), Error> {
-        let row: WireRow = parse(row_json, "txEdit: row")?;
+        let row: WireRow = parse(row_json, "row: not JSON")?;
         self.room.tx_edit(table, row.0)
     }
 
     /// `txRemove(table, pk_json)`.
     pub fn tx_remove(&mut self, table: &str, pk_json: &str) -> Result<(), Error> {
-        let pk = cells(pk_json, "txRemove: pk")?;
+        let pk = cells(pk_json, "pk: not JSON")?;
         self.room.tx_remove(table, &pk)
     }
 
@@ -238,10 +238,10 @@ impl JsonRoom {
         Ok(self.room.begin_flush()?.map(|b| b.to_json()))
     }
 
-    /// `flushOk(cv?)`: `{"retired":n,"dirty":n}`. `cv` is the authority's commit
-    /// version of the batch (`{applied, cv}`), when known.
-    pub fn flush_ok(&mut self, cv: Option<f64>) -> Result<String, Error> {
-        let r = self.room.flush_ok(cv)?;
+    /// `flushOk()`: `{"retired":n,"dirty":n}` — pending mutations retired, keys still
+    /// dirty.
+    pub fn flush_ok(&mut self) -> Result<String, Error> {
+        let r = self.room.flush_ok()?;
         Ok(format!(
             "{{\"retired\":{},\"dirty\":{}}}",
             r.retired, r.dirty

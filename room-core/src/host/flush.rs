@@ -276,15 +276,16 @@ impl Host {
                 self.ok_since_compact += 1;
                 if same {
                     let room = self.room.as_mut().expect("`same` checked the room");
-                    if let Err(e) = room.room_mut().flush_ok(cv) {
+                    if let Err(e) = room.room_mut().flush_ok() {
                         self.violation(&format!("flushOk failed: {e}"));
                         return self.after_settlement();
                     }
-                    // flush_ok can converge keys to newer authority images: drain.
-                    self.drain_downstream(driver);
                     self.on_durable(driver); // with `ack = "flushed"`, the ack
                 }
-                self.log(Level::Debug, format!("flush {seq} committed"));
+                match cv {
+                    Some(cv) => self.log(Level::Debug, format!("flush {seq} committed at cv {cv}")),
+                    None => self.log(Level::Debug, format!("flush {seq} committed")),
+                }
                 self.maybe_compact();
                 self.schedule_flush();
             }

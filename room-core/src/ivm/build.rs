@@ -210,7 +210,9 @@ impl Engine {
                     indexes,
                 );
 
-                if !e.negated && !e.permissions {
+                // EXISTS and NOT EXISTS alike ship the first matching children: why the
+                // condition holds, or why it does not. A permissions gate ships none.
+                if !e.permissions {
                     demanded.push(c);
                 }
                 Filter::Exists {

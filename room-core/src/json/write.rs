@@ -28,23 +28,9 @@ pub fn write_f64(out: &mut String, f: f64) {
     if f < 0.0 {
         out.push('-');
     }
-    // `{:e}` yields the shortest round-trip digits as `d[.ddd]e<exp>`.
-    let mut buf = StackBuf::new();
-    let _ = write!(buf, "{:e}", f.abs());
-    let text = buf.as_str();
-    let (mantissa, exp) = match text.split_once('e') {
-        Some(parts) => parts,
-        None => (text, "0"),
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let mut digits = StackBuf::new();
-    for c in mantissa.chars().filter(|c| *c != '.') {
-        let _ = digits.write_char(c);
-    }
+    let (digits, n) = shortest_digits(f);
     let digits = digits.as_str();
     let k = digits.len() as i32;
-    // JavaScript's `n`: the value is 0.d1d2…dk × 10^n.
-    let n = exp + 1;
     if k <= n && n <= 21 {
         out.push_str(digits);
         for _ in 0..(n - k) {
@@ -61,16 +47,104 @@ pub fn write_f64(out: &mut String, f: f64) {
         }
         out.push_str(digits);
     } else {
-        out.push_str(&digits[..1]);
-        if k > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        let e = n - 1;
-        out.push(if e < 0 { '-' } else { '+' });
-        let _ = write!(out, "{}", e.unsigned_abs());
+        write_exponent_form(out, digits, n);
     }
+}
+
+/// The shortest round-trip decimal digits of `|f|` (finite, non-zero) and `n`, the
+/// position of the decimal point: the value is 0.d1d2…dk × 10^n. Where two digit
+/// strings of that length round-trip, the one nearer the exact value (JavaScript's
+/// choice, and serde_json's), which Rust's own `{:e}` does not always make.
+fn shortest_digits(f: f64) -> (StackBuf, i32) {
+    let mut buffer = zmij::Buffer::new();
+    let text = buffer.format_finite(f.abs());
+    let (mantissa, exp) = match text.split_once('e') {
+        Some((m, e)) => (m, e.trim_start_matches('+').parse::<i32>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let int_len = mantissa.find('.').unwrap_or(mantissa.len()) as i32;
+    let mut digits = StackBuf::new();
+    let mut leading = 0;
+    for c in mantissa.chars().filter(|c| *c != '.') {
+        if digits.len == 0 && c == '0' {
+            leading += 1;
+            continue;
+        }
+        let _ = digits.write_char(c);
+    }
+    while digits.len > 1 && digits.buf[digits.len - 1] == b'0' {
+        digits.len -= 1;
+    }
+    (digits, int_len + exp - leading)
+}
+
+/// `d[.ddd]e±x` for the digits `d1…dk` and point position `n`.
+fn write_exponent_form(out: &mut String, digits: &str, n: i32) {
+    out.push_str(&digits[..1]);
+    if digits.len() > 1 {
+        out.push('.');
+        out.push_str(&digits[1..]);
+    }
+    out.push('e');
+    let e = n - 1;
+    out.push(if e < 0 { '-' } else { '+' });
+    let _ = write!(out, "{}", e.unsigned_abs());
+}
+
+/// Appends `f` in the layout of a Rust JSON serializer that always marks a float: the
+/// same shortest digits as [`write_f64`], but an integral value keeps a `.0` (`3.0`),
+/// the plain form is used only while the point falls within the first 16 digits
+/// (`1e+16`, `0.00001`, `1e-6`), and zero is `0.0` (`-0.0` when negative). The batch
+/// hash is computed over this layout (see [`crate::FlushBatch`]).
+pub fn write_f64_float_layout(out: &mut String, f: f64) {
+    if !f.is_finite() {
+        out.push_str("null");
+        return;
+    }
+    if f == 0.0 {
+        out.push_str(if f.is_sign_negative() { "-0.0" } else { "0.0" });
+        return;
+    }
+    if f < 0.0 {
+        out.push('-');
+    }
+    let (digits, n) = shortest_digits(f);
+    let digits = digits.as_str();
+    let k = digits.len() as i32;
+    if k <= n && n <= 16 {
+        out.push_str(digits);
+        for _ in 0..(n - k) {
+            out.push('0');
+        }
+        out.push_str(".0");
+    } else if 0 < n && n <= 16 {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    } else if -5 < n && n <= 0 {
+        out.push_str("0.");
+        for _ in 0..(-n) {
+            out.push('0');
+        }
+        out.push_str(digits);
+    } else {
+        write_exponent_form(out, digits, n);
+    }
+}
+
+/// Appends a positional row as a JSON array, numbers in [`write_f64_float_layout`].
+pub fn write_row_float_layout<R: Cells + ?Sized>(out: &mut String, row: &R) {
+    out.push('[');
+    for i in 0..row.width() {
+        if i > 0 {
+            out.push(',');
+        }
+        match row.cell(i) {
+            CellRef::Num(f) => write_f64_float_layout(out, f),
+            cell => write_cell(out, cell),
+        }
+    }
+    out.push(']');
 }
 
 /// Appends an integer in decimal.
@@ -306,6 +380,8 @@ mod tests {
         assert_eq!(js(-1.25), "-1.25");
         assert_eq!(js(123.456), "123.456");
         assert_eq!(js(2.5e25), "2.5e+25");
+        // Two 17-digit strings round-trip; JavaScript prints the nearer one.
+        assert_eq!(js(1.2075164805155353e15), "1207516480515535.2");
         assert_eq!(js(f64::NAN), "null");
         assert_eq!(js(f64::INFINITY), "null");
     }
@@ -315,5 +391,58 @@ mod tests {
         let mut s = String::new();
         write_str(&mut s, "a\"b\\c\n\u{1}\u{7f}/é\u{2028}");
         assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001\u{7f}/é\u{2028}\"");
+    }
+}
+
+#[cfg(test)]
+mod float_layout_tests {
+    use super::*;
+
+    fn float(f: f64) -> String {
+        let mut s = String::new();
+        write_f64_float_layout(&mut s, f);
+        s
+    }
+
+    #[test]
+    fn floats_keep_a_fraction_or_an_exponent() {
+        for (f, text) in [
+            (3.0, "3.0"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (-1.5, "-1.5"),
+            (1e15, "1000000000000000.0"),
+            (9_007_199_254_740_992.0, "9007199254740992.0"),
+            (1e16, "1e+16"),
+            (-1e16, "-1e+16"),
+            (123_456_789_012_345_680.0, "1.2345678901234568e+17"),
+            (1.5e300, "1.5e+300"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (0.00012, "0.00012"),
+            (1e-5, "0.00001"),
+            (1e-6, "1e-6"),
+            (-1e-7, "-1e-7"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+        ] {
+            assert_eq!(float(f), text, "{f:e}");
+        }
+    }
+
+    #[test]
+    fn floats_print_as_serde_json_prints_an_f64() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let f = f64::from_bits(x);
+            if !f.is_finite() {
+                continue;
+            }
+            for g in [f, (f * 1e6).round() / 1e3, (x % 100_000) as f64 / 8.0] {
+                assert_eq!(float(g), serde_json::to_string(&g).unwrap(), "{g:e}");
+            }
+        }
     }
 }

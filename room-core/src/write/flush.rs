@@ -8,10 +8,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use sha2::{Digest, Sha256};
-
 use crate::error::{Error, ErrorCode};
-use crate::json::write::{write_key, write_row, write_str};
+use crate::fingerprint::Fnv64;
+use crate::json::write::{write_key, write_row, write_row_float_layout, write_str};
 use crate::keys::Key;
 use crate::room::Room;
 use crate::store::Row;
@@ -59,50 +58,76 @@ impl FlushChange {
         }
     }
 
-    /// Appends the change as JSON; `canonical` sorts keys as RFC 8785 does.
-    fn write(&self, out: &mut String, canonical: bool) {
-        let (table, op, old, row) = match self {
+    fn parts(&self) -> (&Arc<str>, &'static str, Option<&Row>, Option<&Row>) {
+        match self {
             FlushChange::Add { table, row } => (table, "add", None, Some(row)),
             FlushChange::Remove { table, old } => (table, "remove", Some(old), None),
             FlushChange::Edit { table, old, row } => (table, "edit", Some(old), Some(row)),
-        };
+        }
+    }
+
+    /// Appends the change as the wire carries it: `{table, op, old?, row?}`.
+    fn write(&self, out: &mut String) {
+        let (table, op, old, row) = self.parts();
         out.push('{');
-        if canonical {
-            // "old" < "op" < "row" < "table" in UTF-16 order.
-            if let Some(old) = old {
-                write_key(out, "old");
-                write_row(out, old);
-                out.push(',');
-            }
-            write_key(out, "op");
-            write_str(out, op);
-            if let Some(row) = row {
-                out.push(',');
-                write_key(out, "row");
-                write_row(out, row);
-            }
+        write_key(out, "table");
+        write_str(out, table);
+        out.push(',');
+        write_key(out, "op");
+        write_str(out, op);
+        if let Some(old) = old {
             out.push(',');
-            write_key(out, "table");
-            write_str(out, table);
-        } else {
-            write_key(out, "table");
-            write_str(out, table);
+            write_key(out, "old");
+            write_row(out, old);
+        }
+        if let Some(row) = row {
             out.push(',');
-            write_key(out, "op");
-            write_str(out, op);
-            if let Some(old) = old {
-                out.push(',');
-                write_key(out, "old");
-                write_row(out, old);
-            }
-            if let Some(row) = row {
-                out.push(',');
-                write_key(out, "row");
-                write_row(out, row);
-            }
+            write_key(out, "row");
+            write_row(out, row);
         }
         out.push('}');
     }
+
+    /// Appends the change in the batch hash's layout: keys in byte order (`old`, `op`,
+    /// `row`, `table`), numbers in [`write_f64_float_layout`].
+    fn write_hashed(&self, out: &mut String) {
+        let (table, op, old, row) = self.parts();
+        out.push('{');
+        if let Some(old) = old {
+            write_key(out, "old");
+            write_row_float_layout(out, old);
+            out.push(',');
+        }
+        write_key(out, "op");
+        write_str(out, op);
+        if let Some(row) = row {
+            out.push(',');
+            write_key(out, "row");
+            write_row_float_layout(out, row);
+        }
+        out.push(',');
+        write_key(out, "table");
+        write_str(out, table);
+        out.push('}');
+    }
+}
+
+/// The batch identity: FNV-1a 64 over the `changes` array in the hash layout (keys in
+/// byte order, every number written as a float: `3.0`, `1e+16`), as 16 lowercase hex
+/// characters. It equals the hash `@rindle/room@0.9.0` gives the same changes, so a
+/// batch keeps its identity whichever room built it.
+pub fn batch_hash(changes: &[FlushChange]) -> String {
+    let mut text = String::from("[");
+    for (i, c) in changes.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        c.write_hashed(&mut text);
+    }
+    text.push(']');
+    let mut fnv = Fnv64::new();
+    fnv.bytes(text.as_bytes());
+    fnv.hex()
 }
 
 /// What `begin_flush` built.
@@ -110,7 +135,8 @@ impl FlushChange {
 pub struct FlushBatch {
     /// The `/apply-row-change-txn` `changes` array.
     pub changes: Vec<FlushChange>,
-    /// First 16 hex chars of SHA-256 over the JCS text of `changes`.
+    /// The batch identity: FNV-1a 64 over the `changes` array in the hash layout (keys
+    /// in byte order, every number written as a float: `3.0`, `1e+16`), 16 hex chars.
     pub batch_hash: String,
     /// The `(clientID, mid)` advances the batch makes durable.
     pub lmids: Vec<(String, u64)>,
@@ -119,7 +145,7 @@ pub struct FlushBatch {
 impl FlushBatch {
     /// The `changes` array as JSON text (key order as the wire writes it).
     pub fn changes_json(&self) -> String {
-        write_changes(&self.changes, false)
+        write_changes(&self.changes)
     }
 
     /// `{"changes":[…],"batchHash":"…","lmids":[{"clientID":…,"mid":…}]}`.
@@ -142,13 +168,13 @@ impl FlushBatch {
     }
 }
 
-fn write_changes(changes: &[FlushChange], canonical: bool) -> String {
+fn write_changes(changes: &[FlushChange]) -> String {
     let mut out = String::from("[");
     for (i, c) in changes.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        c.write(&mut out, canonical);
+        c.write(&mut out);
     }
     out.push(']');
     out
@@ -157,7 +183,7 @@ fn write_changes(changes: &[FlushChange], canonical: bool) -> String {
 /// The result of `flush_ok`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlushOk {
-    /// Dirty keys retired.
+    /// Pending mutations the batch made durable (they retire).
     pub retired: usize,
     /// Keys still dirty (written during the flight): schedule another flush.
     pub dirty: usize,
@@ -230,13 +256,7 @@ impl Room {
                 lmids.push((client.clone(), m.applied));
             }
         }
-        let mut outcomes = w.outcomes.clone();
-        outcomes.sort_by(|a, b| {
-            a.client
-                .as_bytes()
-                .cmp(b.client.as_bytes())
-                .then(a.mid.cmp(&b.mid))
-        });
+        let outcomes = w.outcomes.clone();
         let outcomes_name: Arc<str> = Arc::from(OUTCOMES_TABLE);
         let w = self.writes_mut()?;
         for k in &settled {
@@ -246,7 +266,9 @@ impl Room {
             return Ok(None);
         }
         let mut changes = Vec::with_capacity(data.len() + ledger.len() + outcomes.len());
-        let mut keys = Vec::with_capacity(data.len());
+        let mut keys = alloc::collections::BTreeMap::new();
+        let mut sent = alloc::collections::BTreeMap::new();
+        let flight_id = self.writes.as_ref().map_or(0, |w| w.flights);
         for (name, key, change, head) in data {
             if let Some(t) = self.store.table_id(&name) {
                 if let Some(d) = self
@@ -254,26 +276,37 @@ impl Room {
                     .as_mut()
                     .and_then(|w| w.dirty.get_mut(&(t, key.clone())))
                 {
-                    d.sent = Some(head);
+                    d.sent = Some(head.clone());
                     d.redirtied = false;
                 }
-                keys.push((t, key));
+                if let Some(w) = self.writes.as_mut() {
+                    let q = w.echoes.entry((t, key.clone())).or_default();
+                    if q.len() >= super::MAX_ECHOES {
+                        q.pop_front();
+                    }
+                    q.push_back(super::Echo {
+                        flight: flight_id,
+                        committed: false,
+                        image: head.clone(),
+                    });
+                }
+                sent.insert((t, key.clone()), head);
+                keys.insert((t, key), Vec::new());
             }
             changes.push(change);
         }
-        changes.extend(ledger);
         changes.extend(outcomes.iter().map(|o| FlushChange::Add {
             table: outcomes_name.clone(),
             row: o.row(),
         }));
-        let digest = Sha256::digest(write_changes(&changes, true).as_bytes());
-        let mut batch_hash = String::with_capacity(16);
-        for b in &digest[..8] {
-            let _ = write!(batch_hash, "{b:02x}");
-        }
+        changes.extend(ledger);
+        let batch_hash = batch_hash(&changes);
         let w = self.writes_mut()?;
+        w.flights += 1;
         w.flight = Some(Flight {
+            id: flight_id,
             keys,
+            sent,
             lmids: lmids.clone(),
             outcomes: outcomes.iter().map(|o| (o.client.clone(), o.mid)).collect(),
         });
@@ -284,44 +317,41 @@ impl Room {
         }))
     }
 
-    /// `flushOk(cv?)`: the authority committed the batch in flight (at commit version
-    /// `cv`, when the host knows it). Its keys retire (or re-base onto the authority's
-    /// image, when written again meanwhile); durable watermarks advance; covered pending
-    /// mutations retire.
-    ///
-    /// Upstream ops that reached an in-flight key and were committed **after** the batch
-    /// are the authority's newest image: a key not written again converges to it (the
-    /// head changes — drain next), a key written again re-bases onto it. With `cv`, those
-    /// are the ops of upstream batches with a greater `cv`; without it, the ops after the
-    /// batch's own echo (the image it sent).
-    pub fn flush_ok(&mut self, cv: Option<f64>) -> Result<FlushOk, Error> {
+    /// `flushOk()`: the authority committed the batch in flight. Its keys retire, or,
+    /// when written again meanwhile, re-base onto the image the batch wrote (or onto the
+    /// image upstream replaced it with, see [`Room::apply`]); durable watermarks
+    /// advance; the pending mutations they cover retire. The head does not change.
+    pub fn flush_ok(&mut self) -> Result<FlushOk, Error> {
         let w = self.writes_mut()?;
         let flight = w.flight.take().ok_or_else(no_flight)?;
-        let mut retired = 0;
-        let mut converge: Vec<(usize, Key, Option<Row>)> = Vec::new();
-        for k in &flight.keys {
+        for k in flight.keys.keys() {
+            let mut echo_due = false;
+            for e in w.echoes.get_mut(k).into_iter().flatten() {
+                if e.flight == flight.id {
+                    e.committed = true;
+                    echo_due = true;
+                }
+            }
             let Some(d) = w.dirty.get_mut(k) else {
                 continue;
             };
+            if d.sent.is_none() {
+                // Written again after upstream took the key over during the flight. With
+                // this batch's echo still to come, what took the key over was committed
+                // before the batch: the authority holds what the batch wrote, the CAS
+                // base of the new write. (With the echo in, the takeover came after it
+                // and the base already is the authority's image.)
+                if let (true, Some(image)) = (echo_due, flight.sent.get(k)) {
+                    d.base = image.clone();
+                }
+                continue;
+            }
             let sent = d.sent.take().flatten();
-            let log = core::mem::take(&mut d.in_flight_log);
-            let newer = newest_after_commit(&log, &sent, cv);
             if d.redirtied {
-                d.base = newer.unwrap_or(sent);
+                d.base = sent;
                 d.redirtied = false;
             } else {
-                if let Some(image) = newer {
-                    if !same_image(&image, &sent) {
-                        converge.push((k.0, k.1.clone(), image));
-                    }
-                }
                 w.dirty.remove(k);
-                retired += 1;
-            }
-        }
-        if let Some(cv) = cv {
-            for (t, key) in &flight.keys {
-                w.fences.insert((*t, key.clone()), cv);
             }
         }
         for (client, mid) in &flight.lmids {
@@ -334,32 +364,12 @@ impl Room {
                 .iter()
                 .any(|(c, m)| *c == o.client && *m == o.mid)
         });
+        let pending = w.pending.len();
         w.retire_pending();
-        let dirty = w.dirty.len();
-        if !converge.is_empty() {
-            let mut changed = false;
-            for (t, key, image) in converge {
-                changed |= self.converge_head(t, &key, image)?;
-            }
-            if changed {
-                self.head_cv += 1;
-            }
-        }
-        Ok(FlushOk { retired, dirty })
-    }
-
-    /// Sets a key's head image if it differs; returns whether it did.
-    fn converge_head(&mut self, t: usize, key: &[u8], image: Option<Row>) -> Result<bool, Error> {
-        let head = self
-            .store
-            .table(t)
-            .id_by_key(key)
-            .and_then(|rid| self.store.row(t, rid).cloned());
-        if same_image(&head, &image) {
-            return Ok(false);
-        }
-        self.write_head(t, key, image)?;
-        Ok(true)
+        Ok(FlushOk {
+            retired: pending - w.pending.len(),
+            dirty: w.dirty.len(),
+        })
     }
 
     /// `flushConflict(conflicts)`: the authority refused the batch on CAS. Each conflicted
@@ -424,15 +434,21 @@ impl Room {
             }
         }
         let mut changed = false;
+        let mut conflicted = Vec::new();
         for r in resolved {
             match r {
                 Resolved::Data(t, key, current) => {
-                    // Upstream order is authority order: when the 409's image already
-                    // arrived during the flight, what arrived after it is newer.
-                    let current = match self.writes_ref()?.dirty.get(&(t, key.clone())) {
-                        Some(d) => {
-                            newest_after_image(&d.in_flight_log, &current).unwrap_or(current)
-                        }
+                    conflicted.push((t, key.clone()));
+                    // Upstream order is the authority's commit order: when the 409's
+                    // image already arrived during the flight, what arrived after it is
+                    // newer, and the head keeps that.
+                    let current = match self
+                        .writes_ref()?
+                        .flight
+                        .as_ref()
+                        .and_then(|f| f.keys.get(&(t, key.clone())))
+                    {
+                        Some(seen) => newest_after(seen, &current).unwrap_or(current),
                         None => current,
                     };
                     let head = self
@@ -474,13 +490,40 @@ impl Room {
             }
         }
         let w = self.writes_mut()?;
+        let mut taken_over = Vec::new();
         if let Some(flight) = w.flight.take() {
-            for k in &flight.keys {
+            for (k, seen) in &flight.keys {
                 if let Some(d) = w.dirty.get_mut(k) {
                     d.sent = None;
                     d.redirtied = false;
-                    d.in_flight_log.clear();
                 }
+                // The batch never committed: no echo of it will come.
+                if let Some(q) = w.echoes.get_mut(k) {
+                    q.retain(|e| e.flight != flight.id);
+                    if q.is_empty() {
+                        w.echoes.remove(k);
+                    }
+                }
+                // So every image upstream reported for a carried key during the flight
+                // was someone else's write, and the newest wins — even one that looked
+                // like this batch's echo.
+                if let Some(last) = seen.last() {
+                    if !conflicted.contains(k) {
+                        taken_over.push((k.clone(), last.clone()));
+                    }
+                }
+            }
+        }
+        for ((t, key), image) in taken_over {
+            self.writes_mut()?.dirty.remove(&(t, key.clone()));
+            let head = self
+                .store
+                .table(t)
+                .id_by_key(&key)
+                .and_then(|rid| self.store.row(t, rid).cloned());
+            if head != image {
+                self.write_head(t, &key, image)?;
+                changed = true;
             }
         }
         if changed {
@@ -498,42 +541,13 @@ enum Resolved {
     Outcome(Vec<Value>),
 }
 
-/// The newest image upstream reported after the batch committed: with the commit `cv`,
-/// the last entry of a later batch; without it, the last entry after the batch's own
-/// echo (`sent`). `None` when nothing newer arrived.
-fn newest_after_commit(
-    log: &[(Option<f64>, Option<Row>)],
-    sent: &Option<Row>,
-    cv: Option<f64>,
-) -> Option<Option<Row>> {
-    match cv {
-        Some(commit) if log.iter().all(|(c, _)| c.is_some()) => log
-            .iter()
-            .rev()
-            .find(|(c, _)| c.is_some_and(|c| c > commit))
-            .map(|(_, img)| img.clone()),
-        _ => newest_after_image(log, sent),
-    }
-}
-
-/// The last logged image, if `marker` appears in the log (the log then reaches past the
+/// The last image of `seen` when `marker` is among them (the log then reaches past the
 /// state `marker` stands for); `None` otherwise.
-fn newest_after_image(
-    log: &[(Option<f64>, Option<Row>)],
-    marker: &Option<Row>,
-) -> Option<Option<Row>> {
-    if log.iter().any(|(_, img)| same_image(img, marker)) {
-        log.last().map(|(_, img)| img.clone())
+fn newest_after(seen: &[Option<Row>], marker: &Option<Row>) -> Option<Option<Row>> {
+    if seen.iter().any(|img| img == marker) {
+        seen.last().cloned()
     } else {
         None
-    }
-}
-
-fn same_image(a: &Option<Row>, b: &Option<Row>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(x), Some(y)) => x == y,
-        _ => false,
     }
 }
 

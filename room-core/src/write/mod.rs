@@ -34,11 +34,9 @@ mod keyed_json;
 mod scope;
 mod tx;
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
-
-use hashbrown::HashMap;
 
 use crate::keys::Key;
 use crate::store::Row;
@@ -52,8 +50,8 @@ pub use tx::{Begin, Commit, Deopt};
 pub const LEDGER_TABLE: &str = "_rindle_client_mutations";
 /// The ledger's columns.
 pub const LEDGER_COLUMNS: [&str; 2] = ["client_id", "last_mutation_id"];
-/// The table durable outcome rows ride in a flush.
-pub const OUTCOMES_TABLE: &str = "_rindle_mutation_outcomes";
+/// The table durable outcome rows ride in a flush (the name the API server configures).
+pub const OUTCOMES_TABLE: &str = "_rindle_room_mutation_outcomes";
 
 /// One client's watermarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,7 +79,7 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    /// The `_rindle_mutation_outcomes` row `[client_id, mid, kind, reason, name, args]`.
+    /// The `_rindle_room_mutation_outcomes` row `[client_id, mid, kind, reason, name, args]`.
     pub fn row(&self) -> Row {
         let opt = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::str);
         Row::from(alloc::vec![
@@ -104,17 +102,32 @@ pub(crate) struct Dirty {
     pub sent: Option<Option<Row>>,
     /// The head changed again after the in-flight batch was built.
     pub redirtied: bool,
-    /// Images upstream reported for the key while the batch was in flight, in arrival
-    /// (= authority commit) order, with their batch's `cv`: settlement must not lose
-    /// the ones committed after the batch.
-    pub in_flight_log: Vec<(Option<f64>, Option<Row>)>,
+}
+
+/// How many unechoed flushed images a key keeps (the oldest goes first).
+pub(crate) const MAX_ECHOES: usize = 8;
+
+/// An image a flush of the room's wrote, expected back from upstream.
+#[derive(Clone, Debug)]
+pub(crate) struct Echo {
+    /// The flight that carried it.
+    pub flight: u64,
+    /// Whether the authority has committed that flight (`flushOk`).
+    pub committed: bool,
+    /// The image (`None`: removed).
+    pub image: Option<Row>,
 }
 
 /// What the batch in flight covers.
 #[derive(Debug)]
 pub(crate) struct Flight {
-    /// Dirty keys the batch carries.
-    pub keys: Vec<(usize, Key)>,
+    /// Numbers the room's flushes (the echoes each one expects carry it).
+    pub id: u64,
+    /// The data keys the batch carries, each with the images upstream reported for it
+    /// while the batch was in flight, in arrival (= authority commit) order.
+    pub keys: BTreeMap<(usize, Key), Vec<Option<Row>>>,
+    /// The image the batch writes for each of its data keys.
+    pub sent: BTreeMap<(usize, Key), Option<Row>>,
     /// Ledger advances `(client, mid)`.
     pub lmids: Vec<(String, u64)>,
     /// Outcome rows `(client, mid)`.
@@ -136,14 +149,20 @@ pub(crate) struct WritePlane {
     /// Recorded non-applied outcomes not yet durable.
     pub outcomes: Vec<Outcome>,
     pub flight: Option<Flight>,
-    /// Keys of batches settled at a known commit cv: `(table, key, cv)`. Upstream images
-    /// of batches with a cv at or below it predate what the room holds and are ignored.
-    pub fences: HashMap<(usize, Key), f64>,
+    /// Per data key, the images the room's flushes wrote (committed, or in flight)
+    /// whose echo has not come back from upstream yet, oldest first, at most
+    /// [`MAX_ECHOES`]. Upstream delivers in commit order, so an image equal to the front
+    /// is the room's own write echoing back; any other image was written by someone
+    /// else. (An echo the daemon netted into a later change never comes; the bound keeps
+    /// such entries from piling up.)
+    pub echoes: BTreeMap<(usize, Key), VecDeque<Echo>>,
+    /// How many flushes the room has begun (the next flight's id).
+    pub flights: u64,
 }
 
 impl WritePlane {
     /// Heap bytes: the per-client marks, pending mids, dirty keys (and the CAS-base
-    /// images only they hold), outcomes and fences (see [`crate::retained`]).
+    /// images only they hold) and outcomes (see [`crate::retained`]).
     pub(crate) fn retained(&self) -> usize {
         use crate::retained as r;
         let clients =
@@ -166,12 +185,20 @@ impl WritePlane {
                 .iter()
                 .map(|o| o.client.capacity() + o.reason.as_ref().map_or(0, |s| s.capacity()))
                 .sum::<usize>();
-        clients
-            + pending
-            + dirty
-            + outcomes
-            + self.fences.allocation_size()
-            + self.fences.keys().map(|(_, k)| r::key(k)).sum::<usize>()
+        let echoes = r::btree_map(&self.echoes)
+            + self
+                .echoes
+                .iter()
+                .map(|((_, k), q)| {
+                    r::key(k)
+                        + q.capacity() * core::mem::size_of::<Echo>()
+                        + q.iter()
+                            .filter_map(|e| e.image.as_ref())
+                            .map(r::row)
+                            .sum::<usize>()
+                })
+                .sum::<usize>();
+        clients + pending + dirty + outcomes + echoes
     }
 
     fn new(mode: Mode, ledger: usize) -> WritePlane {
@@ -184,7 +211,8 @@ impl WritePlane {
             dirty: BTreeMap::new(),
             outcomes: Vec::new(),
             flight: None,
-            fences: HashMap::new(),
+            echoes: BTreeMap::new(),
+            flights: 0,
         }
     }
 
@@ -243,7 +271,6 @@ impl WritePlane {
                         base: before,
                         sent: None,
                         redirtied: false,
-                        in_flight_log: Vec::new(),
                     },
                 );
             }

@@ -119,23 +119,28 @@ impl Room {
         self.writes_ref()?.tx.as_ref().ok_or_else(no_tx)
     }
 
-    /// Resolves a table a mutator names, checking it may be read (or written).
-    pub(crate) fn tx_table(&self, table: &str, write: bool, what: &str) -> Result<usize, Error> {
+    /// Resolves a table a mutator names, checking it may be read (or written). The
+    /// refusals read as the published room's do (they reach clients as a rejection's
+    /// reason). Under v1 a mutator may read every upstream table (the published room
+    /// refuses reads of tables it does not own; `docs/compat.md`).
+    pub(crate) fn tx_table(&self, table: &str, write: bool, _what: &str) -> Result<usize, Error> {
         let w = self.writes_ref()?;
-        let t = self
+        let Some(t) = self
             .store
             .table_id(table)
-            .filter(|&t| w.readable(t, self.user_tables()))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorCode::WriteRefused,
-                    format!("{what}: table {table:?} is not readable by mutators"),
-                )
-            })?;
-        if write && !w.writable(t) {
+            .filter(|&t| t < self.user_tables())
+        else {
             return Err(Error::new(
                 ErrorCode::WriteRefused,
-                format!("{what}: table {table:?} is not writable by mutators"),
+                format!("unknown table `{table}`"),
+            ));
+        };
+        if !w.readable(t, self.user_tables()) || (write && !w.writable(t)) {
+            return Err(Error::new(
+                ErrorCode::WriteRefused,
+                format!(
+                    "table `{table}` is not owned by this room — mutators write owned tables only"
+                ),
             ));
         }
         Ok(t)
@@ -154,18 +159,10 @@ impl Room {
             .and_then(|rid| self.store.row(t, rid).cloned())
     }
 
-    fn pk_key(&self, t: usize, pk: &[Value], what: &str) -> Result<Key, Error> {
+    fn pk_key(&self, t: usize, pk: &[Value], _what: &str) -> Result<Key, Error> {
         let schema = &self.store.table(t).schema;
         if pk.len() != schema.primary_key.len() {
-            return Err(Error::new(
-                ErrorCode::WriteRefused,
-                format!(
-                    "{what}: table {:?} has a {}-column primary key, got {} cells",
-                    schema.name,
-                    schema.primary_key.len(),
-                    pk.len()
-                ),
-            ));
+            return Err(width_mismatch(&schema.name));
         }
         let mut key = Vec::new();
         for v in pk {
@@ -174,18 +171,10 @@ impl Room {
         Ok(Key::from(key))
     }
 
-    fn row_key<R: Cells + ?Sized>(&self, t: usize, row: &R, what: &str) -> Result<Key, Error> {
+    fn row_key<R: Cells + ?Sized>(&self, t: usize, row: &R, _what: &str) -> Result<Key, Error> {
         let schema = &self.store.table(t).schema;
         if row.width() != schema.columns.len() {
-            return Err(Error::new(
-                ErrorCode::WriteRefused,
-                format!(
-                    "{what}: a {:?} row has {} columns, got {} cells",
-                    schema.name,
-                    schema.columns.len(),
-                    row.width()
-                ),
-            ));
+            return Err(width_mismatch(&schema.name));
         }
         let mut key = Vec::new();
         cells_key_into(&mut key, row, &schema.primary_key);
@@ -238,7 +227,7 @@ impl Room {
         if self.effective(t, &key).is_some() {
             return Err(Error::new(
                 ErrorCode::WriteRefused,
-                format!("txAdd: a {table:?} row with that primary key already exists"),
+                format!("add of an existing primary key in `{table}`"),
             ));
         }
         self.stage(t, key, Some(row))
@@ -253,7 +242,7 @@ impl Room {
         if self.effective(t, &key).is_none() {
             return Err(Error::new(
                 ErrorCode::WriteRefused,
-                format!("txEdit: no {table:?} row with that primary key"),
+                format!("no row with that primary key in `{table}`"),
             ));
         }
         self.stage(t, key, Some(row))
@@ -267,7 +256,7 @@ impl Room {
         if self.effective(t, &key).is_none() {
             return Err(Error::new(
                 ErrorCode::WriteRefused,
-                format!("txRemove: no {table:?} row with that primary key"),
+                format!("no row with that primary key in `{table}`"),
             ));
         }
         self.stage(t, key, None)
@@ -309,7 +298,6 @@ impl Room {
             w.record_outcome(tx, "deopt", Some(String::from(deopt.reason)));
             return Ok(Commit::Deopt(deopt));
         }
-        let mut changed = false;
         for (t, key) in &tx.order {
             let Some(s) = tx.staged.get(&(*t, key.clone())) else {
                 continue;
@@ -322,15 +310,13 @@ impl Room {
             if same {
                 continue;
             }
-            changed = true;
             self.write_head(*t, key, s.after.clone())?;
             if let Some(w) = self.writes.as_mut() {
                 w.touch_dirty(*t, key.clone(), s.before.clone());
             }
         }
-        if changed {
-            self.head_cv += 1;
-        }
+        // Every applied mutation is a local commit, with or without an effect.
+        self.head_cv += 1;
         let w = self.writes_mut()?;
         w.processed(&tx.client, tx.mid);
         Ok(Commit::Applied {
@@ -455,8 +441,14 @@ impl super::WritePlane {
             mid: tx.mid,
             kind,
             reason,
+            // A deopt row echoes the envelope, when it named its mutator (the
+            // published room leaves the args out of a row without a name too).
+            args: if deopt && tx.name.is_some() {
+                tx.args
+            } else {
+                None
+            },
             name: if deopt { tx.name } else { None },
-            args: if deopt { tx.args } else { None },
         });
     }
 }
@@ -465,5 +457,13 @@ fn no_tx() -> Error {
     Error::new(
         ErrorCode::WrongState,
         "no mutation transaction is open (call beginMutation first)",
+    )
+}
+
+/// A row or key whose width is not the table's (the published room's wording).
+fn width_mismatch(table: &str) -> Error {
+    Error::new(
+        ErrorCode::WriteRefused,
+        format!("row width does not match the schema of `{table}`"),
     )
 }

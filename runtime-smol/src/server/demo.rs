@@ -24,12 +24,14 @@ pub const DEMO_DATA: &str = include_str!("data/demo.json");
 /// Parsed demo data.
 #[derive(Clone, Debug)]
 pub struct DemoData {
-    /// The tables, in file order.
+    /// The tables, sorted by name (as the daemon lists them in its hello).
     pub tables: Vec<TableSchema>,
-    /// Each table's rows as JSON text (`[cell, …]`), in file order.
+    /// Each table's rows as JSON text (`[cell, …]`), in file order, per table.
     rows: Vec<Vec<String>>,
     /// The file's `query`, when it has one.
     pub query: Option<JsValue>,
+    /// The file's first table: what the demo's sample lines write to.
+    pub first_table: String,
 }
 
 fn bad(what: impl std::fmt::Display) -> String {
@@ -102,10 +104,17 @@ impl DemoData {
         if schemas.is_empty() {
             return Err(bad("`tables` is empty"));
         }
+        // The daemon's hello lists tables sorted by name, and a room refuses any other
+        // order: serve the file's tables that way.
+        let first_table = schemas[0].name.to_string();
+        let mut tables: Vec<(TableSchema, Vec<String>)> = schemas.into_iter().zip(rows).collect();
+        tables.sort_by(|a, b| a.0.name.as_bytes().cmp(b.0.name.as_bytes()));
+        let (schemas, rows) = tables.into_iter().unzip();
         Ok(DemoData {
             tables: schemas,
             rows,
             query: doc.get("query").cloned(),
+            first_table,
         })
     }
 
@@ -115,12 +124,12 @@ impl DemoData {
         DemoData::parse(DEMO_DATA).expect("the embedded demo data parses")
     }
 
-    /// The AST the demo token authorizes: the file's `query`, else the first table.
+    /// The AST the demo token authorizes: the file's `query`, else its first table.
     pub fn demo_query(&self) -> JsValue {
         self.query.clone().unwrap_or_else(|| {
             JsValue::Obj(vec![(
                 String::from("table"),
-                JsValue::Str(self.tables[0].name.to_string()),
+                JsValue::Str(self.first_table.clone()),
             )])
         })
     }

@@ -36,7 +36,7 @@ pub struct FakeAuthority {
 
 fn pk_cols(table: &str) -> &'static [usize] {
     match table {
-        "_rindle_mutation_outcomes" => &[0, 1],
+        "_rindle_room_mutation_outcomes" => &[0, 1],
         _ => &[0],
     }
 }

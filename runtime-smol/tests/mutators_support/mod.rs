@@ -36,7 +36,13 @@ pub fn room(rows: &[(&str, Vec<Value>)], owned: &[&str]) -> Room {
 }
 
 /// A live room over `tables` seeded with `rows`, writes enabled (v1) over `owned`.
-pub fn room_with(tables: Vec<TableSchema>, rows: &[(&str, Vec<Value>)], owned: &[&str]) -> Room {
+pub fn room_with(
+    mut tables: Vec<TableSchema>,
+    rows: &[(&str, Vec<Value>)],
+    owned: &[&str],
+) -> Room {
+    // A hello lists its tables sorted by name.
+    tables.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     let fp = normalized_fp(tables.iter());
     let hello = Hello {
         epoch: 1,

@@ -10,7 +10,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use rindle_room_core::fingerprint::normalized_fp;
@@ -28,10 +28,10 @@ use serde_json::{json, Value as Json};
 pub const ITEM: usize = 0;
 /// `tag [id, itemId, label]`: writable anywhere; `itemId` is its join key.
 pub const TAG: usize = 1;
-/// `ctx [id, v]`: a context table, readable by mutators, never writable.
+/// `zone [id, v]`: a context table, readable by mutators, never writable.
 pub const CTX: usize = 2;
-/// Table names in hello order.
-pub const NAMES: [&str; 3] = ["item", "tag", "ctx"];
+/// Table names in hello order (sorted by name, as a hello must be).
+pub const NAMES: [&str; 3] = ["item", "tag", "zone"];
 /// Columns per table (every primary key is column 0, `id`).
 pub const COLUMNS: [&[&str]; 3] = [
     &["id", "owner", "qty"],
@@ -40,7 +40,7 @@ pub const COLUMNS: [&[&str]; 3] = [
 ];
 
 /// Key domains: a few ids per table, some outside `item`'s `footprintWhere` (`id < 50`)
-/// and `ctx`'s (`id <= 2`), some negative (key order must be the comparator's).
+/// and `zone`'s (`id <= 2`), some negative (key order must be the comparator's).
 pub const ITEM_IDS: [i64; 9] = [-2, 0, 1, 2, 3, 4, 5, 50, 51];
 /// Tag ids.
 pub const TAG_IDS: [i64; 7] = [1, 2, 3, 4, 5, 6, 60];
@@ -164,8 +164,12 @@ pub fn hello() -> Hello {
 
 /// An upstream batch at `seq` carrying `ops` (its `cv` is `seq`).
 pub fn upstream_batch(seq: u64, ops: Vec<NetOp>) -> UpstreamBatch {
-    upstream_batch_at(seq, Some(seq as f64), ops)
+    upstream_batch_at(seq, Some((SNAPSHOT_CV + seq) as f64), ops)
 }
+
+/// The commit version of the snapshot [`open_room`] applies (later batches from
+/// [`upstream_batch`] carry `SNAPSHOT_CV + seq`).
+pub const SNAPSHOT_CV: u64 = 100;
 
 /// An upstream batch at `seq` with commit version `cv` carrying `ops`.
 pub fn upstream_batch_at(seq: u64, cv: Option<f64>, ops: Vec<NetOp>) -> UpstreamBatch {
@@ -221,7 +225,7 @@ fn simple(col: &str, op: &str, value: Json) -> Json {
 
 /// The v2 scope specs: `item` writable where `qty < 100`, join key `owner`, absent reads
 /// proven for `id < 50`; `tag` writable anywhere, join key `itemId`, absent reads never
-/// proven (its `footprintWhere` names a non-pk column); `ctx` a context table, absent
+/// proven (its `footprintWhere` names a non-pk column); `zone` a context table, absent
 /// reads proven for `id <= 2`.
 pub fn specs() -> Json {
     json!([
@@ -230,7 +234,7 @@ pub fn specs() -> Json {
                       "joinKeyCols": ["owner"]}},
         {"table": "tag", "footprintWhere": simple("label", "!=", json!("z")),
          "writable": {"kind": "predicate", "joinKeyCols": ["itemId"]}},
-        {"table": "ctx", "footprintWhere": simple("id", "<=", json!(2)),
+        {"table": "zone", "footprintWhere": simple("id", "<=", json!(2)),
          "writable": {"kind": "none"}}
     ])
 }
@@ -335,7 +339,7 @@ pub enum Mutation {
     RawTag { id: i64, item: i64 },
     /// Positional `remove tag` (refused when absent).
     RawDeleteTag { id: i64 },
-    /// Reads `ctx[ctx].v` (1 when absent) and the item (throws when absent), then
+    /// Reads `zone[ctx].v` (1 when absent) and the item (throws when absent), then
     /// `qty += by * v`.
     Bump { id: i64, by: f64, ctx: i64 },
     /// Positional `get` + `edit` of the item's qty (throws when absent).
@@ -610,7 +614,7 @@ impl Mutation {
             }
             Mutation::RawDeleteTag { id } => tx.remove("tag", &[n_id(*id)]),
             Mutation::Bump { id, by, ctx } => {
-                let v = match tx.row("ctx", &[("id", n_id(*ctx))])? {
+                let v = match tx.row("zone", &[("id", n_id(*ctx))])? {
                     Some(r) => as_num(&field(&r, "v")),
                     None => 1.0,
                 };
@@ -657,7 +661,7 @@ impl Mutation {
                 }
                 Ok(())
             }
-            Mutation::EditCtx { id, v } => tx.update("ctx", &[("id", n_id(*id)), ("v", num(*v))]),
+            Mutation::EditCtx { id, v } => tx.update("zone", &[("id", n_id(*id)), ("v", num(*v))]),
             Mutation::ProbeTag { id } => {
                 if tx.get("tag", &[n_id(*id)])?.is_some() {
                     tx.update("tag", &[("id", n_id(*id)), ("label", text("seen"))])?;
@@ -1177,23 +1181,15 @@ pub struct DirtyKey {
     pub sent: Option<Option<Image>>,
     /// Written again after the in-flight batch was built.
     pub redirtied: bool,
-    /// While the batch carries the key: every image upstream reported for it, oldest
-    /// first, with the `cv` of the upstream batch that carried it.
-    pub seen_in_flight: Vec<(Option<f64>, Option<Image>)>,
 }
 
 /// What a settlement did beyond retiring keys (for the coverage counters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SettleReport {
-    /// Retired keys whose head moved to a newer authority image.
-    pub converged: usize,
-    /// Re-dirtied keys whose CAS base became a newer authority image than the batch's.
-    pub rebased_newer: usize,
+    /// Carried keys upstream took over during the flight (nothing to settle for them).
+    pub taken_over: usize,
     /// Conflicted keys resolved to an image that arrived after the 409's `current`.
     pub past_current: usize,
-    /// Keys `flush_ok(Some(cv))` settled by the echo rule (an image reported for them
-    /// came in an upstream batch without `cv`).
-    pub cv_fallback: usize,
 }
 
 /// A recorded non-applied outcome.
@@ -1214,7 +1210,7 @@ pub struct OutcomeRow {
 }
 
 impl OutcomeRow {
-    /// The `_rindle_mutation_outcomes` row.
+    /// The `_rindle_room_mutation_outcomes` row.
     pub fn image(&self) -> Image {
         let opt = |s: &Option<String>| s.as_deref().map_or(Value::Null, text);
         vec![
@@ -1302,10 +1298,19 @@ pub struct Batch {
 
 #[derive(Clone, Debug)]
 struct Flight {
-    keys: Vec<(usize, i64)>,
+    id: u64,
+    /// The carried data keys, each with the images upstream reported for it during the
+    /// flight (commit order).
+    keys: BTreeMap<(usize, i64), Vec<Option<Image>>>,
+    /// The image the batch writes per carried key.
+    sent: BTreeMap<(usize, i64), Option<Image>>,
     lmids: Vec<(String, u64)>,
     outcomes: Vec<(String, u64)>,
 }
+
+/// An image a flush of the room's wrote, expected back from upstream:
+/// `(flight, committed, image)`.
+pub type Echo = (u64, bool, Option<Image>);
 
 /// The reference model of a room's head and write plane.
 #[derive(Clone, Debug)]
@@ -1323,11 +1328,11 @@ pub struct Model {
     /// Recorded outcomes not yet durable.
     pub outcomes: Vec<OutcomeRow>,
     flight: Option<Flight>,
-    /// Settlement fences `(table, id) → cv`: `flush_ok(Some(cv))` fences every data key
-    /// of the batch at `cv`. An upstream image of the key from a batch whose `cv` is at
-    /// or below the fence was committed no later than that batch, so it is older than
-    /// what the room already took for the key and is ignored (see [`Model::upstream`]).
-    pub fences: BTreeMap<(usize, i64), f64>,
+    /// Per data key: images of the room's flushes (committed or in flight) whose echo
+    /// has not arrived, oldest first.
+    pub echoes: BTreeMap<(usize, i64), VecDeque<Echo>>,
+    /// Flushes begun so far (the next flight's id).
+    pub flights: u64,
     /// The room's commit counter.
     pub head_cv: u64,
 }
@@ -1343,8 +1348,9 @@ impl Model {
             dirty: BTreeMap::new(),
             outcomes: Vec::new(),
             flight: None,
-            fences: BTreeMap::new(),
-            head_cv: 1,
+            echoes: BTreeMap::new(),
+            flights: 0,
+            head_cv: SNAPSHOT_CV,
         }
     }
 
@@ -1465,22 +1471,19 @@ impl Model {
         };
         match &verdict {
             Verdict::Applied => {
-                let mut changed = false;
                 for &(t, id) in &tx.order {
                     let (before, after) = tx.staged[&(t, id)].clone();
                     if before == after {
                         continue;
                     }
-                    changed = true;
                     match &after {
                         Some(image) => self.head[t].insert(id, image.clone()),
                         None => self.head[t].remove(&id),
                     };
                     self.touch_dirty(t, id, before);
                 }
-                if changed {
-                    self.head_cv += 1;
-                }
+                // Every applied mutation moves headCv, with or without an effect.
+                self.head_cv += 1;
                 self.processed(client, mid);
             }
             Verdict::Rejected { reason, .. } => {
@@ -1508,7 +1511,6 @@ impl Model {
                         base: before,
                         sent: None,
                         redirtied: false,
-                        seen_in_flight: Vec::new(),
                     },
                 );
             }
@@ -1586,14 +1588,30 @@ impl Model {
         });
         let mut changes = Vec::new();
         let mut lmids = Vec::new();
-        let mut keys = Vec::new();
+        let mut keys = BTreeMap::new();
+        let mut sent = BTreeMap::new();
         for (k, c, head) in data {
             if let Some(d) = self.dirty.get_mut(&k) {
-                d.sent = Some(head);
+                d.sent = Some(head.clone());
                 d.redirtied = false;
             }
-            keys.push(k);
+            sent.insert(k, head.clone());
+            let q = self.echoes.entry(k).or_default();
+            if q.len() >= 8 {
+                q.pop_front();
+            }
+            q.push_back((self.flights, false, head));
+            keys.insert(k, Vec::new());
             changes.push(c);
+        }
+        let outcomes = self.outcomes.clone();
+        for o in &outcomes {
+            changes.push(Change {
+                table: OUTCOMES_TABLE.into(),
+                op: "add",
+                old: None,
+                row: Some(o.image()),
+            });
         }
         for (c, m) in &self.marks {
             if m.applied > m.durable {
@@ -1616,97 +1634,51 @@ impl Model {
                 lmids.push((c.clone(), m.applied));
             }
         }
-        let mut outcomes = self.outcomes.clone();
-        outcomes.sort_by(|a, b| {
-            a.client
-                .as_bytes()
-                .cmp(b.client.as_bytes())
-                .then(a.mid.cmp(&b.mid))
-        });
-        for o in &outcomes {
-            changes.push(Change {
-                table: OUTCOMES_TABLE.into(),
-                op: "add",
-                old: None,
-                row: Some(o.image()),
-            });
-        }
         if changes.is_empty() {
             return None;
         }
         self.flight = Some(Flight {
+            id: self.flights,
             keys,
+            sent,
             lmids: lmids.clone(),
             outcomes: outcomes.iter().map(|o| (o.client.clone(), o.mid)).collect(),
         });
+        self.flights += 1;
         Some(Batch { changes, lmids })
     }
 
-    /// `flushOk(cv?)`: the authority committed the batch in flight, at `cv` when the
-    /// host passes it.
-    ///
-    /// What the room knows of the authority's image of a carried key after that commit
-    /// comes from the images upstream reported while the key was in flight (arrival
-    /// order = commit order):
-    /// - with `cv`, and every reported image stamped with one: the images of upstream
-    ///   batches committed later than `cv` — the newest of them, if any;
-    /// - otherwise: everything from the batch's own echo on (the first report of the
-    ///   image it sent) — the newest report, if the echo was seen at all.
-    ///
-    /// With nothing known past the commit the authority holds what the batch sent. A key
-    /// not written during the flight retires and its head takes a newer authority image
-    /// (one local commit); a key written again stays dirty, based on that image.
-    ///
-    /// With `cv`, every data key of the batch is fenced at `cv` (replacing an older
-    /// fence of the key): what the room now holds for it is at least as new as that
-    /// commit. `flush_ok(None)` fences nothing.
-    pub fn flush_ok(&mut self, cv: Option<f64>) -> SettleReport {
+    /// `flushOk()`: the authority committed the batch in flight. A carried key retires,
+    /// or, when written again during the flight, re-bases onto the image the batch sent.
+    /// A key upstream took over during the flight is skipped. The head does not change.
+    pub fn flush_ok(&mut self) -> SettleReport {
         let flight = self.flight.take().expect("a flight");
         let mut report = SettleReport::default();
-        let mut changed = false;
-        for k in &flight.keys {
+        for k in flight.keys.keys() {
+            let mut echo_due = false;
+            for e in self.echoes.get_mut(k).into_iter().flatten() {
+                if e.0 == flight.id {
+                    e.1 = true;
+                    echo_due = true;
+                }
+            }
             let Some(d) = self.dirty.get_mut(k) else {
+                report.taken_over += 1;
                 continue;
             };
-            let sent = d.sent.take().expect("a carried key has a sent image");
-            let seen = std::mem::take(&mut d.seen_in_flight);
-            let stamped = seen.iter().all(|(c, _)| c.is_some());
-            if cv.is_some() && !stamped {
-                report.cv_fallback += 1;
-            }
-            let later: Option<Option<Image>> = match cv {
-                Some(commit) if stamped => seen
-                    .iter()
-                    .filter(|(c, _)| c.expect("stamped") > commit)
-                    .map(|(_, img)| img.clone())
-                    .next_back(),
-                _ => match seen.iter().position(|(_, img)| *img == sent) {
-                    Some(echo) => seen[echo..].last().map(|(_, img)| img.clone()),
-                    None => None,
-                },
-            };
-            let authority = later.unwrap_or_else(|| sent.clone());
-            if d.redirtied {
-                if authority != sent {
-                    report.rebased_newer += 1;
+            if d.sent.is_none() {
+                report.taken_over += 1;
+                if let (true, Some(image)) = (echo_due, flight.sent.get(k)) {
+                    d.base = image.clone();
                 }
-                d.base = authority;
+                continue;
+            }
+            let sent = d.sent.take().expect("checked above");
+            if d.redirtied {
+                d.base = sent;
                 d.redirtied = false;
             } else {
                 self.dirty.remove(k);
-                if self.head[k.0].get(&k.1) != authority.as_ref() {
-                    report.converged += 1;
-                    changed = true;
-                    match authority {
-                        Some(image) => self.head[k.0].insert(k.1, image),
-                        None => self.head[k.0].remove(&k.1),
-                    };
-                }
-            }
-        }
-        if let Some(commit) = cv {
-            for &k in &flight.keys {
-                self.fences.insert(k, commit);
             }
         }
         for (c, mid) in &flight.lmids {
@@ -1716,14 +1688,13 @@ impl Model {
         self.outcomes
             .retain(|o| !flight.outcomes.contains(&(o.client.clone(), o.mid)));
         self.retire_pending();
-        self.bump_if(changed);
         report
     }
 
     /// `flushConflict(conflicts)`: nothing of the batch committed. A conflicted key drops
     /// its local effect and takes the authority's image: the 409's `current`, unless
-    /// upstream already reported that image while the key was in flight — then the newest
-    /// report, which is at least as new. Returns the new `headCv` and what it did.
+    /// upstream already reported that image during the flight — then the newest report,
+    /// which is at least as new. Returns the new `headCv`.
     pub fn flush_conflict(&mut self, conflicts: &[Conflict]) -> (Option<u64>, SettleReport) {
         let mut report = SettleReport::default();
         let mut changed = false;
@@ -1743,15 +1714,13 @@ impl Model {
                 let t = table_index(&c.table).expect("a user table");
                 let id = id_of(&c.pk[0]);
                 let mut current = c.current.as_ref().map(|r| r.to_vec());
-                if let Some(d) = self.dirty.get(&(t, id)) {
-                    let seen = &d.seen_in_flight;
-                    if seen.iter().any(|(_, img)| *img == current) {
-                        let newest = seen.last().expect("non-empty").1.clone();
-                        if newest != current {
-                            report.past_current += 1;
-                        }
-                        current = newest;
+                let seen = self.flight.as_ref().and_then(|f| f.keys.get(&(t, id)));
+                if let Some(seen) = seen.filter(|seen| seen.contains(&current)) {
+                    let newest = seen.last().expect("non-empty").clone();
+                    if newest != current {
+                        report.past_current += 1;
                     }
+                    current = newest;
                 }
                 if self.head[t].get(&id) != current.as_ref() {
                     changed = true;
@@ -1764,31 +1733,45 @@ impl Model {
             }
         }
         if let Some(flight) = self.flight.take() {
-            for k in &flight.keys {
+            for (k, seen) in &flight.keys {
                 if let Some(d) = self.dirty.get_mut(k) {
                     d.sent = None;
                     d.redirtied = false;
-                    d.seen_in_flight.clear();
+                }
+                if let Some(q) = self.echoes.get_mut(k) {
+                    q.retain(|(id, _, _)| *id != flight.id);
+                    if q.is_empty() {
+                        self.echoes.remove(k);
+                    }
+                }
+                // Nothing of the batch committed: every image reported for a carried
+                // key during the flight was someone else's, and the newest wins.
+                let conflicted = conflicts
+                    .iter()
+                    .any(|c| table_index(&c.table) == Some(k.0) && id_of(&c.pk[0]) == k.1);
+                if let (Some(last), false) = (seen.last(), conflicted) {
+                    self.dirty.remove(k);
+                    if self.head[k.0].get(&k.1) != last.as_ref() {
+                        changed = true;
+                        match last.clone() {
+                            Some(image) => self.head[k.0].insert(k.1, image),
+                            None => self.head[k.0].remove(&k.1),
+                        };
+                    }
                 }
             }
         }
         (self.bump_if(changed), report)
     }
 
-    /// One live upstream batch carrying `cv` (D6: an op on a dirty key only moves its
-    /// CAS base; while a flush carries the key the image is also remembered with `cv`).
-    ///
-    /// The fences first: a batch with `cv` `c` drops the fences below `c` (upstream
-    /// `cv`s only grow, so they can ignore nothing any more), then ignores entirely
-    /// every op on a key fenced at `c` or above — it moves no base, is not remembered
-    /// and leaves a clean key's head alone. A batch without `cv` cannot be ordered
-    /// against a fence: it is never ignored, and it drops the fence of every key it
-    /// touches.
-    pub fn upstream(&mut self, cv: Option<f64>, ops: &[NetOp]) {
-        self.head_cv += 1;
-        if let Some(c) = cv {
-            self.fences.retain(|_, fence| *fence >= c);
-        }
+    /// One live upstream batch carrying `cv`: `headCv` moves to the greater of
+    /// `headCv + 1` and `cv`. An image equal to the oldest unechoed image the room's
+    /// flushes wrote for the key is that write echoing back: ignored while the key is
+    /// dirty or a later echo is due, else applied. Any other image applies;
+    /// on a dirty key it wins over the room's pending change (the key is clean again).
+    /// Every image of a key the flight carries is logged.
+    pub fn upstream(&mut self, cv: u64, ops: &[NetOp]) {
+        self.head_cv = (self.head_cv + 1).max(cv);
         for op in ops {
             let (table, key_image, new) = match op {
                 NetOp::Add { table, row } => (table, row, Some(row.to_vec())),
@@ -1797,34 +1780,34 @@ impl Model {
             };
             let t = table_index(table).expect("a user table");
             let id = id_of(&key_image.get(0).to_value());
-            if self.fenced(cv, t, id) {
-                continue;
+            if let Some(seen) = self.flight.as_mut().and_then(|f| f.keys.get_mut(&(t, id))) {
+                seen.push(new.clone());
             }
-            if cv.is_none() {
-                // An image the room cannot order moved the key: its fence no longer
-                // describes what the room holds, so the later echo applies again.
-                self.fences.remove(&(t, id));
-            }
-            if let Some(d) = self.dirty.get_mut(&(t, id)) {
-                if d.sent.is_some() {
-                    d.seen_in_flight.push((cv, new.clone()));
+            if let Some(q) = self
+                .echoes
+                .get_mut(&(t, id))
+                .filter(|q| q.front().is_some_and(|(_, _, img)| *img == new))
+            {
+                q.pop_front();
+                let last = q.is_empty();
+                if last {
+                    self.echoes.remove(&(t, id));
                 }
-                d.base = new;
-                continue;
+                if let Some(d) = self.dirty.get_mut(&(t, id)) {
+                    if d.sent.is_none() {
+                        d.base = new.clone();
+                    }
+                    continue;
+                }
+                if !last {
+                    continue;
+                }
             }
+            self.dirty.remove(&(t, id));
             match new {
                 Some(image) => self.head[t].insert(id, image),
                 None => self.head[t].remove(&id),
             };
-        }
-    }
-
-    /// Whether an upstream op on key `(t, id)` from a batch carrying `cv` is ignored: the
-    /// batch has a `cv` and the key's fence is at or above it.
-    pub fn fenced(&self, cv: Option<f64>, t: usize, id: i64) -> bool {
-        match (cv, self.fences.get(&(t, id))) {
-            (Some(c), Some(fence)) => c <= *fence,
-            _ => false,
         }
     }
 
@@ -1913,7 +1896,7 @@ impl Authority {
             rows: rows.clone(),
             ledger: BTreeMap::new(),
             outcomes: BTreeMap::new(),
-            cv: 0,
+            cv: SNAPSHOT_CV,
         }
     }
 
@@ -2036,8 +2019,8 @@ impl Authority {
 /// ledger rows by client bytes, then outcome rows by (client bytes, mid).
 pub fn check_change_order(changes: &[Change]) -> Result<(), String> {
     let class = |c: &Change| match c.table.as_str() {
-        LEDGER_TABLE => 1,
-        OUTCOMES_TABLE => 2,
+        OUTCOMES_TABLE => 1,
+        LEDGER_TABLE => 2,
         _ => 0,
     };
     for w in changes.windows(2) {
@@ -2048,15 +2031,15 @@ pub fn check_change_order(changes: &[Change]) -> Result<(), String> {
             std::cmp::Ordering::Greater => false,
             std::cmp::Ordering::Equal => match class(a) {
                 0 => (a.table.as_bytes(), id_of(&ka[0])) < (b.table.as_bytes(), id_of(&kb[0])),
-                1 => as_text(&ka[0]).as_bytes() < as_text(&kb[0]).as_bytes(),
-                _ => {
-                    (as_text(&ka[0]).into_bytes(), as_num(&ka[1]) as u64)
-                        < (as_text(&kb[0]).into_bytes(), as_num(&kb[1]) as u64)
-                }
+                // Outcome rows keep the order the verdicts were recorded in.
+                1 => true,
+                _ => as_text(&ka[0]).as_bytes() < as_text(&kb[0]).as_bytes(),
             },
         };
         if !ordered {
-            return Err(format!("flush changes out of D7 order: {a:?} then {b:?}"));
+            return Err(format!(
+                "flush changes out of order (data, outcomes, ledger): {a:?} then {b:?}"
+            ));
         }
     }
     Ok(())

@@ -232,7 +232,7 @@ export class FakeRindled {
 }
 
 // The outcome rows are keyed by (client, mid), under either name of the outcomes table.
-const PK_COLS = { _rindle_mutation_outcomes: [0, 1], _rindle_room_mutation_outcomes: [0, 1] };
+const PK_COLS = { _rindle_room_mutation_outcomes: [0, 1], _rindle_room_mutation_outcomes: [0, 1] };
 const pkOf = (table, row) => (PK_COLS[table] ?? [0]).map((i) => row[i]);
 const rowKey = (table, pk) => `${table}\0${JSON.stringify(pk)}`;
 const sameJson = (a, b) => JSON.stringify(a) === JSON.stringify(b);

@@ -5,12 +5,12 @@ use crate::contract::parse_upstream_batch;
 use crate::schema::Hello;
 use alloc::format;
 
-const FP: &str = "362d43251897fc93";
+const FP: &str = "ade493d332983993";
 
 fn room() -> Room {
     let hello = r#"{"epoch":1,"comparatorVersion":2,"tables":[
-        {"name":"t","columns":["id","a","b","c"],"primaryKey":[0]},
-        {"name":"k","columns":["x","y","z"],"primaryKey":[2,0]}],"normalizedFp":"362d43251897fc93"}"#;
+        {"name":"k","columns":["x","y","z"],"primaryKey":[2,0]},
+        {"name":"t","columns":["id","a","b","c"],"primaryKey":[0]}],"normalizedFp":"ade493d332983993"}"#;
     Room::open(Hello::from_json(hello).unwrap(), 0).unwrap()
 }
 
@@ -104,9 +104,9 @@ fn takes_plain_batches_as_the_general_parser_does() {
     agrees(&batch(
         r#"{"table":"t","op":"add","row":[18446744073709551616,-9223372036854775809,1e-7,0.1],"old":null,"extra":{"a":[1,{"b":null}]}}"#,
     ));
-    agrees(" { \"seq\" : 1 , \"epoch\":0,\"normalizedFp\":\"362d43251897fc93\",\"ops\":[ ] ,\"cv\":null, \"x\":\"\\u2028\"}\n");
-    agrees(r#"{"epoch":9007199254740991,"seq":0,"normalizedFp":"362d43251897fc93","ops":[]}"#);
-    agrees(r#"{"epoch":1,"seq":0,"normalizedF\u0070":"362d43251897fc93","ops":[],"cv":-2.5}"#);
+    agrees(" { \"seq\" : 1 , \"epoch\":0,\"normalizedFp\":\"ade493d332983993\",\"ops\":[ ] ,\"cv\":null, \"x\":\"\\u2028\"}\n");
+    agrees(r#"{"epoch":9007199254740991,"seq":0,"normalizedFp":"ade493d332983993","ops":[]}"#);
+    agrees(r#"{"epoch":1,"seq":0,"normalizedF\u0070":"ade493d332983993","ops":[],"cv":-2.5}"#);
 }
 
 #[test]
@@ -154,15 +154,15 @@ fn gives_up_on_anything_else() {
     }
     for text in [
         r#"{"epoch":1,"seq":3,"normalizedFp":"other","ops":[]}"#,
-        r#"{"epoch":1.0,"seq":3,"normalizedFp":"362d43251897fc93","ops":[]}"#,
-        r#"{"epoch":1,"seq":9007199254740992,"normalizedFp":"362d43251897fc93","ops":[]}"#,
-        r#"{"epoch":1,"seq":-1,"normalizedFp":"362d43251897fc93","ops":[]}"#,
-        r#"{"epoch":1,"normalizedFp":"362d43251897fc93","ops":[]}"#,
-        r#"{"epoch":1,"seq":2,"seq":2,"normalizedFp":"362d43251897fc93","ops":[]}"#,
-        r#"{"epoch":1,"seq":2,"normalizedFp":"362d43251897fc93","ops":[],"cv":"3"}"#,
-        r#"{"epoch":1,"seq":2,"normalizedFp":"362d43251897fc93","ops":[]} x"#,
-        r#"{"epoch":1,"seq":2,"normalizedFp":"362d43251897fc93","ops":{}}"#,
-        r#"[1,2,"362d43251897fc93",null,[]]"#,
+        r#"{"epoch":1.0,"seq":3,"normalizedFp":"ade493d332983993","ops":[]}"#,
+        r#"{"epoch":1,"seq":9007199254740992,"normalizedFp":"ade493d332983993","ops":[]}"#,
+        r#"{"epoch":1,"seq":-1,"normalizedFp":"ade493d332983993","ops":[]}"#,
+        r#"{"epoch":1,"normalizedFp":"ade493d332983993","ops":[]}"#,
+        r#"{"epoch":1,"seq":2,"seq":2,"normalizedFp":"ade493d332983993","ops":[]}"#,
+        r#"{"epoch":1,"seq":2,"normalizedFp":"ade493d332983993","ops":[],"cv":"3"}"#,
+        r#"{"epoch":1,"seq":2,"normalizedFp":"ade493d332983993","ops":[]} x"#,
+        r#"{"epoch":1,"seq":2,"normalizedFp":"ade493d332983993","ops":{}}"#,
+        r#"[1,2,"ade493d332983993",null,[]]"#,
         "",
     ] {
         gives_up(text);
