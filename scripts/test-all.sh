@@ -2,7 +2,8 @@
 # Runs every test of the project: formatting, lints, the API docs (no rustdoc warning),
 # the Rust workspace (unit tests, conformance scenarios, IVM fixtures, the differential
 # oracle, the fuzz smoke test), the C and C++ face (scripts/test-c.sh), the Node face
-# (scripts/test-node.sh), the README's code blocks (scripts/test-readme.sh), the npm
+# (scripts/test-node.sh), the README's code blocks (scripts/test-readme.sh), the room
+# against the published Rindle 0.9.0 stack (scripts/test-real-stack.sh), the npm
 # packages as a user installs them (scripts/test-npm-pack.sh), and the no_std proof. CI
 # (.ci/run) calls exactly this script on a clean clone.
 set -euo pipefail
@@ -40,6 +41,9 @@ scripts/test-node.sh
 
 step "README (every code block of README.md compiled or run: scripts/test-readme.sh)"
 scripts/test-readme.sh
+
+step "the real Rindle 0.9.0 stack: rindle up, the API server, two @rindle/optimistic clients against the fleet, the single room and createRoomShell (scripts/test-real-stack.sh)"
+scripts/test-real-stack.sh
 
 step "npm packages (packed for glibc 2.17, installed from the tarballs: scripts/test-npm-pack.sh)"
 scripts/test-npm-pack.sh

@@ -36,9 +36,9 @@ test("a mutation round trip acks through the lmid and holds the author back", as
   assert.ok(isLmid(lmid), JSON.stringify(lmid));
   assert.deepEqual(lmid.batch.ops, [{ table: "_rindle_client_mutations", op: "add", row: ["c1", 1] }]);
   assert.equal(lmid.batch.cv, x + 1);
+  // One progress per drain: the lmid frame's carries the author's release point.
   assert.equal((await author.expectT("progress")).frame.cvMin, x + 1);
-  // Every author connection's release point is raised after an ack.
-  assert.equal((await author.expectT("progress")).frame.cvMin, x + 1);
+  await author.quiet(300);
   const entries = await journal.replay();
   assert.equal(entries.length, 1);
   assert.deepEqual(entries[0], {

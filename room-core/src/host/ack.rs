@@ -61,11 +61,19 @@ impl Host {
     }
 
     /// One `progress` per author, to the connection of its first subscription (in
-    /// `subs` order): raises each release point even if no frame reached it.
-    pub(super) fn progress_to_authors(&mut self, authors: &BTreeSet<String>, driver: &dyn Driver) {
+    /// `subs` order): raises each release point even if no frame reached it. A
+    /// connection in `sent` already got this cycle's `progress` (one per drain, as the
+    /// published shell sends them).
+    pub(super) fn progress_to_authors(
+        &mut self,
+        authors: &BTreeSet<String>,
+        sent: &[ConnId],
+        driver: &dyn Driver,
+    ) {
         let mut targets: Vec<(&str, ConnId)> = authors
             .iter()
             .filter_map(|a| self.first_subscribed_conn(a))
+            .filter(|(_, conn)| !sent.contains(conn))
             .collect();
         targets.sort_unstable();
         let targets: Vec<ConnId> = targets.into_iter().map(|(_, conn)| conn).collect();
@@ -99,7 +107,7 @@ impl Host {
         for (a, durable) in marks {
             self.release_holds(&a, durable);
         }
-        self.progress_to_authors(&authors, driver);
+        self.progress_to_authors(&authors, &[], driver);
     }
 
     /// The room was fenced: with `ack = "journaled"`, every acknowledged entry the

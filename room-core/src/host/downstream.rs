@@ -564,14 +564,14 @@ impl Host {
     }
 
     /// Drains the core once and fans the frames out, then one `progress` per touched
-    /// connection, after its data.
-    pub(super) fn drain_downstream(&mut self, driver: &mut dyn Driver) {
+    /// connection, after its data. Returns the touched connections.
+    pub(super) fn drain_downstream(&mut self, driver: &mut dyn Driver) -> Vec<ConnId> {
         let Some(room) = self.room.as_mut() else {
-            return;
+            return Vec::new();
         };
         let drained = room.room_mut().commit_all();
         if drained.is_empty() {
-            return;
+            return Vec::new();
         }
         let mut cache = OpsCache::default();
         let mut out: Vec<(ConnId, String)> = Vec::with_capacity(drained.len());
@@ -588,9 +588,10 @@ impl Host {
                 touched.push(conn);
             }
         }
-        for conn in touched {
+        for &conn in &touched {
             self.send_progress(conn, driver);
         }
+        touched
     }
 
     /// The connection-level release point: `headCv`, held below an author's oldest

@@ -221,7 +221,9 @@ impl Host {
                 return;
             };
             match room.room_mut().seed_durable(&[(client.clone(), lmid)]) {
-                Ok(Some(_)) => self.drain_downstream(driver),
+                Ok(Some(_)) => {
+                    self.drain_downstream(driver);
+                }
                 Ok(None) => {}
                 Err(e) => return self.violation(&format!("durable seed failed: {e}")),
             }

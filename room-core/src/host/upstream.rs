@@ -171,7 +171,9 @@ impl Host {
                 self.budget_strikes = 0;
                 self.finish_boot(driver);
             }
-            Ok(ApplyStatus::Live { .. }) => self.drain_downstream(driver),
+            Ok(ApplyStatus::Live { .. }) => {
+                self.drain_downstream(driver);
+            }
             Ok(ApplyStatus::StaleEpoch { .. }) => {
                 self.log(
                     Level::Debug,

@@ -402,11 +402,13 @@ impl Host {
             }
             authors.insert(client.clone());
         }
-        if head.is_some() {
-            self.drain_downstream(driver); // the lmid frames (+ progress to their receivers)
-        }
+        let sent = if head.is_some() {
+            self.drain_downstream(driver) // the lmid frames (+ progress to their receivers)
+        } else {
+            Vec::new()
+        };
         if !after_flush {
-            self.progress_to_authors(&authors, driver);
+            self.progress_to_authors(&authors, &sent, driver);
         }
     }
 }
