@@ -799,27 +799,6 @@ export const KNOWN = [
     continues: true,
   },
   {
-    name: "v2-gate:staged-vs-net",
-    status: "pending",
-    reason:
-      "the enableWritesV2 gate over a transaction that writes a key twice (an edit then a remove, an add then an edit) or edits a row to its own image: the wasm room judges every staged write in order, the native one the net write per key, so one commits where the other deopts, or they name another violation",
-    claims: (diff, d, runner) => gateVerdicts(d) && txShape(runner, d.index).netDiffers,
-  },
-  {
-    name: "v2-gate:edit-old-image",
-    status: "pending",
-    reason:
-      "the enableWritesV2 gate and an edit whose old image fails the table's writable `where` but whose new one passes: the native room deopts (writeOutOfScope, op edit: both images must be in scope), the wasm room commits",
-    claims: (diff, d) => gateVerdicts(d) && d.w.v?.headCv !== undefined && d.n.v?.deopt?.reason === "writeOutOfScope" && d.n.v.deopt.op === "edit",
-  },
-  {
-    name: "v2-gate:first-violation",
-    status: "pending",
-    reason:
-      "the enableWritesV2 gate finds several violations: the rooms report another first one (joinKeyChanged before writeOutOfScope in the wasm room, the reverse in the native one; another key or table first)",
-    claims: (diff, d) => gateVerdicts(d) && d.w.v?.deopt !== undefined && d.n.v?.deopt !== undefined,
-  },
-  {
     name: "seed-durable-retires-pending",
     status: "pending",
     reason: "seedDurable over already-applied mids: the native room retires those pending mutations, the wasm one keeps them pending",
@@ -846,9 +825,9 @@ export const KNOWN = [
   },
   {
     name: "upstream-on-dirty-key",
-    status: "pending",
+    status: "intended",
     reason:
-      "an upstream change to a key with a local write (dirty, in flight or flushed without its echo): the rooms keep another dirty set, and the next flush body another CAS base (`old`, or add vs edit)",
+      "an upstream change to a key with a local write whose image equals the key's CAS base: the wasm room ignores it (a write that returns a row to its old value is lost to the room), the native one lets it win unless it is the echo of the room's own flush (docs/compat.md)",
     claims: (diff, d, runner) =>
       (diff.getter === "dirtyLen" && d.call.m === "apply") ||
       (diff.getter === "dirtyLen" && d.call.m === "flushConflict" && runner.lastW?.ok && runner.lastN?.ok && upstreamTouchedWritten(runner)) ||

@@ -29,8 +29,11 @@ pub(crate) struct Tx {
     pub name: Option<String>,
     pub args: Option<String>,
     pub staged: BTreeMap<(usize, Key), Staged>,
-    /// Keys in first-touch order (the gate's order).
+    /// Keys in first-touch order.
     pub order: Vec<(usize, Key)>,
+    /// Every staged write in call order: `(table, key, image before it, image after)`
+    /// (the gate's order: it judges each write, as the published room does).
+    pub ops: Vec<(usize, Key, Option<Row>, Option<Row>)>,
     /// Reads that found no row: `(table, pk cells)`.
     pub absent_reads: Vec<(usize, Vec<Value>)>,
 }
@@ -111,6 +114,7 @@ impl Room {
             staged: BTreeMap::new(),
             order: Vec::new(),
             absent_reads: Vec::new(),
+            ops: Vec::new(),
         });
         Ok(Begin::Tx)
     }
@@ -202,19 +206,21 @@ impl Room {
             .id_by_key(&key)
             .and_then(|rid| self.store.row(t, rid).cloned());
         let tx = self.writes_mut()?.tx.as_mut().ok_or_else(no_tx)?;
-        match tx.staged.get_mut(&(t, key.clone())) {
-            Some(s) => s.after = after,
+        let before = match tx.staged.get_mut(&(t, key.clone())) {
+            Some(s) => core::mem::replace(&mut s.after, after.clone()),
             None => {
                 tx.order.push((t, key.clone()));
                 tx.staged.insert(
-                    (t, key),
+                    (t, key.clone()),
                     Staged {
-                        before: head,
-                        after,
+                        before: head.clone(),
+                        after: after.clone(),
                     },
                 );
+                head
             }
-        }
+        };
+        tx.ops.push((t, key, before, after));
         Ok(())
     }
 
@@ -349,16 +355,14 @@ impl Room {
         if matches!(w.mode, super::Mode::V1 { .. }) {
             return None;
         }
-        for (t, key) in &tx.order {
-            let Some(s) = tx.staged.get(&(*t, key.clone())) else {
-                continue;
-            };
-            let (op, rows): (&'static str, [Option<&Row>; 2]) = match (&s.before, &s.after) {
+        // Every staged write, in call order: an add's new row, a remove's old row and an
+        // edit's new row must be in scope, and an edit must keep the join keys.
+        for (t, _key, before, after) in &tx.ops {
+            let (op, checked) = match (before, after) {
                 (None, None) => continue,
-                (Some(a), Some(b)) if a == b => continue,
-                (None, Some(b)) => ("add", [Some(b), None]),
-                (Some(a), None) => ("remove", [Some(a), None]),
-                (Some(a), Some(b)) => ("edit", [Some(a), Some(b)]),
+                (None, Some(b)) => ("add", b),
+                (Some(a), None) => ("remove", a),
+                (Some(_), Some(b)) => ("edit", b),
             };
             let Some(scope) = w.scope(*t) else { continue };
             let Writable::Predicate {
@@ -368,14 +372,11 @@ impl Room {
             else {
                 continue;
             };
-            let Some(image) = rows[0].or(rows[1]) else {
-                continue;
-            };
             let schema = &self.store.table(*t).schema;
             let pk: Vec<Value> = schema
                 .primary_key
                 .iter()
-                .map(|&c| image.get(c).to_value())
+                .map(|&c| checked.get(c).to_value())
                 .collect();
             let deopt = |reason, op, column| Deopt {
                 reason,
@@ -385,15 +386,11 @@ impl Room {
                 column,
             };
             if let Some(cond) = where_ {
-                let out = rows
-                    .iter()
-                    .flatten()
-                    .any(|r| cond.eval_row_local(*r) != Some(true));
-                if out {
+                if cond.eval_row_local(checked) != Some(true) {
                     return Some(deopt("writeOutOfScope", Some(op), None));
                 }
             }
-            if let (Some(a), Some(b)) = (&s.before, &s.after) {
+            if let (Some(a), Some(b)) = (before, after) {
                 if let Some(&c) = join_key_cols.iter().find(|&&c| a.get(c) != b.get(c)) {
                     let column = String::from(&*schema.columns[c]);
                     return Some(deopt("joinKeyChanged", None, Some(column)));

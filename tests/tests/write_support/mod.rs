@@ -883,6 +883,9 @@ fn replayed(kind: &str) -> Verdict {
 /// A staged key: its head image at first write and its staged image.
 type StagedKey = (Option<Image>, Option<Image>);
 
+/// One staged write: `(table, id, image before it, image after)`.
+pub type StagedOp = (usize, i64, Option<Image>, Option<Image>);
+
 /// The model's transaction over a head.
 pub struct ModelTx<'a> {
     head: &'a Tables,
@@ -890,6 +893,8 @@ pub struct ModelTx<'a> {
     pub staged: BTreeMap<(usize, i64), StagedKey>,
     /// Keys in first-write order.
     pub order: Vec<(usize, i64)>,
+    /// Every staged write in call order: `(table, id, image before it, image after)`.
+    pub ops: Vec<StagedOp>,
     /// Reads that found nothing.
     pub absent: Vec<(usize, i64)>,
 }
@@ -905,6 +910,7 @@ impl<'a> ModelTx<'a> {
             head,
             staged: BTreeMap::new(),
             order: Vec::new(),
+            ops: Vec::new(),
             absent: Vec::new(),
         }
     }
@@ -937,14 +943,16 @@ impl<'a> ModelTx<'a> {
     }
 
     fn stage(&mut self, t: usize, id: i64, after: Option<Image>) {
-        match self.staged.get_mut(&(t, id)) {
-            Some(s) => s.1 = after,
+        let before = match self.staged.get_mut(&(t, id)) {
+            Some(s) => std::mem::replace(&mut s.1, after.clone()),
             None => {
                 self.order.push((t, id));
                 let before = self.head[t].get(&id).cloned();
-                self.staged.insert((t, id), (before, after));
+                self.staged.insert((t, id), (before.clone(), after.clone()));
+                before
             }
-        }
+        };
+        self.ops.push((t, id, before, after));
     }
 
     fn known(t: usize, keyed: &[(&str, Value)]) -> Result<(), MutErr> {
@@ -1120,26 +1128,23 @@ pub fn model_gate(tx: &ModelTx<'_>) -> Option<GateDeopt> {
             op: op.map(String::from),
             column: column.map(String::from),
         };
-    for &(t, id) in &tx.order {
-        let (before, after) = &tx.staged[&(t, id)];
-        let (op, images): (&str, Vec<&Image>) = match (before, after) {
+    // Every staged write in call order: an add's new row, a remove's old row and an
+    // edit's new row in scope, an edit keeping the join key.
+    for (t, id, before, after) in &tx.ops {
+        let (t, id) = (*t, *id);
+        let (op, checked) = match (before, after) {
             (None, None) => continue,
-            (Some(a), Some(b)) if a == b => continue,
-            (None, Some(b)) => ("add", vec![b]),
-            (Some(a), None) => ("remove", vec![a]),
-            (Some(a), Some(b)) => ("edit", vec![a, b]),
+            (None, Some(b)) => ("add", b),
+            (Some(a), None) => ("remove", a),
+            (Some(_), Some(b)) => ("edit", b),
         };
         // item: writable where `qty < 100` (NULL or a non-number fails it).
-        if t == ITEM
-            && images
-                .iter()
-                .any(|r| !matches!(r[2], Value::Num(q) if q < 100.0))
-        {
+        if t == ITEM && !matches!(checked[2], Value::Num(q) if q < 100.0) {
             return Some(deopt("writeOutOfScope", t, id, Some(op), None));
         }
         if let (Some(a), Some(b)) = (before, after) {
             // The join keys: item.owner, tag.itemId (both column 1).
-            if a[1] != b[1] {
+            if t != CTX && a[1] != b[1] {
                 let column = if t == ITEM { "owner" } else { "itemId" };
                 return Some(deopt("joinKeyChanged", t, id, None, Some(column)));
             }
