@@ -79,8 +79,6 @@ export async function everyMethod(hello: unknown, batch: unknown, ast: unknown):
   const dirty: number = room.dirtyLen();
   const flush: string | undefined = room.beginFlush();
   const ok: string = room.flushOk();
-  room.flushOk(200);
-  room.flushOk(null);
   const conflict: string = room.flushConflict("[]");
   const inFlight: boolean = room.flushInFlight();
   room.free();

@@ -428,11 +428,18 @@ impl Parser<'_> {
                 let mut out = Vec::with_capacity(items.len());
                 for c in items {
                     let c = self.cond(c, schema)?;
-                    // Splice same-op nesting.
+                    // Splice same-op nesting; drop an empty group, as the published
+                    // room does (`or(x, and[])` is `x`).
                     match (kind, c) {
+                        (_, Cond::And(inner) | Cond::Or(inner)) if inner.is_empty() => {}
                         ("and", Cond::And(inner)) | ("or", Cond::Or(inner)) => out.extend(inner),
                         (_, c) => out.push(c),
                     }
+                }
+                if out.is_empty() {
+                    // An empty group is no condition at all (`and: []` and `or: []` alike):
+                    // an empty `and`, which holds, and which an enclosing group drops.
+                    return Ok(Cond::And(Vec::new()));
                 }
                 if out.len() == 1 {
                     return Ok(out.pop().unwrap_or(Cond::Const(kind == "and")));

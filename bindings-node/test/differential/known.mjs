@@ -691,14 +691,6 @@ export const KNOWN = [
     normalise: queryKeyText,
   },
   {
-    name: "empty-and-or",
-    status: "pending",
-    reason:
-      "an `and` / `or` with no conditions: the wasm room drops the node (a root `or: []` keeps every row, an `and: []` inside an or is skipped), the native one evaluates it (and = TRUE, or = FALSE, the protocol's table)",
-    claims: (diff, d) => /\[rooms disagree on the rows\]$/.test(diff.class) && hasEmptyAndOr(astOf(d)),
-    continues: true,
-  },
-  {
     name: "commitall-subscriber-order",
     status: "intended",
     reason:
@@ -800,7 +792,7 @@ export const KNOWN = [
   },
   {
     name: "seed-durable-retires-pending",
-    status: "pending",
+    status: "intended",
     reason: "seedDurable over already-applied mids: the native room retires those pending mutations, the wasm one keeps them pending",
     claims: (diff, d, runner) =>
       diff.getter === "pendingLen" &&
@@ -813,15 +805,6 @@ export const KNOWN = [
     reason:
       "a flushConflict both rooms refuse (malformed conflicts): the wasm room has already ended the flight (and dropped its dirty keys), the native one leaves everything as it was",
     claims: (diff, d, runner) => d.phase === "probe" && d.call.m === "flushConflict" && !runner.lastW?.ok && !runner.lastN?.ok,
-  },
-  {
-    name: "dirty-without-net-change",
-    status: "pending",
-    reason:
-      "a dirty key whose net change is nothing (an edit to the same image, an add then remove): the wasm room still counts it in dirtyLen, the native one does not (the flush bodies agree)",
-    claims: (diff, d) =>
-      (diff.getter === "dirtyLen" && ["commitMutation", "beginFlush", "flushOk"].includes(d.call.m) && typeof d.w?.v === "number" && d.w.v > d.n?.v) ||
-      (d.call.m === "flushOk" && d.phase === "call" && diff.shape === "$.dirty" && d.w?.v?.dirty > d.n?.v?.dirty),
   },
   {
     name: "upstream-on-dirty-key",

@@ -259,15 +259,25 @@ impl Room {
         let outcomes = w.outcomes.clone();
         let outcomes_name: Arc<str> = Arc::from(OUTCOMES_TABLE);
         let w = self.writes_mut()?;
-        for k in &settled {
-            w.dirty.remove(k);
-        }
         if data.is_empty() && ledger.is_empty() && outcomes.is_empty() {
+            for k in &settled {
+                w.dirty.remove(k);
+            }
             return Ok(None);
         }
         let mut changes = Vec::with_capacity(data.len() + ledger.len() + outcomes.len());
         let mut keys = alloc::collections::BTreeMap::new();
         let mut sent = alloc::collections::BTreeMap::new();
+        // A dirty key whose net change is nothing rides the flight without a change (it
+        // retires with it, as in the published room) and expects no echo.
+        for k in settled {
+            if let Some(d) = w.dirty.get_mut(&k) {
+                d.sent = Some(d.base.clone());
+                d.redirtied = false;
+                sent.insert(k.clone(), d.base.clone());
+            }
+            keys.insert(k, Vec::new());
+        }
         let flight_id = self.writes.as_ref().map_or(0, |w| w.flights);
         for (name, key, change, head) in data {
             if let Some(t) = self.store.table_id(&name) {

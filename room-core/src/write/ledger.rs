@@ -157,6 +157,9 @@ impl Room {
             m.durable = m.durable.max(*lmid);
             m.applied = m.applied.max(*lmid);
         }
+        // Mids the authority already holds are no longer pending (the published room
+        // keeps counting them until a flush settles — which may never come when nothing
+        // is left to flush; `docs/compat.md`).
         w.retire_pending();
         let raised: Vec<(String, u64)> = seeds
             .iter()

@@ -313,10 +313,11 @@ impl Room {
                 (Some(a), Some(b)) => a == b,
                 _ => false,
             };
-            if same {
-                continue;
+            // A key the transaction wrote is dirty even when its net change is nothing
+            // (the published room's `dirtyLen` counts it; the flush drops it).
+            if !same {
+                self.write_head(*t, key, s.after.clone())?;
             }
-            self.write_head(*t, key, s.after.clone())?;
             if let Some(w) = self.writes.as_mut() {
                 w.touch_dirty(*t, key.clone(), s.before.clone());
             }

@@ -1478,13 +1478,12 @@ impl Model {
             Verdict::Applied => {
                 for &(t, id) in &tx.order {
                     let (before, after) = tx.staged[&(t, id)].clone();
-                    if before == after {
-                        continue;
+                    if before != after {
+                        match &after {
+                            Some(image) => self.head[t].insert(id, image.clone()),
+                            None => self.head[t].remove(&id),
+                        };
                     }
-                    match &after {
-                        Some(image) => self.head[t].insert(id, image.clone()),
-                        None => self.head[t].remove(&id),
-                    };
                     self.touch_dirty(t, id, before);
                 }
                 // Every applied mutation moves headCv, with or without an effect.
@@ -1582,9 +1581,6 @@ impl Model {
                 None => settled.push((t, id)),
             }
         }
-        for k in settled {
-            self.dirty.remove(&k);
-        }
         data.sort_by(|a, b| {
             NAMES[a.0 .0]
                 .as_bytes()
@@ -1640,7 +1636,19 @@ impl Model {
             }
         }
         if changes.is_empty() {
+            for k in settled {
+                self.dirty.remove(&k);
+            }
             return None;
+        }
+        // A key whose net change is nothing rides the flight without a change.
+        for k in settled {
+            if let Some(d) = self.dirty.get_mut(&k) {
+                d.sent = Some(d.base.clone());
+                d.redirtied = false;
+                sent.insert(k, d.base.clone());
+            }
+            keys.insert(k, Vec::new());
         }
         self.flight = Some(Flight {
             id: self.flights,
