@@ -126,7 +126,12 @@ impl Query {
 
     /// Parses a wire AST from a JSON value.
     pub fn from_json(json: &Json, catalog: &dyn Catalog) -> Result<Query, Error> {
-        Parser { catalog, depth: 0 }.level(json, Level::Root)
+        Parser {
+            catalog,
+            depth: 0,
+            drop_empty_groups: true,
+        }
+        .level(json, Level::Root)
     }
 
     /// Whether any level of this query (or its EXISTS children) reads `table`.
@@ -150,7 +155,12 @@ impl Cond {
         let schema = catalog
             .schema(table)
             .ok_or_else(|| Error::unsupported("internal: table index out of range"))?;
-        let cond = Parser { catalog, depth: 0 }.cond(json, schema)?;
+        let cond = Parser {
+            catalog,
+            depth: 0,
+            drop_empty_groups: false,
+        }
+        .cond(json, schema)?;
         if cond.has_exists() {
             return Err(Error::unsupported(
                 "a correlatedSubquery is not row-local; scope predicates may only use simple, and, or",
@@ -222,6 +232,9 @@ enum Level {
 struct Parser<'a> {
     catalog: &'a dyn Catalog,
     depth: usize,
+    /// A query AST drops an empty `and` / `or` wherever it stands (the published room's
+    /// reading); a row-local scope predicate keeps them (`and: []` holds, `or: []` not).
+    drop_empty_groups: bool,
 }
 
 fn obj<'j>(json: &'j Json, what: &str) -> Result<&'j Map<String, Json>, Error> {
@@ -431,12 +444,13 @@ impl Parser<'_> {
                     // Splice same-op nesting; drop an empty group, as the published
                     // room does (`or(x, and[])` is `x`).
                     match (kind, c) {
-                        (_, Cond::And(inner) | Cond::Or(inner)) if inner.is_empty() => {}
+                        (_, Cond::And(inner) | Cond::Or(inner))
+                            if inner.is_empty() && self.drop_empty_groups => {}
                         ("and", Cond::And(inner)) | ("or", Cond::Or(inner)) => out.extend(inner),
                         (_, c) => out.push(c),
                     }
                 }
-                if out.is_empty() {
+                if out.is_empty() && self.drop_empty_groups {
                     // An empty group is no condition at all (`and: []` and `or: []` alike):
                     // an empty `and`, which holds, and which an enclosing group drops.
                     return Ok(Cond::And(Vec::new()));
@@ -490,6 +504,16 @@ impl Parser<'_> {
                     .ok_or_else(|| Error::unsupported("a correlatedSubquery needs a `subquery`"))?;
                 let query = self.level(sub, Level::Exists)?;
                 let link = self.link(rel.get("correlation"), schema, query.table)?;
+                // A subquery limited to no rows joins nothing, as the published room
+                // reads it: EXISTS never holds, NOT EXISTS always does (and its table
+                // is no part of the footprint).
+                let none = sub
+                    .get("limit")
+                    .and_then(Json::as_f64)
+                    .is_some_and(|l| l == 0.0);
+                if none && !flipped {
+                    return Ok(Cond::Const(negated));
+                }
                 Ok(Cond::Exists(Box::new(Exists {
                     link,
                     query,

@@ -720,15 +720,6 @@ export const KNOWN = [
     continues: true,
   },
   {
-    name: "exists-limit-zero",
-    status: "pending",
-    reason:
-      "an EXISTS / NOT EXISTS subquery with `limit: 0`: the wasm room builds no join (EXISTS false, NOT EXISTS true); the native one ignores the limit like any other EXISTS limit",
-    claims: (diff, d) => /\[rooms disagree on the rows\]$/.test(diff.class) && existsLimitZero(astOf(d), false),
-    normalise: limitZeroHello,
-    continues: true,
-  },
-  {
     name: "flipped-exists-limit-zero",
     status: "intended",
     reason:

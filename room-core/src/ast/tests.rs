@@ -90,7 +90,7 @@ fn ignores_unknown_keys_and_presentation() {
 }
 
 #[test]
-fn related_aliases_last_wins_and_exists_limit_is_ignored() {
+fn related_aliases_last_wins_and_an_exists_limit_of_zero_joins_nothing() {
     let q = parse(
         r#"{"table":"issue","related":[
             {"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","limit":1}},
@@ -101,6 +101,12 @@ fn related_aliases_last_wins_and_exists_limit_is_ignored() {
     assert_eq!(q.related[0].query.limit, Some(2));
     let q = parse(
         r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","limit":0}}}}"#,
+    )
+    .unwrap();
+    // No row can witness it: EXISTS never holds (NOT EXISTS always would).
+    assert!(matches!(q.filter, Some(Cond::Const(false))), "{:?}", q.filter);
+    let q = parse(
+        r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","limit":5}}}}"#,
     )
     .unwrap();
     match q.filter {
