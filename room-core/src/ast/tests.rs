@@ -104,7 +104,11 @@ fn related_aliases_last_wins_and_an_exists_limit_of_zero_joins_nothing() {
     )
     .unwrap();
     // No row can witness it: EXISTS never holds (NOT EXISTS always would).
-    assert!(matches!(q.filter, Some(Cond::Const(false))), "{:?}", q.filter);
+    assert!(
+        matches!(q.filter, Some(Cond::Const(false))),
+        "{:?}",
+        q.filter
+    );
     let q = parse(
         r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["issueID"]},"subquery":{"table":"comment","alias":"c","limit":5}}}}"#,
     )
