@@ -31,9 +31,16 @@ fn main() {
     };
     let doc: Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| fail(format_args!("{name} is not JSON: {e}")));
-    let tables = doc["tables"]
+    let mut tables: Vec<&Value> = doc["tables"]
         .as_array()
-        .unwrap_or_else(|| fail("`tables` must be an array"));
+        .unwrap_or_else(|| fail("`tables` must be an array"))
+        .iter()
+        .collect();
+    // The daemon's hello lists tables sorted by name, and a room refuses any other order.
+    tables.sort_by(|a, b| {
+        let name = |t: &Value| t["name"].as_str().unwrap_or_default().as_bytes().to_vec();
+        name(a).cmp(&name(b))
+    });
 
     // The upstream hello: every table, with its fingerprint.
     let schemas: Vec<TableSchema> = tables
