@@ -792,7 +792,7 @@ export const KNOWN = [
   },
   {
     name: "flushconflict-refusal",
-    status: "pending",
+    status: "intended",
     reason:
       "a flushConflict both rooms refuse (malformed conflicts): the wasm room has already ended the flight (and dropped its dirty keys), the native one leaves everything as it was",
     claims: (diff, d, runner) => d.phase === "probe" && d.call.m === "flushConflict" && !runner.lastW?.ok && !runner.lastN?.ok,
