@@ -25,22 +25,51 @@ pub fn write_f64(out: &mut String, f: f64) {
         write_i64(out, f as i64);
         return;
     }
+    write_laid_out(out, f, &JS_LAYOUT);
+}
+
+/// Where a number's digits go: plain while the point position `n` is at most
+/// `plain_max`, a leading `0.` while it is above `small_min`, exponent form otherwise;
+/// `integral_suffix` ends a plain integral value.
+struct Layout {
+    plain_max: i32,
+    small_min: i32,
+    integral_suffix: &'static str,
+}
+
+/// JavaScript's `Number::toString`.
+const JS_LAYOUT: Layout = Layout {
+    plain_max: 21,
+    small_min: -6,
+    integral_suffix: "",
+};
+
+/// A Rust JSON serializer's float (serde_json).
+const FLOAT_LAYOUT: Layout = Layout {
+    plain_max: 16,
+    small_min: -5,
+    integral_suffix: ".0",
+};
+
+/// Appends finite, non-zero `f` in `layout`.
+fn write_laid_out(out: &mut String, f: f64, layout: &Layout) {
     if f < 0.0 {
         out.push('-');
     }
     let (digits, n) = shortest_digits(f);
     let digits = digits.as_str();
     let k = digits.len() as i32;
-    if k <= n && n <= 21 {
+    if k <= n && n <= layout.plain_max {
         out.push_str(digits);
         for _ in 0..(n - k) {
             out.push('0');
         }
-    } else if 0 < n && n <= 21 {
+        out.push_str(layout.integral_suffix);
+    } else if 0 < n && n <= layout.plain_max {
         out.push_str(&digits[..n as usize]);
         out.push('.');
         out.push_str(&digits[n as usize..]);
-    } else if -6 < n && n <= 0 {
+    } else if layout.small_min < n && n <= 0 {
         out.push_str("0.");
         for _ in 0..(-n) {
             out.push('0');
@@ -105,31 +134,7 @@ pub fn write_f64_float_layout(out: &mut String, f: f64) {
         out.push_str(if f.is_sign_negative() { "-0.0" } else { "0.0" });
         return;
     }
-    if f < 0.0 {
-        out.push('-');
-    }
-    let (digits, n) = shortest_digits(f);
-    let digits = digits.as_str();
-    let k = digits.len() as i32;
-    if k <= n && n <= 16 {
-        out.push_str(digits);
-        for _ in 0..(n - k) {
-            out.push('0');
-        }
-        out.push_str(".0");
-    } else if 0 < n && n <= 16 {
-        out.push_str(&digits[..n as usize]);
-        out.push('.');
-        out.push_str(&digits[n as usize..]);
-    } else if -5 < n && n <= 0 {
-        out.push_str("0.");
-        for _ in 0..(-n) {
-            out.push('0');
-        }
-        out.push_str(digits);
-    } else {
-        write_exponent_form(out, digits, n);
-    }
+    write_laid_out(out, f, &FLOAT_LAYOUT);
 }
 
 /// Appends a positional row as a JSON array, numbers in [`write_f64_float_layout`].
