@@ -190,9 +190,11 @@ step "npm: no prebuilt package -> the install script builds the addon from sourc
 src_proj="$out/from-source"
 mkdir -p "$src_proj"
 echo '{ "name": "scratch", "version": "1.0.0", "private": true }' >"$src_proj/package.json"
-# Debug, in this checkout's target directory: the registry crates are built already.
+# Debug, in a target directory of its own: cargo names a path crate's artifacts by its
+# path inside its workspace, so building the packed copy in this checkout's target
+# directory would leave artifacts that later builds of the checkout take as fresh.
 (cd "$src_proj" &&
-  RINDLE_ROOM_NATIVE_PROFILE=debug CARGO_TARGET_DIR="$target" \
+  RINDLE_ROOM_NATIVE_PROFILE=debug CARGO_TARGET_DIR="$out/from-source-target" \
     "${npm_install[@]}" --omit=optional "$main_tgz") | tee "$out/from-source.log"
 grep -q "building it from source" "$out/from-source.log" ||
   { echo "the install script did not build from source" >&2; exit 1; }
