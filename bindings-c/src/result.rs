@@ -51,8 +51,8 @@ pub enum rindle_room_result {
     Poisoned = 114,
     /// The store has no snapshot yet, or was poisoned earlier: it cannot serve.
     NotLive = 115,
-    /// A query uses something the room does not serve. Messages start
-    /// `unsupported query:`.
+    /// A query the room refuses: a malformed AST (`ast: not a wire Ast: …`) or one it
+    /// cannot build (`subscribe: Query(…)`).
     UnsupportedQuery = 120,
     /// A write-plane call arrived in the wrong state (no write plane, a second
     /// transaction, no open transaction, a flush already in flight, …).

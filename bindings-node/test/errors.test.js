@@ -42,7 +42,7 @@ test("an engine error carries the core's code and message", () => {
 
   const unsupported = thrown(() => room.subscribe("s", 1, '{"table":"nope"}', 0));
   assert.equal(unsupported.code, "UNSUPPORTED_QUERY");
-  assert.match(unsupported.message, /^unsupported query:/);
+  assert.match(unsupported.message, /^subscribe: Query\(UnknownTable \{ table: "nope" \}\)$/);
 
   const range = thrown(() => room.sweep(-1));
   assert.equal(range.code, "INVALID_ARGUMENT");

@@ -36,6 +36,10 @@ pub struct Query {
     pub limit: Option<u32>,
     /// Materialized child relationships, duplicates by alias resolved (last wins).
     pub related: Vec<Related>,
+    /// The columns the wire `select` names, ascending and without repeats; `None` (no
+    /// `select`) ships every column. A subscriber's rows of this level's table carry
+    /// these plus the columns the query itself reads (see `projection`).
+    pub select: Option<Vec<usize>>,
 }
 
 /// A `start` bound lowered to a full-width row (unnamed columns NULL).
@@ -119,19 +123,24 @@ pub trait Catalog {
 impl Query {
     /// Parses a wire AST from JSON text.
     pub fn parse(text: &str, catalog: &dyn Catalog) -> Result<Query, Error> {
-        let json: Json = serde_json::from_str(text)
-            .map_err(|e| Error::unsupported(format_args!("the AST is not valid JSON ({e})")))?;
+        let json: Json = serde_json::from_str(text).map_err(Error::ast_shape)?;
         Query::from_json(&json, catalog)
     }
 
     /// Parses a wire AST from a JSON value.
     pub fn from_json(json: &Json, catalog: &dyn Catalog) -> Result<Query, Error> {
-        Parser {
+        let parsed = Parser {
             catalog,
             depth: 0,
             drop_empty_groups: true,
         }
-        .level(json, Level::Root)
+        .level(json, Level::Root);
+        match parsed {
+            // The published room resolves every table before it builds anything: an
+            // unknown table anywhere is the refusal, whatever else is wrong.
+            Err(e) if e.is_query_build() => Err(subquery_tables(json, catalog).err().unwrap_or(e)),
+            other => other,
+        }
     }
 
     /// Whether any level of this query (or its EXISTS children) reads `table`.
@@ -152,9 +161,12 @@ impl Cond {
         table: usize,
         catalog: &dyn Catalog,
     ) -> Result<Cond, Error> {
-        let schema = catalog
-            .schema(table)
-            .ok_or_else(|| Error::unsupported("internal: table index out of range"))?;
+        let schema = catalog.schema(table).ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorCode::Internal,
+                "internal: table index out of range",
+            )
+        })?;
         let cond = Parser {
             catalog,
             depth: 0,
@@ -162,7 +174,7 @@ impl Cond {
         }
         .cond(json, schema)?;
         if cond.has_exists() {
-            return Err(Error::unsupported(
+            return Err(Error::ast_shape(
                 "a correlatedSubquery is not row-local; scope predicates may only use simple, and, or",
             ));
         }
@@ -239,7 +251,7 @@ struct Parser<'a> {
 
 fn obj<'j>(json: &'j Json, what: &str) -> Result<&'j Map<String, Json>, Error> {
     json.as_object()
-        .ok_or_else(|| Error::unsupported(format_args!("{what} must be an object")))
+        .ok_or_else(|| Error::ast_shape(format_args!("{what} must be an object")))
 }
 
 fn is_set(v: Option<&Json>) -> bool {
@@ -250,14 +262,14 @@ impl Parser<'_> {
     fn level(&mut self, json: &Json, level: Level) -> Result<Query, Error> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(Error::unsupported(format_args!(
+            return Err(Error::ast_shape(format_args!(
                 "subqueries nest deeper than {MAX_DEPTH} levels"
             )));
         }
         let o = obj(json, "an AST")?;
         for key in ["aggregate", "groupBy", "having", "aggregatePrecomputed"] {
             if is_set(o.get(key)) {
-                return Err(Error::unsupported(format_args!(
+                return Err(Error::query_unsupported(&alloc::format!(
                     "`{key}` is not served by rooms"
                 )));
             }
@@ -265,11 +277,11 @@ impl Parser<'_> {
         let name = o
             .get("table")
             .and_then(Json::as_str)
-            .ok_or_else(|| Error::unsupported("an AST needs a string `table`"))?;
+            .ok_or_else(|| Error::ast_shape("an AST needs a string `table`"))?;
         let (table, schema) = self
             .catalog
             .table(name)
-            .ok_or_else(|| Error::unsupported(format_args!("unknown table {name:?}")))?;
+            .ok_or_else(|| Error::unknown_table(name))?;
         let filter = match o.get("where") {
             None | Some(Json::Null) => None,
             Some(w) => Some(self.cond(w, schema)?),
@@ -285,7 +297,7 @@ impl Parser<'_> {
                         None => (None, None),
                     };
                     let (Some(field), Some(dir)) = (field, dir) else {
-                        return Err(Error::unsupported(
+                        return Err(Error::ast_shape(
                             "`orderBy` entries must be [column, \"asc\" | \"desc\"]",
                         ));
                     };
@@ -294,7 +306,7 @@ impl Parser<'_> {
                         "asc" => false,
                         "desc" => true,
                         _ => {
-                            return Err(Error::unsupported(format_args!(
+                            return Err(Error::ast_shape(format_args!(
                                 "unknown sort direction {dir:?}"
                             )))
                         }
@@ -304,7 +316,7 @@ impl Parser<'_> {
                     }
                 }
             }
-            Some(_) => return Err(Error::unsupported("`orderBy` must be an array")),
+            Some(_) => return Err(Error::ast_shape("`orderBy` must be an array")),
         }
         for &pk in schema.primary_key.iter() {
             if !order.iter().any(|&(c, _)| c == pk) {
@@ -315,7 +327,9 @@ impl Parser<'_> {
             None | Some(Json::Null) => None,
             Some(b) => {
                 if level == Level::Exists {
-                    return Err(Error::unsupported("an EXISTS subquery cannot have `start`"));
+                    return Err(Error::query_unsupported(
+                        "EXISTS subquery must not have `start`",
+                    ));
                 }
                 Some(bound(b, schema)?)
             }
@@ -325,30 +339,68 @@ impl Parser<'_> {
             Some(Json::Number(n)) => match n.as_u64() {
                 Some(l) if l <= u32::MAX as u64 => Some(l as u32),
                 _ => {
-                    return Err(Error::unsupported(
+                    return Err(Error::ast_shape(
                         "`limit` must be a non-negative integer below 2^32",
                     ))
                 }
             },
-            Some(_) => return Err(Error::unsupported("`limit` must be a number")),
+            Some(_) => return Err(Error::ast_shape("`limit` must be a number")),
+        };
+        let select = match o.get("select") {
+            None | Some(Json::Null) => None,
+            Some(Json::Array(items)) => {
+                let mut cols = Vec::with_capacity(items.len());
+                for item in items {
+                    let name = item.as_str().ok_or_else(|| {
+                        Error::ast_shape("`select` must be an array of column names")
+                    })?;
+                    cols.push(column(schema, name)?);
+                }
+                cols.sort_unstable();
+                cols.dedup();
+                Some(cols)
+            }
+            Some(_) => {
+                return Err(Error::ast_shape(
+                    "`select` must be an array of column names",
+                ))
+            }
         };
         let mut related: Vec<Related> = Vec::new();
         match o.get("related") {
             None | Some(Json::Null) => {}
             Some(Json::Array(items)) => {
                 if level == Level::Exists && !items.is_empty() {
-                    return Err(Error::unsupported(
-                        "an EXISTS subquery cannot have `related`",
+                    return Err(Error::query_unsupported(
+                        "EXISTS subquery must not have nested `related`",
                     ));
                 }
-                for item in items {
-                    let r = self.related(item, schema)?;
-                    // Duplicate aliases: the last one wins.
+                let alias_of = |item: &Json| -> Option<String> {
+                    Some(String::from(item.get("subquery")?.get("alias")?.as_str()?))
+                };
+                for (i, item) in items.iter().enumerate() {
+                    // Duplicate aliases: the last one wins. A shadowed entry must be
+                    // well formed, but it is never built (the published room's reading):
+                    // a table, column or literal it gets wrong is no refusal.
+                    let alias = alias_of(item);
+                    let shadowed = alias.is_some()
+                        && items[i + 1..].iter().any(|later| alias_of(later) == alias);
+                    let depth = self.depth;
+                    let r = match self.related(item, schema) {
+                        Ok(r) => r,
+                        Err(e) if shadowed && e.is_query_build() => {
+                            // A refused level returns without unwinding its depth.
+                            self.depth = depth;
+                            self.check_shadowed(item, schema)?;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
                     related.retain(|x| x.alias != r.alias);
                     related.push(r);
                 }
             }
-            Some(_) => return Err(Error::unsupported("`related` must be an array")),
+            Some(_) => return Err(Error::ast_shape("`related` must be an array")),
         }
         self.depth -= 1;
         // The EXISTS cap replaces any user limit (D4).
@@ -360,18 +412,43 @@ impl Parser<'_> {
             start,
             limit,
             related,
+            select,
         })
+    }
+
+    /// What the published room still checks of a `related` entry a later one with the
+    /// same alias replaces: every table it names, anywhere below, and the parent side
+    /// of its correlation. The rest of it is never built.
+    fn check_shadowed(&self, json: &Json, parent: &TableSchema) -> Result<(), Error> {
+        subquery_tables(json, self.catalog)?;
+        let fields = json
+            .get("correlation")
+            .and_then(|c| c.get("parentField"))
+            .and_then(Json::as_array);
+        for name in fields.into_iter().flatten().filter_map(Json::as_str) {
+            column(parent, name)?;
+        }
+        Ok(())
     }
 
     fn related(&mut self, json: &Json, parent: &TableSchema) -> Result<Related, Error> {
         let o = obj(json, "a `related` entry")?;
         let sub = o
             .get("subquery")
-            .ok_or_else(|| Error::unsupported("a `related` entry needs a `subquery`"))?;
-        let alias = obj(sub, "a subquery")?
-            .get("alias")
-            .and_then(Json::as_str)
-            .ok_or_else(|| Error::unsupported("a `related` subquery needs a string `alias`"))?;
+            .ok_or_else(|| Error::ast_shape("a `related` entry needs a `subquery`"))?;
+        let alias = match obj(sub, "a subquery")?.get("alias") {
+            Some(Json::String(alias)) => alias,
+            None | Some(Json::Null) => {
+                return Err(Error::query_invalid(
+                    "a related subquery must have an alias",
+                ))
+            }
+            Some(_) => {
+                return Err(Error::ast_shape(
+                    "a `related` subquery's `alias` must be a string",
+                ))
+            }
+        };
         let alias = String::from(alias);
         let query = self.level(sub, Level::Related)?;
         let link = self.link(o.get("correlation"), parent, query.table)?;
@@ -385,19 +462,19 @@ impl Parser<'_> {
         child_table: usize,
     ) -> Result<Link, Error> {
         let o = obj(
-            json.ok_or_else(|| Error::unsupported("a subquery needs a `correlation`"))?,
+            json.ok_or_else(|| Error::ast_shape("a subquery needs a `correlation`"))?,
             "`correlation`",
         )?;
         let fields = |key: &str, schema: &TableSchema| -> Result<Vec<usize>, Error> {
             let arr = o.get(key).and_then(Json::as_array).ok_or_else(|| {
-                Error::unsupported(format_args!(
+                Error::ast_shape(format_args!(
                     "`correlation.{key}` must be an array of columns"
                 ))
             })?;
             arr.iter()
                 .map(|f| {
                     let name = f.as_str().ok_or_else(|| {
-                        Error::unsupported(format_args!("`correlation.{key}` must hold strings"))
+                        Error::ast_shape(format_args!("`correlation.{key}` must hold strings"))
                     })?;
                     column(schema, name)
                 })
@@ -407,8 +484,8 @@ impl Parser<'_> {
         let parent_cols = fields("parentField", parent)?;
         let child_cols = fields("childField", child_schema)?;
         if parent_cols.is_empty() || parent_cols.len() != child_cols.len() {
-            return Err(Error::unsupported(
-                "`correlation` needs non-empty parentField and childField of equal length",
+            return Err(Error::query_invalid(
+                "relationship correlation parent/child fields must be non-empty and equal-length",
             ));
         }
         Ok(Link {
@@ -418,9 +495,12 @@ impl Parser<'_> {
     }
 
     fn schema_of(&self, table: usize) -> Result<&TableSchema, Error> {
-        self.catalog
-            .schema(table)
-            .ok_or_else(|| Error::unsupported("internal: table index out of range"))
+        self.catalog.schema(table).ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorCode::Internal,
+                "internal: table index out of range",
+            )
+        })
     }
 
     fn cond(&mut self, json: &Json, schema: &TableSchema) -> Result<Cond, Error> {
@@ -428,7 +508,7 @@ impl Parser<'_> {
         let kind = o
             .get("type")
             .and_then(Json::as_str)
-            .ok_or_else(|| Error::unsupported("a condition needs a string `type`"))?;
+            .ok_or_else(|| Error::ast_shape("a condition needs a string `type`"))?;
         match kind {
             "simple" => simple(o, schema),
             "and" | "or" => {
@@ -436,7 +516,7 @@ impl Parser<'_> {
                     .get("conditions")
                     .and_then(Json::as_array)
                     .ok_or_else(|| {
-                        Error::unsupported(format_args!("an `{kind}` condition needs `conditions`"))
+                        Error::ast_shape(format_args!("an `{kind}` condition needs `conditions`"))
                     })?;
                 let mut out = Vec::with_capacity(items.len());
                 for c in items {
@@ -469,39 +549,40 @@ impl Parser<'_> {
                     Some("EXISTS") => false,
                     Some("NOT EXISTS") => true,
                     Some(other) => {
-                        return Err(Error::unsupported(format_args!(
+                        return Err(Error::ast_shape(format_args!(
                             "unknown subquery operator {other:?}"
                         )))
                     }
                     None => {
-                        return Err(Error::unsupported(
+                        return Err(Error::ast_shape(
                             "a correlatedSubquery needs `op` EXISTS or NOT EXISTS",
                         ))
                     }
                 };
                 if is_set(o.get("scalar")) {
-                    return Err(Error::unsupported(
-                        "`scalar: true` subqueries are not served",
+                    return Err(Error::query_unsupported(
+                        "`scalar: true` subqueries are not served by rooms",
                     ));
                 }
                 let flipped = is_set(o.get("flip"));
                 if flipped && negated {
-                    return Err(Error::unsupported("`flip: true` on NOT EXISTS"));
+                    return Err(Error::query_unsupported(
+                        "flipped NOT EXISTS is not lowered",
+                    ));
                 }
                 let rel = obj(
-                    o.get("related").ok_or_else(|| {
-                        Error::unsupported("a correlatedSubquery needs `related`")
-                    })?,
+                    o.get("related")
+                        .ok_or_else(|| Error::ast_shape("a correlatedSubquery needs `related`"))?,
                     "`related`",
                 )?;
                 let permissions = match rel.get("system") {
                     None | Some(Json::Null) => false,
                     Some(Json::String(s)) => s == "permissions",
-                    Some(_) => return Err(Error::unsupported("`system` must be a string")),
+                    Some(_) => return Err(Error::ast_shape("`system` must be a string")),
                 };
                 let sub = rel
                     .get("subquery")
-                    .ok_or_else(|| Error::unsupported("a correlatedSubquery needs a `subquery`"))?;
+                    .ok_or_else(|| Error::ast_shape("a correlatedSubquery needs a `subquery`"))?;
                 let query = self.level(sub, Level::Exists)?;
                 let link = self.link(rel.get("correlation"), schema, query.table)?;
                 // A subquery limited to no rows joins nothing, as the published room
@@ -511,7 +592,8 @@ impl Parser<'_> {
                     .get("limit")
                     .and_then(Json::as_f64)
                     .is_some_and(|l| l == 0.0);
-                if none && !flipped {
+                if none {
+                    // `flip` is a planner hint: a flipped EXISTS means the same.
                     return Ok(Cond::Const(negated));
                 }
                 Ok(Cond::Exists(Box::new(Exists {
@@ -522,20 +604,35 @@ impl Parser<'_> {
                     permissions,
                 })))
             }
-            other => Err(Error::unsupported(format_args!(
+            other => Err(Error::ast_shape(format_args!(
                 "unknown condition type {other:?}"
             ))),
         }
     }
 }
 
+/// Refuses the first table a subquery below `json` names that `catalog` lacks.
+fn subquery_tables(json: &Json, catalog: &dyn Catalog) -> Result<(), Error> {
+    match json {
+        Json::Object(o) => {
+            if let Some(sub) = o.get("subquery") {
+                if let Some(name) = sub.get("table").and_then(Json::as_str) {
+                    if catalog.table(name).is_none() {
+                        return Err(Error::unknown_table(name));
+                    }
+                }
+            }
+            o.values().try_for_each(|v| subquery_tables(v, catalog))
+        }
+        Json::Array(items) => items.iter().try_for_each(|v| subquery_tables(v, catalog)),
+        _ => Ok(()),
+    }
+}
+
 fn column(schema: &TableSchema, name: &str) -> Result<usize, Error> {
-    schema.column(name).ok_or_else(|| {
-        Error::unsupported(format_args!(
-            "unknown column {name:?} in table {:?}",
-            schema.name
-        ))
-    })
+    schema
+        .column(name)
+        .ok_or_else(|| Error::unknown_column(name))
 }
 
 fn literal(json: &Json) -> Result<Lit, Error> {
@@ -543,10 +640,10 @@ fn literal(json: &Json) -> Result<Lit, Error> {
         Json::Null => Lit::Null,
         Json::Bool(b) => Lit::Bool(*b),
         Json::Number(n) => Lit::from_json_number(n)
-            .ok_or_else(|| Error::unsupported("a number literal is out of range"))?,
+            .ok_or_else(|| Error::ast_shape("a number literal is out of range"))?,
         Json::String(s) => Lit::Str(s.as_str().into()),
         Json::Array(items) => Lit::List(items.iter().map(literal).collect::<Result<_, _>>()?),
-        Json::Object(_) => return Err(Error::unsupported("an object literal")),
+        Json::Object(_) => return Err(Error::ast_shape("an object literal")),
     })
 }
 
@@ -557,7 +654,7 @@ enum Operand {
 
 fn operand(json: Option<&Json>, schema: &TableSchema, side: &str) -> Result<Operand, Error> {
     let o = obj(
-        json.ok_or_else(|| Error::unsupported(format_args!("a simple condition needs `{side}`")))?,
+        json.ok_or_else(|| Error::ast_shape(format_args!("a simple condition needs `{side}`")))?,
         "an operand",
     )?;
     match o.get("type").and_then(Json::as_str) {
@@ -565,17 +662,19 @@ fn operand(json: Option<&Json>, schema: &TableSchema, side: &str) -> Result<Oper
             let name = o
                 .get("name")
                 .and_then(Json::as_str)
-                .ok_or_else(|| Error::unsupported("a column operand needs a string `name`"))?;
+                .ok_or_else(|| Error::ast_shape("a column operand needs a string `name`"))?;
             Ok(Operand::Column(column(schema, name)?))
         }
         Some("literal") => Ok(Operand::Literal(literal(
             o.get("value").unwrap_or(&Json::Null),
         )?)),
-        Some("static") => Err(Error::unsupported("`static` operands")),
-        Some(other) => Err(Error::unsupported(format_args!(
+        Some("static") => Err(Error::ast_shape(
+            "`static` operands are not served by rooms",
+        )),
+        Some(other) => Err(Error::ast_shape(format_args!(
             "unknown operand type {other:?}"
         ))),
-        None => Err(Error::unsupported("an operand needs a string `type`")),
+        None => Err(Error::ast_shape("an operand needs a string `type`")),
     }
 }
 
@@ -583,23 +682,23 @@ fn simple(o: &Map<String, Json>, schema: &TableSchema) -> Result<Cond, Error> {
     let op_text = o
         .get("op")
         .and_then(Json::as_str)
-        .ok_or_else(|| Error::unsupported("a simple condition needs a string `op`"))?;
+        .ok_or_else(|| Error::ast_shape("a simple condition needs a string `op`"))?;
     let op = SimpleOp::parse(op_text)
-        .ok_or_else(|| Error::unsupported(format_args!("unknown operator {op_text:?}")))?;
+        .ok_or_else(|| Error::ast_shape(format_args!("unknown operator {op_text:?}")))?;
     let left = operand(o.get("left"), schema, "left")?;
     let right = operand(o.get("right"), schema, "right")?;
     let Operand::Literal(lit) = right else {
-        return Err(Error::unsupported(
-            "a column on the right-hand side of a condition",
+        return Err(Error::query_invalid(
+            "right-hand side of a condition must be a literal",
         ));
     };
     match left {
         Operand::Column(col) => {
-            let pred = Pred::compile(op, lit.clone()).map_err(Error::unsupported)?;
+            let pred = Pred::compile(op, lit.clone()).map_err(Error::query_invalid)?;
             Ok(Cond::Simple { col, op, lit, pred })
         }
         Operand::Literal(l) => Ok(Cond::Const(
-            fold_literals(&l, op, lit).map_err(Error::unsupported)?,
+            fold_literals(&l, op, lit).map_err(Error::query_invalid)?,
         )),
     }
 }
@@ -609,17 +708,18 @@ fn bound(json: &Json, schema: &TableSchema) -> Result<Bound, Error> {
     let exclusive = o
         .get("exclusive")
         .and_then(Json::as_bool)
-        .ok_or_else(|| Error::unsupported("`start` needs a boolean `exclusive`"))?;
+        .ok_or_else(|| Error::ast_shape("`start` needs a boolean `exclusive`"))?;
     let cells = o
         .get("row")
         .and_then(Json::as_object)
-        .ok_or_else(|| Error::unsupported("`start` needs an object `row`"))?;
+        .ok_or_else(|| Error::ast_shape("`start` needs an object `row`"))?;
     let mut row = alloc::vec![Value::Null; schema.columns.len()];
     let mut named = Vec::with_capacity(cells.len());
     for (name, v) in cells {
         let col = column(schema, name)?;
-        row[col] = cell_from_json(v).ok_or_else(|| {
-            Error::unsupported(format_args!("`start.row.{name}` must be a scalar"))
+        row[col] = cell_from_json(v).ok_or_else(|| match v {
+            Json::Array(_) => Error::query_invalid(crate::predicate::NOT_SCALAR),
+            _ => Error::ast_shape(format_args!("`start.row.{name}` must be a scalar")),
         })?;
         named.push(col);
     }

@@ -1,7 +1,7 @@
 //! The canonical text of a validated query: two ASTs that mean the same query (same
-//! tables, filters, completed sorts, bounds, limits, relationships) produce the same
-//! text, whatever their key order, unknown keys, `select`, `one` or aliases. Identical
-//! texts share one pipeline (QueryKey dedup).
+//! tables, filters, completed sorts, bounds, limits, relationships, projections)
+//! produce the same text, whatever their key order, unknown keys, `one`, aliases or the
+//! order and repeats of `select`. Identical texts share one pipeline (QueryKey dedup).
 
 use alloc::string::String;
 use core::fmt::Write;
@@ -76,6 +76,13 @@ fn query(out: &mut String, q: &Query, catalog: &dyn Catalog) {
     }
     if let Some(l) = q.limit {
         let _ = write!(out, ",\"limit\":{l}");
+    }
+    if let Some(cols) = &q.select {
+        // A projection changes what subscribers receive: queries that differ in it
+        // do not share a pipeline.
+        out.push(',');
+        write_key(out, "select");
+        names(out, cols, q.table, catalog);
     }
     if !q.related.is_empty() {
         out.push(',');

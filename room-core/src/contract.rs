@@ -61,23 +61,24 @@ struct WireOp<'a> {
 }
 
 /// Checks a JavaScript number used as a counter (a count, an epoch, a mid): finite,
-/// integral and non-negative (`crate::upstream::wire_counter`).
+/// integral and non-negative (`crate::upstream::wire_counter`). The refusal reads
+/// `<what>: not a wire-safe counter: <v>`, as the published room's does.
 pub fn js_uint(v: f64, what: &str) -> Result<u64, Error> {
     crate::upstream::wire_counter(v).ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidArgument,
-            format!("{what} must be a non-negative integer, got {v}"),
+            format!("{what}: not a wire-safe counter: {v}"),
         )
     })
 }
 
 /// Checks a JavaScript time in whole ms since the Unix epoch (a fraction, as from
-/// `performance.now()`, is refused as the published room refuses it).
+/// `performance.now()`, is refused as the published room refuses it, in its words).
 pub fn js_time(v: f64, what: &str) -> Result<u64, Error> {
     crate::upstream::wire_counter(v).ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidArgument,
-            format!("{what} must be a whole, non-negative number of ms (Date.now()), got {v}"),
+            format!("{what}: not a wire-safe counter: {v}"),
         )
     })
 }
@@ -232,7 +233,7 @@ pub(crate) fn diagnose_batch(text: &str, err: &serde_json::Error) -> String {
 impl JsonRoom {
     /// `WasmRoom.open(hello_json, idle_ttl_ms)`: opens a room from the upstream hello.
     pub fn open(hello_json: &str, idle_ttl_ms: f64) -> Result<JsonRoom, Error> {
-        let ttl = js_time(idle_ttl_ms, "idle_ttl_ms")?;
+        let ttl = js_time(idle_ttl_ms, "idleTtlMs")?;
         let hello = Hello::from_json(hello_json)?;
         Ok(JsonRoom {
             room: Room::open(hello, ttl)?,
@@ -290,22 +291,21 @@ impl JsonRoom {
         now_ms: f64,
     ) -> Result<String, Error> {
         let epoch = js_uint(epoch, "epoch")?;
-        let now = js_time(now_ms, "now_ms")?;
-        self.room.require_live()?;
-        let query = self.room.parse_query(ast_json)?;
+        let now = js_time(now_ms, "nowMs")?;
+        let query = self.room.parse_subscription(ast_json)?;
         let res = self.room.subscribe(sub, epoch, &query, now)?;
         Ok(render_subscribed(&res))
     }
 
     /// `unsubscribe(sub, now_ms)`: whether `sub` was attached.
     pub fn unsubscribe(&mut self, sub: &str, now_ms: f64) -> Result<bool, Error> {
-        let now = js_time(now_ms, "now_ms")?;
+        let now = js_time(now_ms, "nowMs")?;
         Ok(self.room.unsubscribe(sub, now))
     }
 
     /// `sweep(now_ms)`: how many idle queries were reclaimed.
     pub fn sweep(&mut self, now_ms: f64) -> Result<u64, Error> {
-        let now = js_time(now_ms, "now_ms")?;
+        let now = js_time(now_ms, "nowMs")?;
         Ok(self.room.sweep(now) as u64)
     }
 

@@ -28,8 +28,8 @@ pub enum ErrorCode {
     Poisoned = 114,
     /// The store has no snapshot yet, or was poisoned earlier: it cannot serve.
     NotLive = 115,
-    /// A query uses something the room does not serve (D1). Messages start
-    /// `unsupported query:`.
+    /// A query the room refuses: a malformed AST (`ast: not a wire Ast: …`) or one it
+    /// cannot build (`subscribe: Query(…)`), in the published room's words.
     UnsupportedQuery = 120,
     /// A write-plane call arrived in the wrong state (no write plane, a second
     /// transaction, no open transaction, a flush already in flight, …).
@@ -130,12 +130,58 @@ impl Error {
         Error::new(ErrorCode::MalformedInput, message)
     }
 
-    /// Shorthand for an `unsupported query:` refusal.
-    pub(crate) fn unsupported(what: impl fmt::Display) -> Error {
+    /// An AST whose shape is wrong (what the published room's AST decoding refuses):
+    /// `ast: not a wire Ast: <what>`.
+    pub(crate) fn ast_shape(what: impl fmt::Display) -> Error {
         Error::new(
             ErrorCode::UnsupportedQuery,
-            alloc::format!("unsupported query: {what}"),
+            alloc::format!("ast: not a wire Ast: {what}"),
         )
+    }
+
+    /// A query naming a table the room does not hold:
+    /// `subscribe: Query(UnknownTable { table: "t" })`.
+    pub(crate) fn unknown_table(name: &str) -> Error {
+        Error::query(alloc::format!("UnknownTable {{ table: {name:?} }}"))
+    }
+
+    /// A query naming a column its table lacks:
+    /// `subscribe: Query(Build(UnknownColumn("c")))`.
+    pub(crate) fn unknown_column(name: &str) -> Error {
+        Error::query(alloc::format!("Build(UnknownColumn({name:?}))"))
+    }
+
+    /// A well-formed query that means nothing:
+    /// `subscribe: Query(Build(Invalid("why")))`.
+    pub(crate) fn query_invalid(why: &str) -> Error {
+        Error::query(alloc::format!("Build(Invalid({why:?}))"))
+    }
+
+    /// A query rooms do not serve: `subscribe: Query(Build(Unsupported("why")))`.
+    pub(crate) fn query_unsupported(why: &str) -> Error {
+        Error::query(alloc::format!("Build(Unsupported({why:?}))"))
+    }
+
+    /// A subscription on a store that is not live (no snapshot yet, or poisoned):
+    /// `<call>: Query(StoreNotLive)` (`subscribe`, `lmid subscribe`).
+    pub(crate) fn store_not_live(call: &str) -> Error {
+        Error::new(
+            ErrorCode::NotLive,
+            alloc::format!("{call}: Query(StoreNotLive)"),
+        )
+    }
+
+    fn query(inner: String) -> Error {
+        Error::new(
+            ErrorCode::UnsupportedQuery,
+            alloc::format!("subscribe: Query({inner})"),
+        )
+    }
+
+    /// Whether this refuses a well-formed query the room cannot build (the published
+    /// room checks that the store is live first; a malformed AST is refused before).
+    pub fn is_query_build(&self) -> bool {
+        self.code == ErrorCode::UnsupportedQuery && self.message.starts_with("subscribe: Query(")
     }
 }
 

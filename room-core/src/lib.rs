@@ -53,6 +53,7 @@ mod ivm;
 pub mod json;
 mod keys;
 pub mod predicate;
+mod projection;
 mod retained;
 mod room;
 pub mod schema;

@@ -257,7 +257,7 @@ impl Pred {
     }
 
     /// Builds the predicate for `op` against `lit`, refusing shapes the room cannot
-    /// compile. The error text completes `unsupported query: …`.
+    /// compile (the texts are the published room's `Invalid` reasons).
     pub fn compile(op: SimpleOp, lit: Lit) -> Result<Pred, &'static str> {
         let is_list = matches!(lit, Lit::List(_));
         match op {
@@ -265,20 +265,20 @@ impl Pred {
                 Lit::Null => Ok(Pred::Const(false)),
                 Lit::List(items) => {
                     if items.iter().any(|i| matches!(i, Lit::List(_))) {
-                        return Err("an IN list cannot contain arrays");
+                        return Err(NOT_SCALAR);
                     }
                     let items: Vec<Lit> = items.into_iter().filter(|i| *i != Lit::Null).collect();
                     Ok(Pred::In(items, op == SimpleOp::NotIn))
                 }
-                _ => Err("the right-hand side of IN / NOT IN must be an array literal"),
+                _ => Err("IN / NOT IN requires an array literal"),
             },
-            _ if is_list => Err("an array literal is only allowed with IN / NOT IN"),
+            _ if is_list => Err(NOT_SCALAR),
             SimpleOp::Is => Ok(Pred::Is(lit, false)),
             SimpleOp::IsNot => Ok(Pred::Is(lit, true)),
             _ if lit == Lit::Null => Ok(Pred::Const(false)),
             SimpleOp::Like | SimpleOp::NotLike | SimpleOp::ILike | SimpleOp::NotILike => {
                 let Lit::Str(pattern) = lit else {
-                    return Err("the right-hand side of LIKE / ILIKE must be a string literal");
+                    return Err("LIKE pattern must be a string literal");
                 };
                 let fold = matches!(op, SimpleOp::ILike | SimpleOp::NotILike);
                 let negated = matches!(op, SimpleOp::NotLike | SimpleOp::NotILike);
@@ -292,6 +292,9 @@ impl Pred {
     }
 }
 
+/// An array literal where one value belongs.
+pub const NOT_SCALAR: &str = "expected a scalar literal, found an array";
+
 /// Folds a `literal <op> literal` comparison to a constant (a literal on the left is
 /// allowed and evaluated at build time).
 pub fn fold_literals(left: &Lit, op: SimpleOp, right: Lit) -> Result<bool, &'static str> {
@@ -304,7 +307,7 @@ pub fn fold_literals(left: &Lit, op: SimpleOp, right: Lit) -> Result<bool, &'sta
         && right != Lit::Null
         && left.type_rank() != right.type_rank()
     {
-        return Err("an ordering comparison between literals of different types");
+        return Err("ordering comparison between mismatched literal types");
     }
     let cell = match left {
         Lit::Null => Value::Null,
@@ -312,7 +315,7 @@ pub fn fold_literals(left: &Lit, op: SimpleOp, right: Lit) -> Result<bool, &'sta
         Lit::Int(i) => Value::num(*i as f64),
         Lit::Float(f) => Value::num(*f),
         Lit::Str(s) => Value::Str(s.clone()),
-        Lit::List(_) => return Err("an array literal on the left-hand side"),
+        Lit::List(_) => return Err(NOT_SCALAR),
     };
     let pred = Pred::compile(op, right)?;
     Ok(pred.eval(&cell))

@@ -11,9 +11,10 @@ use crate::canonical::canonical_text;
 use crate::error::{Error, ErrorCode};
 use crate::fingerprint::{normalized_fp, Fnv64};
 use crate::ivm::Engine;
+use crate::projection::Projection;
 use crate::schema::{Hello, TableSchema};
 use crate::serve::{
-    compose, sort_ops, Batch, DownstreamHello, Frame, NetOp, Served, Server, Subscribed, Subscriber,
+    sort_ops, Batch, DownstreamHello, Frame, NetOp, Served, Server, Subscribed, Subscriber,
 };
 use crate::store::{Row, Store, StoreRefusal};
 
@@ -30,6 +31,9 @@ pub struct Room {
     pub(crate) last_seq: Option<u64>,
     pub(crate) cv: Option<f64>,
     pub(crate) head_cv: u64,
+    /// `head_cv` at the last [`Room::commit_all`]: a reused query's snapshot is its state
+    /// then.
+    pub(crate) drained_cv: u64,
     pub(crate) poisoned: Option<String>,
     pub(crate) idle_ttl_ms: u64,
     /// The write plane, once enabled.
@@ -53,6 +57,7 @@ impl Room {
             last_seq: None,
             cv: None,
             head_cv: 0,
+            drained_cv: 0,
             poisoned: None,
             idle_ttl_ms,
             writes: None,
@@ -100,6 +105,11 @@ impl Room {
         self.poisoned.is_some()
     }
 
+    /// Why the store was poisoned (the batch it could not apply), if it was.
+    pub fn poisoned_reason(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
     /// Testing knob: queries subscribed from now on read a guard value's rows through
     /// the guard index (sorting them) when it has at most `rows` rows, and through a
     /// maintained table ordering otherwise (default 1024). Results do not depend on it;
@@ -136,19 +146,11 @@ impl Room {
         self.user_tables
     }
 
-    /// Errors unless the room can serve.
+    /// Errors unless the room can serve: `store is not live` (no snapshot yet, or
+    /// poisoned — the published room's words; [`Room::poisoned_reason`] says why).
     pub(crate) fn require_live(&self) -> Result<(), Error> {
-        if let Some(why) = &self.poisoned {
-            return Err(Error::new(
-                ErrorCode::NotLive,
-                format!("the room's store is poisoned ({why}); open a new room"),
-            ));
-        }
-        if self.last_seq.is_none() {
-            return Err(Error::new(
-                ErrorCode::NotLive,
-                "the room is not live yet: no upstream snapshot (seq 0) has been applied",
-            ));
+        if self.poisoned.is_some() || self.last_seq.is_none() {
+            return Err(Error::new(ErrorCode::NotLive, "store is not live"));
         }
         Ok(())
     }
@@ -189,6 +191,19 @@ impl Room {
         Query::parse(ast_json, &self.store)
     }
 
+    /// Parses a subscription's AST and checks the store, in the published room's
+    /// order: a malformed AST first, then a store that is not live
+    /// (`subscribe: Query(StoreNotLive)`), then a query that cannot be built.
+    pub fn parse_subscription(&self, ast_json: &str) -> Result<Query, Error> {
+        let parsed = self.parse_query(ast_json);
+        if matches!(&parsed, Err(e) if !e.is_query_build()) {
+            return parsed;
+        }
+        self.require_live()
+            .map_err(|_| Error::store_not_live("subscribe"))?;
+        parsed
+    }
+
     /// Attaches subscriber `sub` at `epoch` to `query` (materializing it, or reusing the
     /// pipeline of an identical query). Send `hello`, then `snapshot` (seq 0), then this
     /// subscriber's frames from each [`Room::commit_all`]. Re-subscribing an existing
@@ -200,13 +215,15 @@ impl Room {
         query: &Query,
         now_ms: u64,
     ) -> Result<Subscribed, Error> {
-        self.require_live()?;
+        self.require_live()
+            .map_err(|_| Error::store_not_live("subscribe"))?;
         let canonical = canonical_text(query, &self.store);
         let (p, reused) = match self.server.by_canonical.get(canonical.as_str()) {
             Some(&p) => (p, true),
             None => {
                 let p = self.engine.build(&mut self.store, query);
-                let (tables, normalized_fp) = self.hello_of(query);
+                let projection = Projection::of(query, &self.store);
+                let (tables, normalized_fp) = self.hello_of(query, &projection);
                 let mut h = Fnv64::new();
                 h.bytes(canonical.as_bytes());
                 let canonical: Arc<str> = Arc::from(canonical);
@@ -215,6 +232,8 @@ impl Room {
                     canonical: canonical.clone(),
                     tables,
                     normalized_fp,
+                    projection,
+                    built_cv: self.head_cv,
                     subs: Vec::new(),
                     idle_since: None,
                 };
@@ -223,37 +242,6 @@ impl Room {
                 (p, false)
             }
         };
-        if reused && self.engine.pipeline(p).footprint.has_changes() {
-            // Re-base the pipeline's drain point on now (the new snapshot); what earlier
-            // subscribers are owed so far waits in their stash.
-            let changes = self
-                .engine
-                .pipeline_mut(p)
-                .footprint
-                .take_changes(&self.store);
-            let owed = sort_ops(&self.store, changes);
-            if !owed.is_empty() {
-                let keys = self
-                    .server
-                    .served
-                    .get(&p)
-                    .map(|s| s.subs.clone())
-                    .unwrap_or_default();
-                for key in keys {
-                    if &*key == sub {
-                        continue;
-                    }
-                    if let Some(s) = self.server.subs.get_mut(&key) {
-                        let fresh = s.stash.is_none();
-                        let stash = s.stash.take().unwrap_or_default();
-                        s.stash = Some(compose(&self.store, stash, &owed));
-                        if fresh {
-                            self.server.stashed.push(key);
-                        }
-                    }
-                }
-            }
-        }
         self.detach(sub, now_ms);
         let key: Arc<str> = Arc::from(sub);
         self.server.subs.insert(
@@ -262,7 +250,6 @@ impl Room {
                 pipeline: p,
                 epoch,
                 next_seq: 1,
-                stash: None,
             },
         );
         let served = self
@@ -281,7 +268,26 @@ impl Room {
             served.tables.clone(),
             served.normalized_fp.clone(),
         );
-        let ops = self.snapshot_ops(p);
+        // A new pipeline is the head now. A reused one hands out its state at its last
+        // drain (stamped with that drain's cv); the changes since reach the new
+        // subscriber with everyone else's at the next drain — the published room's rule.
+        let (ops, cv): (Arc<[NetOp]>, u64) = match reused {
+            false => (self.snapshot_ops(p).into(), self.head_cv),
+            true => {
+                let drained_cv = self
+                    .server
+                    .served
+                    .get(&p)
+                    .map_or(self.head_cv, |s| s.built_cv.max(self.drained_cv));
+                (self.drained_snapshot_ops(p).into(), drained_cv)
+            }
+        };
+        let ops = self
+            .server
+            .served
+            .get(&p)
+            .and_then(|s| s.projection.ops(&ops))
+            .unwrap_or(ops);
         Ok(Subscribed {
             query_key,
             reused,
@@ -294,10 +300,22 @@ impl Room {
                 epoch,
                 seq: 0,
                 normalized_fp: fp,
-                ops: ops.into(),
-                cv: self.head_cv,
+                ops,
+                cv,
             },
         })
+    }
+
+    fn drained_snapshot_ops(&self, p: crate::ivm::PipelineId) -> Vec<NetOp> {
+        let fp = &self.engine.pipeline(p).footprint;
+        let ops = fp
+            .drained_rows(&self.store)
+            .map(|(t, row)| NetOp::Add {
+                table: self.store.table(t as usize).schema.name.clone(),
+                row: row.clone(),
+            })
+            .collect();
+        sort_ops(&self.store, ops)
     }
 
     fn snapshot_ops(&self, p: crate::ivm::PipelineId) -> Vec<NetOp> {
@@ -351,9 +369,6 @@ impl Room {
             if served.subs.is_empty() {
                 served.idle_since = Some(now_ms);
             }
-        }
-        if s.stash.is_some() {
-            self.server.stashed.retain(|k| &**k != sub);
         }
         true
     }
@@ -422,8 +437,8 @@ impl Room {
         if !self.is_live() {
             return Vec::new();
         }
-        // Only pipelines whose footprint changed, and only their subscribers (plus any
-        // subscriber owed a stash), are visited: a drain costs what changed.
+        // Only pipelines whose footprint changed, and only their subscribers, are
+        // visited: a drain costs what changed.
         let mut frames = Vec::new();
         let touched = self.engine.take_touched();
         for &p in &touched {
@@ -442,24 +457,18 @@ impl Room {
                 continue;
             }
             let ops: Arc<[NetOp]> = ops.into();
+            let ops = served.projection.ops(&ops).unwrap_or(ops);
             for key in &served.subs {
                 let Some(s) = self.server.subs.get_mut(key) else {
                     continue;
                 };
-                let owed: Arc<[NetOp]> = match s.stash.take() {
-                    Some(stash) => compose(&self.store, stash, &ops).into(),
-                    None => ops.clone(),
-                };
-                if owed.is_empty() {
-                    continue;
-                }
                 frames.push(Frame {
                     sub: key.clone(),
                     batch: Batch {
                         epoch: s.epoch,
                         seq: s.next_seq,
                         normalized_fp: served.normalized_fp.clone(),
-                        ops: owed,
+                        ops: ops.clone(),
                         cv: self.head_cv,
                     },
                 });
@@ -467,33 +476,8 @@ impl Room {
             }
         }
         self.engine.put_touched(touched);
-        // Subscribers owed a stash whose pipeline had nothing newer to compose with.
-        for key in core::mem::take(&mut self.server.stashed) {
-            let Some(s) = self.server.subs.get_mut(&key) else {
-                continue;
-            };
-            let Some(stash) = s.stash.take() else {
-                continue;
-            };
-            if stash.is_empty() {
-                continue;
-            }
-            let Some(served) = self.server.served.get(&s.pipeline) else {
-                continue;
-            };
-            frames.push(Frame {
-                sub: key.clone(),
-                batch: Batch {
-                    epoch: s.epoch,
-                    seq: s.next_seq,
-                    normalized_fp: served.normalized_fp.clone(),
-                    ops: stash.into(),
-                    cv: self.head_cv,
-                },
-            });
-            s.next_seq += 1;
-        }
         frames.sort_by(|a, b| a.sub.as_bytes().cmp(b.sub.as_bytes()));
+        self.drained_cv = self.head_cv;
         self.store.end_drain();
         frames
     }
@@ -534,12 +518,22 @@ fn internal_missing_pipeline() -> Error {
     )
 }
 
-/// The tables a query's footprint can draw rows from (D5): the root, related levels, and
-/// the children of witness-shipping EXISTS gates — sorted by name, full width.
+/// The tables a query's footprint can draw rows from: the root, related levels, and the
+/// children of witness-shipping EXISTS gates — sorted by name, cut by the query's
+/// projection.
 impl Room {
     /// The hello tables of a query and their fingerprint: built once per table set and
     /// shared by every query over it.
-    fn hello_of(&mut self, q: &Query) -> (Arc<[TableSchema]>, Arc<str>) {
+    fn hello_of(&mut self, q: &Query, projection: &Projection) -> (Arc<[TableSchema]>, Arc<str>) {
+        if !projection.is_identity() {
+            // Projected hellos are as many as the `select`s clients write: not cached.
+            let tables: Arc<[TableSchema]> = hello_tables(q, &self.store)
+                .iter()
+                .map(|t| projection.schema(t))
+                .collect();
+            let fp: Arc<str> = Arc::from(normalized_fp(tables.iter()));
+            return (tables, fp);
+        }
         let mut ids = Vec::new();
         hello_table_ids(q, &mut ids);
         ids.sort_unstable();

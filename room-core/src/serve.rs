@@ -123,7 +123,8 @@ pub struct Frame {
 pub struct DownstreamHello {
     /// The subscriber's epoch.
     pub epoch: u64,
-    /// Every table the footprint can draw from, by name, full width.
+    /// Every table the footprint can draw from, by name: full width, or the columns a
+    /// `select` keeps (see `projection`).
     pub tables: Arc<[TableSchema]>,
     /// The fingerprint of `tables`.
     pub normalized_fp: Arc<str>,
@@ -150,6 +151,10 @@ pub(crate) struct Served {
     pub canonical: Arc<str>,
     pub tables: Arc<[TableSchema]>,
     pub normalized_fp: Arc<str>,
+    /// The columns subscribers receive (`select`); applied as frames leave.
+    pub projection: crate::projection::Projection,
+    /// `headCv` when the pipeline was built (its first drain point).
+    pub built_cv: u64,
     /// The attached subscribers' keys.
     pub subs: Vec<Arc<str>>,
     pub idle_since: Option<u64>,
@@ -161,8 +166,6 @@ pub(crate) struct Subscriber {
     pub pipeline: PipelineId,
     pub epoch: u64,
     pub next_seq: u64,
-    /// Net ops owed from before a later subscriber re-based the pipeline's drain point.
-    pub stash: Option<Vec<NetOp>>,
 }
 
 /// A query hello's tables and their fingerprint, shared by the queries over them.
@@ -176,8 +179,6 @@ pub(crate) struct Server {
     /// Hello tables and their fingerprint per table set, shared by the queries over it.
     pub hellos: HashMap<Vec<usize>, SharedHello>,
     pub subs: BTreeMap<Arc<str>, Subscriber>,
-    /// Subscribers holding a stash (owed ops), drained at the next commit.
-    pub stashed: Vec<Arc<str>>,
 }
 
 /// Primary-key columns per table name, looked up once per sort (the first few tables
@@ -280,48 +281,26 @@ pub(crate) fn sort_ops(store: &Store, mut ops: Vec<NetOp>) -> Vec<NetOp> {
     ops
 }
 
-/// Composes two sorted net-op lists (`first`, then `second`) into the net change of both.
-pub(crate) fn compose(store: &Store, first: Vec<NetOp>, second: &[NetOp]) -> Vec<NetOp> {
-    if first.is_empty() {
-        return second.to_vec();
-    }
-    let mut all_ops: Vec<NetOp> = first.clone();
-    all_ops.extend(second.iter().cloned());
-    let pks = PkCols::new(store, &all_ops);
-    let mut out = Vec::with_capacity(first.len() + second.len());
-    let mut a = first.into_iter().peekable();
-    let mut b = second.iter().peekable();
-    loop {
-        let o = match (a.peek(), b.peek()) {
-            (None, None) => break,
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (Some(x), Some(y)) => op_order(&pks, x, y),
-        };
-        match o {
-            Ordering::Less => out.extend(a.next()),
-            Ordering::Greater => out.extend(b.next().cloned()),
-            Ordering::Equal => {
-                if let (Some(x), Some(y)) = (a.next(), b.next()) {
-                    let merged = NetOp::between(y.table(), x.before().cloned(), y.after().cloned());
-                    out.extend(merged);
-                }
-            }
-        }
-    }
-    out
-}
-
 impl Server {
     /// Heap bytes: the served queries, subscribers, shared hellos and canonical texts
-    /// (each shared text counted once), stashes' slots (see [`crate::retained`]).
+    /// (each shared text counted once) (see [`crate::retained`]).
     pub(crate) fn retained(&self) -> usize {
         use crate::retained as r;
         let served = self.served.allocation_size()
             + self
                 .served
                 .values()
-                .map(|s| r::arc_str(&s.canonical) + r::vec(&s.subs))
+                .map(|s| {
+                    // A projected hello is the query's own (shared hellos are counted below).
+                    let own_hello = match s.projection.is_identity() {
+                        true => 0,
+                        false => r::slice(&s.tables) + r::arc_str(&s.normalized_fp),
+                    };
+                    r::arc_str(&s.canonical)
+                        + r::vec(&s.subs)
+                        + s.projection.allocation_size()
+                        + own_hello
+                })
                 .sum::<usize>();
         let hellos = self.hellos.allocation_size()
             + self
@@ -334,12 +313,7 @@ impl Server {
                         + r::arc_str(fp)
                 })
                 .sum::<usize>();
-        let subs = r::btree_map(&self.subs)
-            + self
-                .subs
-                .iter()
-                .map(|(k, s)| r::arc_str(k) + s.stash.as_ref().map_or(0, r::vec))
-                .sum::<usize>();
-        served + self.by_canonical.allocation_size() + hellos + subs + r::vec(&self.stashed)
+        let subs = r::btree_map(&self.subs) + self.subs.keys().map(r::arc_str).sum::<usize>();
+        served + self.by_canonical.allocation_size() + hellos + subs
     }
 }

@@ -192,7 +192,7 @@ fn forged_and_malformed_input_gets_error_frames_and_nothing_crashes() {
         let e = c.expect_t("queryError").await;
         let msg = e["message"].as_str().unwrap();
         assert!(
-            msg.starts_with("materialize failed: unsupported query:"),
+            msg.starts_with("materialize failed: subscribe: Query(UnknownTable"),
             "{msg}"
         );
 

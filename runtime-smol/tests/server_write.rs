@@ -176,7 +176,7 @@ fn non_applied_outcomes_arrive_before_the_lmid_that_covers_them() {
         );
         c.send(&push("c1", 1.5, "addNote", "{}")).await;
         let e = c.until("the bad mid", |v| v["t"] == "error").await;
-        assert_eq!(e["message"], "mid must be a non-negative integer, got 1.5");
+        assert_eq!(e["message"], "mid: not a wire-safe counter: 1.5");
         let (_, metrics) = control(&server, "GET", "/metrics", "").await;
         assert!(
             metrics.contains("rindle_room_mutations_total{outcome=\"rejected\"} 3\n"),

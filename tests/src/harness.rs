@@ -14,6 +14,7 @@ use rindle_room_core::{
 
 use crate::client::ClientModel;
 use crate::naive::{self, Db, Member};
+use crate::projection;
 
 /// The upstream epoch every harness room uses.
 pub const UPSTREAM_EPOCH: u64 = 1;
@@ -39,6 +40,11 @@ pub struct Harness {
     fp: String,
     next_upstream_seq: u64,
     subs: BTreeMap<String, (Query, ClientModel)>,
+    /// The head at each `headCv` so far: a subscriber joining a reused query holds the
+    /// query's state at its last drain (the snapshot's cv) until the next drain.
+    history: BTreeMap<u64, Db>,
+    /// Subscribers whose client view is still at an older cv than the head.
+    lagging: BTreeMap<String, u64>,
 }
 
 impl Harness {
@@ -53,6 +59,8 @@ impl Harness {
             fp,
             next_upstream_seq: 0,
             subs: BTreeMap::new(),
+            history: BTreeMap::new(),
+            lagging: BTreeMap::new(),
         };
         let ops = rows
             .into_iter()
@@ -80,6 +88,8 @@ impl Harness {
             .apply(&batch)
             .map_err(|e| e.message().to_string())?;
         self.next_upstream_seq += 1;
+        self.history
+            .insert(self.room.head_cv(), Db::from_room(&self.room));
         Ok(status)
     }
 
@@ -90,19 +100,35 @@ impl Harness {
             .room
             .subscribe(sub, epoch, &query, 0)
             .map_err(|e| e.message().to_string())?;
-        if res.snapshot.cv != self.room.head_cv() {
-            return Err(format!("snapshot cv {} != headCv", res.snapshot.cv));
+        // A new pipeline is the head; a reused one its state at its last drain.
+        let head_cv = self.room.head_cv();
+        let cv = res.snapshot.cv;
+        if cv != head_cv && !(res.reused && cv < head_cv && self.history.contains_key(&cv)) {
+            return Err(format!(
+                "snapshot cv {cv} is neither headCv {head_cv} nor (reused) an earlier head"
+            ));
         }
+        match cv == head_cv {
+            true => self.lagging.remove(sub),
+            false => self.lagging.insert(sub.to_string(), cv),
+        };
         self.check_hello(&res.hello, epoch, &query)
             .map_err(|e| format!("subscriber {sub}: {e}"))?;
-        let model = ClientModel::new(&res.hello, &res.snapshot)
+        let mut model = ClientModel::new(&res.hello, &res.snapshot)
             .map_err(|e| format!("subscriber {sub}: {e}"))?;
+        let schemas: Vec<&TableSchema> = self.room.tables().collect();
+        for (t, cols) in projection::columns(&query, &schemas) {
+            if cols.len() < schemas[t].columns.len() {
+                model.projected(&schemas[t].name);
+            }
+        }
         self.subs.insert(sub.to_string(), (query, model));
         Ok(res.reused)
     }
 
-    /// Checks a downstream hello (D5): the subscriber's epoch, exactly the tables the
-    /// footprint can draw from, sorted by name, full width, and a matching fingerprint.
+    /// Checks a downstream hello: the subscriber's epoch, exactly the tables the
+    /// footprint can draw from, sorted by name, with the columns the query ships (see
+    /// [`projection`]), and a matching fingerprint.
     fn check_hello(
         &self,
         hello: &DownstreamHello,
@@ -113,9 +139,10 @@ impl Harness {
             return Err(format!("hello epoch {} != {epoch}", hello.epoch));
         }
         let schemas: Vec<&TableSchema> = self.room.tables().collect();
+        let kept = projection::columns(query, &schemas);
         let mut want: Vec<TableSchema> = naive::footprint_tables(query)
             .into_iter()
-            .map(|t| schemas[t].clone())
+            .map(|t| projection::schema(schemas[t], &kept[&t]))
             .collect();
         want.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         if hello.tables[..] != want[..] {
@@ -134,6 +161,7 @@ impl Harness {
     pub fn unsubscribe(&mut self, sub: &str) {
         self.room.unsubscribe(sub, 0);
         self.subs.remove(sub);
+        self.lagging.remove(sub);
     }
 
     /// Reclaims every pipeline with no subscriber; returns how many.
@@ -146,6 +174,7 @@ impl Harness {
     pub fn drain(&mut self) -> Result<usize, String> {
         let frames = self.room.commit_all();
         let head_cv = self.room.head_cv();
+        self.lagging.clear();
         let mut seen: Vec<String> = Vec::new();
         for f in &frames {
             let sub = f.sub.to_string();
@@ -205,6 +234,13 @@ impl Harness {
         }
         if client {
             let held = model.members();
+            let want = match self.lagging.get(sub).and_then(|cv| self.history.get(cv)) {
+                Some(then) => naive::footprint(then, query),
+                None => want,
+            };
+            let schemas: Vec<&TableSchema> = self.room.tables().collect();
+            let kept = projection::columns(query, &schemas);
+            let want = projection::members(want, &kept, &schemas);
             if held != want {
                 return Err(format!(
                     "subscriber {sub}: client view differs from the naive footprint\n{}",

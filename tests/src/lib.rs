@@ -6,3 +6,4 @@ pub mod client;
 pub mod harness;
 pub mod naive;
 pub mod pair;
+pub mod projection;

@@ -81,7 +81,9 @@ struct Run<'a> {
     rows: Vec<Vec<Vec<Value>>>,
     h: Harness,
     /// `(subscriber, query index)`.
-    attached: Vec<(String, usize)>,
+    /// Subscriber → (query, whether its AST has a `select`): a `select` projects the
+    /// rows, so only ASTs that agree on it share a pipeline.
+    attached: Vec<(String, (usize, bool))>,
     epoch: u64,
     trace: Vec<String>,
 }
@@ -136,13 +138,17 @@ impl<'a> Run<'a> {
             .room
             .parse_query(&text)
             .map_err(|e| format!("parse_query: {}", e.message()))?;
-        let shared = self.attached.iter().any(|(s, a)| *a == q && *s != name);
+        let identity = (q, resolve::selects(variant));
+        let shared = self
+            .attached
+            .iter()
+            .any(|(s, a)| *a == identity && *s != name);
         let reused = self.h.subscribe(&name, self.epoch, query)?;
         if shared && !reused {
             return Err(format!("{name}: an identical query was not deduplicated"));
         }
         self.attached.retain(|(s, _)| *s != name);
-        self.attached.push((name.clone(), q));
+        self.attached.push((name.clone(), identity));
         let db = Db::from_room(&self.h.room);
         self.h.check_sub(&db, &name, true)
     }

@@ -55,6 +55,7 @@ export function cond(rng, t, depth = 0, budget = { exists: 2 }) {
     if (rng.chance(0.6)) sub.where = cond(rng, child, depth + 1, budget);
     if (rng.chance(0.2)) sub.orderBy = orderBy(rng, child);
     if (rng.chance(0.15)) sub.limit = rng.int(0, 3); // ignored by EXISTS
+    if (rng.chance(0.15)) sub.select = select(rng, child);
     const c = {
       type: "correlatedSubquery",
       op: negated ? "NOT EXISTS" : "EXISTS",
@@ -73,6 +74,11 @@ export function cond(rng, t, depth = 0, budget = { exists: 2 }) {
     return { type, conditions: Array.from({ length: n }, () => cond(rng, t, depth + 1, budget)) };
   }
   return simpleCond(rng, t);
+}
+
+/** Some of `t`'s columns (possibly none, possibly repeated): a `select`. */
+function select(rng, t) {
+  return Array.from({ length: rng.int(0, 3) }, () => rng.pick(t.columns));
 }
 
 export function orderBy(rng, t) {
@@ -94,6 +100,7 @@ export function level(rng, t, depth = 0) {
   if (rng.chance(0.5)) q.orderBy = orderBy(rng, t);
   if (rng.chance(0.12)) q.start = start(rng, t, q.orderBy);
   if (rng.chance(0.35)) q.limit = rng.int(0, 5);
+  if (rng.chance(0.15)) q.select = select(rng, t);
   if (depth < 2 && rng.chance(depth === 0 ? 0.35 : 0.15)) {
     const links = LINKS.filter((l) => l.from === t.name);
     const n = rng.int(1, 2);

@@ -307,75 +307,42 @@ function entryOrder(ev) {
 const refusedApart = (ev) =>
   ev.phase === "call" && MESSAGE_METHODS.has(ev.method) && !ev.w.ok && !ev.n.ok && ev.w.msg !== ev.n.msg;
 
-/** A pending text difference: both rooms refuse, with these two texts. */
-function textPair(name, reason, wasm, native) {
-  return {
-    name: `error-text:${name}`,
-    status: "pending",
-    reason,
+const ERROR_TEXTS = [
+  {
+    name: "error-text:first-unknown-table",
+    status: "intended",
+    reason:
+      "a query naming several unknown tables: the wasm room names another one first than the native room does (each names an unknown table, in the same form)",
     normalise(ev) {
-      if (!refusedApart(ev)) return undefined;
-      if (!wasm.test(ev.w.msg) || !native.test(ev.n.msg)) return undefined;
+      if (!refusedApart(ev) || ev.method !== "subscribe") return undefined;
+      const unknown = /^subscribe: Query\(UnknownTable \{/;
+      if (!unknown.test(ev.w.msg) || !unknown.test(ev.n.msg)) return undefined;
       return { n: { ...ev.n, msg: ev.w.msg }, hit: true };
     },
-  };
-}
-
-const ERROR_TEXTS = [
-  textPair(
-    "not-live",
-    "subscribing before the snapshot: wasm `subscribe: Query(StoreNotLive)`, native `the room is not live yet: …`",
-    /^(lmid )?subscribe: Query\(StoreNotLive\)$/,
-    /^the room is not live yet/,
-  ),
-  textPair(
-    "check-order",
-    "a call with two faults (not live and a bad AST, no write plane and no tx): the rooms report another one first",
-    /^(writes not enabled|no mutation transaction is open|a mutation transaction is already open|ast: not a wire Ast: |subscribe: Query\(Build|nowMs: not a wire-safe counter)/,
-    /^(the room is not live yet|the room's store is poisoned|the write plane is not enabled)/,
-  ),
-  textPair(
-    "writes-not-enabled",
-    "a write call before enableWrites: wasm `writes not enabled (call enableWrites after the snapshot)`, native `the write plane is not enabled (…)`",
-    /^writes not enabled/,
-    /^the write plane is not enabled/,
-  ),
-  textPair(
-    "poisoned",
-    "a call on a poisoned store: wasm `store is not live` / `… Query(StoreNotLive)`, native `the room's store is poisoned (<why>); open a new room`",
-    /^((lmid )?subscribe: Query\(StoreNotLive\)|store is not live)$/,
-    /^the room's store is poisoned/,
-  ),
-  textPair(
-    "counters",
-    "a fractional or negative time / mid: wasm `<arg>: not a wire-safe counter: x`, native `<arg> must be a whole, non-negative number …`",
-    /^(nowMs|mid|idleTtlMs|epoch): not a wire-safe counter/,
-    /must be a (whole, non-negative number|non-negative integer)/,
-  ),
-  textPair(
-    "check-order-now",
-    "a call with a fractional now_ms and another fault: the wasm room reports the time first, the native one the other fault",
-    /^nowMs: not a wire-safe counter/,
-    /^(unsupported query: |the room is not live yet|the room's store is poisoned|the write plane is not enabled)/,
-  ),
-  textPair(
-    "ast-parse",
-    "a malformed AST: wasm `ast: not a wire Ast: <serde error>`, native `unsupported query: <what>`",
-    /^ast: not a wire Ast: /,
-    /^unsupported query: /,
-  ),
-  textPair(
-    "query-build",
-    "an unservable query: wasm `subscribe: Query(<Debug of the error>)`, native `unsupported query: <what>`",
-    /^subscribe: Query\(/,
-    /^unsupported query: /,
-  ),
+  },
   {
-    name: "error-text:hint-suffix",
-    status: "pending",
-    reason: "the native text adds a hint in parentheses to the wasm one (`… already open (commit or reject it first)`)",
+    name: "error-text:fault-order",
+    status: "intended",
+    reason:
+      "an AST with a fault of its shape and one of its meaning (an unknown table or column, a bad literal) — or one of meaning on a store that is not live: the wasm room decodes the whole AST before anything else and reports the shape fault (`ast: not a wire Ast: …`); the native one reports the first fault it meets (each is a refusal in the published words)",
     normalise(ev) {
-      if (!refusedApart(ev) || !ev.n.msg.startsWith(`${ev.w.msg} (`)) return undefined;
+      if (!refusedApart(ev) || ev.method !== "subscribe") return undefined;
+      const shape = /^ast: not a wire Ast: /;
+      const meaning = /^subscribe: Query\(/;
+      const apart = (shape.test(ev.w.msg) && meaning.test(ev.n.msg)) || (meaning.test(ev.w.msg) && shape.test(ev.n.msg));
+      if (!apart) return undefined;
+      return { n: { ...ev.n, msg: ev.w.msg }, hit: true };
+    },
+  },
+  {
+    name: "error-text:ast-parse",
+    status: "intended",
+    reason:
+      "a malformed AST: both rooms say `ast: not a wire Ast: …`; after the prefix the wasm room prints its JSON decoder's wording (`missing field `correlation` at line 1 column 68`), the native one names the field and what it needs (`a subquery needs a `correlation``)",
+    normalise(ev) {
+      if (!refusedApart(ev)) return undefined;
+      const prefix = "ast: not a wire Ast: ";
+      if (!ev.w.msg.startsWith(prefix) || !ev.n.msg.startsWith(prefix)) return undefined;
       return { n: { ...ev.n, msg: ev.w.msg }, hit: true };
     },
   },
@@ -647,14 +614,22 @@ function txShape(runner, index) {
 /** Keys (table + key cells) of rows an earlier beginFlush of this incarnation wrote. */
 function flushedKeys(runner) {
   const keys = new Set();
+  let flushedAfter = false;
   for (let i = runner.calls.length - 1; i >= incarnationStart(runner); i--) {
     const c = runner.calls[i];
+    // A key a mutation wrote before a flush rides it even when its net change is
+    // nothing (an add then a remove), so it is in no body.
+    const t = TABLE[c.a?.[0]];
+    if (flushedAfter && t && Array.isArray(c.a?.[1]) && /^tx(Add|Edit|Remove)$/.test(c.m) && runner.outcomes[i]?.w?.ok) {
+      keys.add(keyOf(t.name, c.m === "txRemove" ? c.a[1] : pkOf(t, c.a[1])));
+    }
     const body = c.m === "beginFlush" ? runner.outcomes[i]?.w : null;
     if (!body?.ok || !Array.isArray(body.v?.changes)) continue;
+    flushedAfter = true;
     for (const ch of body.v.changes) {
-      const t = TABLE[ch?.table];
+      const tt = TABLE[ch?.table];
       const img = ch?.row ?? ch?.old;
-      if (t && Array.isArray(img)) keys.add(keyOf(t.name, pkOf(t, img)));
+      if (tt && Array.isArray(img)) keys.add(keyOf(tt.name, pkOf(tt, img)));
     }
   }
   return keys;
@@ -686,7 +661,7 @@ export const KNOWN = [
   ...ERROR_TEXTS,
   {
     name: "querykey-text",
-    status: "pending",
+    status: "intended",
     reason: "queryKey is a hash of another canonical text (the same queries share a key in both rooms: checked one-to-one)",
     normalise: queryKeyText,
   },
@@ -727,21 +702,8 @@ export const KNOWN = [
     claims: (diff, d) => d.call.m === "subscribe" && /UnknownRelationship/.test(d.w?.msg ?? "") && d.n?.ok && existsLimitZero(astOf(d), true),
   },
   {
-    name: "reused-snapshot-at-last-drain",
-    status: "intended",
-    reason:
-      "joining an already materialized query before commitAll: the wasm snapshot is that query's last drained state (an older cv, caught up by the next commitAll), the native one the current head (a wasm stale view, harmless)",
-    claims(diff, d, runner) {
-      if (d.call.m !== "subscribe" && d.call.m !== "lmidSubscribe") return false;
-      if (!d.w?.ok || !d.n?.ok || d.w.v?.reused !== true || d.n.v?.reused !== true) return false;
-      const head = runner.w.exec({ m: "headCv", a: [] });
-      return head.ok && typeof d.w.v.snapshot?.cv === "number" && d.w.v.snapshot.cv < head.v;
-    },
-    continues: true,
-  },
-  {
     name: "querykey-canonical",
-    status: "pending",
+    status: "intended",
     reason:
       "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name or in a literal-only condition with the same value: the native canonical text completes the sort, leaves names out and folds constants, so they share one query key (reused, one materialization); the wasm room keys them apart",
     claims: (diff, d, runner) =>
@@ -764,8 +726,12 @@ export const KNOWN = [
     name: "aggregate-refused",
     status: "intended",
     reason:
-      "an AST with `aggregate`: the native room refuses it (`unsupported query`); the wasm room serves rows of the wrong width (a one-cell count row in a wider table)",
-    claims: (diff, d) => d.call.m === "subscribe" && (d.w?.ok || d.w?.trap) && !d.n?.ok && /`aggregate` is not served/.test(d.n.msg),
+      "an AST with `aggregate`, `groupBy`, `having` or `aggregatePrecomputed`: the native room refuses it (`subscribe: Query(Build(Unsupported(\"`aggregate` is not served by rooms\")))`); the wasm room serves rows of the wrong width (a one-cell count row in a wider table), or refuses it with its own reason",
+    claims: (diff, d) =>
+      d.call.m === "subscribe" &&
+      !d.n?.ok &&
+      /`(aggregate|groupBy|having|aggregatePrecomputed)` is not served/.test(d.n.msg) &&
+      (d.w?.ok || d.w?.trap || (d.w && !d.w.ok)),
   },
   {
     name: "non-scalar-cells",
@@ -826,16 +792,16 @@ export const KNOWN = [
   },
   {
     name: "poisoned-store-calls",
-    status: "pending",
-    reason: "a call on a poisoned store that the wasm room still answers (ack with nothing to do: `{headCv: null}`) is refused by the native one (`the room's store is poisoned`)",
+    status: "intended",
+    reason: "a call on a poisoned store that the wasm room still answers (ack with nothing to do: `{headCv: null}`, a subscribe to a query already materialized) is refused by the native one (`store is not live`, `subscribe: Query(StoreNotLive)`)",
     claims: (diff, d, runner) =>
-      d.phase === "call" && d.w?.ok && !d.n?.ok && /store is poisoned/.test(d.n.msg) && runner.w.exec({ m: "isPoisoned", a: [] }).v === true,
+      d.phase === "call" && d.w?.ok && !d.n?.ok && /store is not live|Query\(StoreNotLive\)/.test(d.n.msg) && runner.w.exec({ m: "isPoisoned", a: [] }).v === true,
   },
   {
     name: "flipped-exists-child-limit",
-    status: "pending",
+    status: "intended",
     reason:
-      "a flipped EXISTS whose subquery has a `limit`: the wasm room applies the limit to the child (few or no parents pass), the native one ignores it like any EXISTS limit",
+      "a flipped EXISTS whose subquery has a `limit`: the wasm room passes no parent at all (and refuses `limit: 0` as an unknown relationship), though `flip` is a planner hint and the same query without it passes parents there; the native one ignores the limit like any EXISTS limit, flipped or not (wasm demonstrably wrong: flipping changes its result)",
     claims(diff, d) {
       if (!/\[rooms disagree on the rows\]$/.test(diff.class)) return false;
       let found = false;
@@ -848,9 +814,9 @@ export const KNOWN = [
   },
   {
     name: "upstream-ops-on-flushed-key",
-    status: "pending",
+    status: "intended",
     reason:
-      "a key with a flushed local write (in flight or confirmed) whose echo has not come, then upstream ops on it that are not the echo (a re-add, an edit, a remove): the rooms end with another head for it; each side has been seen to swallow an upstream op (native: a remove after a re-add; wasm: the remove of a re-added row under an in-flight remove)",
+      "a key whose flushed write is still unechoed, then upstream ops on it that are not the echo (a re-add and a remove, an edit): the wasm room takes an upstream op that looks like its own write as the echo even after upstream changed the row in between, and keeps a row the database no longer holds (a later txAdd of that key is refused as an existing key); the native room follows the upstream ops (write_model checks room and database converge)",
     claims(diff, d, runner) {
       const flushed = flushedKeys(runner);
       if (flushed.size === 0) return false;

@@ -125,7 +125,7 @@ test("forged and malformed input gets error frames and nothing crashes", async (
   }
   c.send(subscribeFrame(1, await token({ table: "nope" }, "u1", 60_000)));
   const e = await c.expectT("queryError");
-  assert.match(e.message, /^materialize failed: unsupported query:/);
+  assert.match(e.message, /^materialize failed: subscribe: Query\(UnknownTable/);
 
   c.send({ t: "mutate", queryId: 5, mutation: {} });
   assert.deepEqual(await c.expectT("error"), {

@@ -212,7 +212,7 @@ impl JsonRoom {
         now_ms: f64,
     ) -> Result<String, Error> {
         let epoch = js_uint(epoch, "epoch")?;
-        let now = js_time(now_ms, "now_ms")?;
+        let now = js_time(now_ms, "nowMs")?;
         Ok(render_subscribed(
             &self.room.lmid_subscribe(sub, epoch, client, now)?,
         ))

@@ -386,7 +386,9 @@ impl Host {
             user: payload.sub.clone(),
             exp: payload.exp,
         };
-        self.attach(id, qid, meta, driver, |room| room.parse_query(&ast_json));
+        self.attach(id, qid, meta, driver, |room| {
+            room.parse_subscription(&ast_json)
+        });
         self.release_parked(id, driver);
     }
 

@@ -109,6 +109,25 @@ impl Footprint {
             .filter_map(|(t, rid)| store.row(t as usize, rid).map(|r| (t, r)))
     }
 
+    /// Every member's image at the last drain: a touched key's before-image (absent
+    /// then: left out), an untouched member's current one. What a subscriber joining
+    /// now holds until the next drain brings it the changes since.
+    pub fn drained_rows<'s>(
+        &'s self,
+        store: &'s Store,
+    ) -> impl Iterator<Item = (u32, &'s Row)> + 's {
+        let current = self
+            .members
+            .keys()
+            .filter(|k| !self.dirty.contains_key(*k))
+            .filter_map(|&(t, rid)| store.row(t as usize, rid).map(|r| (t, r)));
+        let before = self
+            .dirty
+            .iter()
+            .filter_map(|(&(t, _), image)| image.as_ref().map(|r| (t, r)));
+        current.chain(before)
+    }
+
     /// Takes the net changes since the last drain as ops (unsorted; unchanged keys
     /// dropped).
     pub fn take_changes(&mut self, store: &Store) -> Vec<NetOp> {

@@ -35,7 +35,7 @@ impl Room {
         if self.writes_ref()?.tx.is_none() {
             return Err(Error::new(
                 ErrorCode::WrongState,
-                "no mutation transaction is open (call beginMutation first)",
+                "no mutation transaction is open",
             ));
         }
         Ok(MutationTx { room: self })

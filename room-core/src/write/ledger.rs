@@ -24,7 +24,7 @@ impl Room {
     /// `enableWrites(owned)`: the v1 table-granular write plane over `owned`. Once, on a
     /// live store; registers the ledger.
     pub fn enable_writes(&mut self, owned: &[&str]) -> Result<(), Error> {
-        self.check_enable()?;
+        self.check_enable("enableWrites")?;
         let owned = owned_tables(owned, &UserCatalog(&self.store))?;
         self.install_writes(Mode::V1 { owned })
     }
@@ -32,7 +32,7 @@ impl Room {
     /// `enableWritesV2(specs)`: the gated write plane. `owned`, when given, bounds the
     /// writable tables (a wider scope is refused). Nothing is enabled on any error.
     pub fn enable_writes_v2(&mut self, specs: &Json, owned: Option<&[&str]>) -> Result<(), Error> {
-        self.check_enable()?;
+        self.check_enable("enableWritesV2")?;
         let catalog = UserCatalog(&self.store);
         let owned = match owned {
             Some(names) => Some(owned_tables(names, &catalog)?),
@@ -42,8 +42,9 @@ impl Room {
         self.install_writes(Mode::V2 { scopes })
     }
 
-    fn check_enable(&self) -> Result<(), Error> {
-        self.require_live()?;
+    fn check_enable(&self, call: &str) -> Result<(), Error> {
+        self.require_live()
+            .map_err(|e| Error::new(e.code(), format!("{call}: {}", e.message())))?;
         if self.writes.is_some() {
             return Err(Error::new(
                 ErrorCode::WrongState,
@@ -209,8 +210,10 @@ impl Room {
         client: &str,
         now_ms: u64,
     ) -> Result<Subscribed, Error> {
-        self.require_live()?;
+        // The published room's order: the write plane, then the store.
         let query = self.lmid_query(client)?;
+        self.require_live()
+            .map_err(|_| Error::store_not_live("lmid subscribe"))?;
         self.subscribe(sub, epoch, &query, now_ms)
     }
 
@@ -233,6 +236,7 @@ impl Room {
             start: None,
             limit: None,
             related: Vec::new(),
+            select: None,
         })
     }
 }
@@ -240,6 +244,6 @@ impl Room {
 fn no_write_plane() -> Error {
     Error::new(
         ErrorCode::WrongState,
-        "the write plane is not enabled (call enableWrites or enableWritesV2 first)",
+        "writes not enabled (call enableWrites after the snapshot)",
     )
 }

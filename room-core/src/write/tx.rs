@@ -85,12 +85,14 @@ impl Room {
         name: Option<&str>,
         args_json: Option<&str>,
     ) -> Result<Begin, Error> {
+        // The published room's order: the write plane, then the store.
+        self.writes_ref()?;
         self.require_live()?;
         let w = self.writes_ref()?;
         if w.tx.is_some() {
             return Err(Error::new(
                 ErrorCode::WrongState,
-                "a mutation transaction is already open (commit or reject it first)",
+                "a mutation transaction is already open",
             ));
         }
         let applied = w.marks(client).applied;
@@ -296,6 +298,10 @@ impl Room {
     /// `commitMutation()`: runs the gate (v2), then applies the net staged writes as one
     /// local commit. Drain next.
     pub fn commit_mutation(&mut self) -> Result<Commit, Error> {
+        // No write plane means no transaction either (the published room says so).
+        if self.writes.as_ref().is_none_or(|w| w.tx.is_none()) {
+            return Err(no_tx());
+        }
         self.require_live()?;
         let w = self.writes_mut()?;
         let tx = w.tx.take().ok_or_else(no_tx)?;
@@ -452,10 +458,7 @@ impl super::WritePlane {
 }
 
 fn no_tx() -> Error {
-    Error::new(
-        ErrorCode::WrongState,
-        "no mutation transaction is open (call beginMutation first)",
-    )
+    Error::new(ErrorCode::WrongState, "no mutation transaction is open")
 }
 
 /// A row or key whose width is not the table's (the published room's wording).

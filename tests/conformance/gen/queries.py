@@ -5,14 +5,17 @@ from footprints import ISSUE, LABEL, _open
 from upstream import ub
 
 I = ["issue"]
-UQ = "unsupported query:"
+# A refusal's prefix, in the published room's words: a malformed AST, or a query that
+# cannot be built.
+AST_SHAPE = "ast: not a wire Ast:"
+UQ = "subscribe: Query("
 
 
 def unsupported_queries():
     s = Scenario(
         "unsupported_queries",
-        "D1: every refused shape errors at subscribe with a message starting "
-        "'unsupported query:' — aggregate (root, related, sum form), groupBy, having, "
+        "Every refused query errors at subscribe, in the published room's words "
+        "('subscribe: Query(…)'; a static operand is a malformed AST) — aggregate (root, related, sum form), groupBy, having, "
         "aggregatePrecomputed, scalar: true, a static operand, a column on the right-hand "
         "side, an EXISTS child with start or related, flip: true on NOT EXISTS — and an "
         "unknown table or column is named in the message (where, orderBy, correlation, "
@@ -26,7 +29,7 @@ def unsupported_queries():
     on_label = (["id"], ["issueID"])
 
     def refuse(ast, what):
-        s.err("subscribe", "q1", 1, ast, 0, error=[UQ, what])
+        s.err("subscribe", "q1", 1, ast, 0, error=[AST_SHAPE if what == "static" else UQ, what])
 
     refuse({"table": "issue", "aggregate": "count"}, "aggregate")
     refuse({"table": "issue", "aggregate": {"sum": "id"}}, "aggregate")

@@ -248,7 +248,7 @@ impl Render<'_> {
                 o.insert("zzUnknown".into(), json!({"ignored": [1, 2]}));
                 o.insert("one".into(), json!(false));
             }
-            2 => {
+            v if selects(v) => {
                 o.insert("select".into(), json!([s.col_name(t, 0)]));
             }
             _ => {}
@@ -472,4 +472,10 @@ fn edit_to(s: &Schema, rows: &mut [Vec<Vec<Value>>], t: usize, i: usize, new: Ve
         old: old.into(),
         new: new.into(),
     }
+}
+
+/// Whether AST variant `variant` writes a `select` (which projects the rows, so such a
+/// query does not share a pipeline with the same query written without one).
+pub fn selects(variant: u8) -> bool {
+    variant == 2
 }
