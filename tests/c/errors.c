@@ -205,7 +205,7 @@ static void room_refusals(void) {
         RINDLE_ROOM_RESULT_INVALID_HELLO);
   CHECK(room == NULL);
   CHECK(rindle_room_open(T(HELLO), -1, &room) == RINDLE_ROOM_RESULT_INVALID_ARGUMENT);
-  CHECK(thread_error_has("idle_ttl_ms"));
+  CHECK(thread_error_has("idleTtlMs"));
   CHECK(rindle_room_open(T(HELLO), 30000, &room) == RINDLE_ROOM_RESULT_OK && room != NULL);
   /* Before the snapshot: not live; the refusal's message is the contract's. */
   CHECK(rindle_room_subscribe(room, T("c1"), 1, T(AST), 0, &out) == RINDLE_ROOM_RESULT_NOT_LIVE);
@@ -279,7 +279,7 @@ static void poisoned_room(void) {
   rindle_room_result rc = rindle_room_apply(room, T(SNAPSHOT), &out);
   CHECK(rc == RINDLE_ROOM_RESULT_POISONED || rc == RINDLE_ROOM_RESULT_NOT_LIVE);
   CHECK(rindle_room_subscribe(room, T("c2"), 1, T(AST), 0, &out) != RINDLE_ROOM_RESULT_OK);
-  CHECK(room_error_has(room, "poison") && untouched(out));
+  CHECK(room_error_has(room, "subscribe: Query(StoreNotLive)") && untouched(out));
   CHECK(rindle_room_enable_writes(room, T("[\"note\"]")) != RINDLE_ROOM_RESULT_OK);
   CHECK(rindle_room_commit_all(room, &out) == RINDLE_ROOM_RESULT_OK);
   CHECK(strcmp(out.data, "[]") == 0);
