@@ -132,6 +132,58 @@ where
         }
     };
     let key = key.lock().unwrap_or_else(|p| p.into_inner()).take();
+    // The router may want to see frames before it routes (a lease subscribe before a
+    // room boots); they are held and delivered first once routed.
+    let mut shown: Vec<String> = Vec::new();
+    if let (Some(router), Some(key)) = (&ctx.router, &key) {
+        let until = std::time::Instant::now() + ctx.limits.handshake_timeout;
+        loop {
+            let refusal = match router.gate(key, &shown) {
+                crate::Gate::Route => break,
+                crate::Gate::Refuse(code, reason) => Some((code, reason)),
+                crate::Gate::NeedMore => {
+                    let left = until.saturating_duration_since(std::time::Instant::now());
+                    match with_timeout(left, ws.next()).await {
+                        Some(Some(Ok(Message::Text(t)))) => {
+                            shown.push(t.as_str().to_string());
+                            None
+                        }
+                        Some(Some(Ok(Message::Binary(b)))) => {
+                            shown.push(String::from_utf8_lossy(&b).into_owned());
+                            None
+                        }
+                        Some(Some(Ok(Message::Close(_)))) | Some(None) => return,
+                        Some(Some(Ok(_))) => None,
+                        Some(Some(Err(e))) => match close_for_error(&e, &ctx.limits) {
+                            Some(close) => Some(close),
+                            None => return,
+                        },
+                        None => Some((
+                            1008,
+                            format!(
+                                "no lease subscribe within {} ms of the upgrade",
+                                ctx.limits.handshake_timeout.as_millis()
+                            ),
+                        )),
+                    }
+                }
+            };
+            if let Some((code, reason)) = refusal {
+                ConnMetrics::inc(&ctx.metrics.protocol_closes);
+                let frame = CloseFrame {
+                    code: CloseCode::from(code),
+                    reason: close_reason(&reason).into(),
+                };
+                let _ = with_timeout(ctx.limits.close_grace, async {
+                    let _ = ws.close(Some(frame)).await;
+                    while let Some(Ok(_)) = ws.next().await {}
+                })
+                .await;
+                let _ = stream.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+    }
     let (events, _hold) = match (&ctx.router, key) {
         (Some(router), Some(key)) => match router.route(key).await {
             Ok(route) => (route.events, Some(route.hold)),
@@ -170,6 +222,19 @@ where
         return;
     }
     let window = InboundWindow::new(INBOUND_WINDOW_FRAMES, ctx.limits.max_inbound_bytes);
+    // The frames the router saw first go first.
+    for text in shown {
+        let Some(slot) = window.take(text.len()).await else {
+            return;
+        };
+        if events
+            .send(E::from(ConnEvent::Frame { id, text, slot }))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
     let limits = ctx.limits.clone();
     let metrics = ctx.metrics.clone();
     let reader = async {

@@ -41,7 +41,7 @@ use async_channel::Sender;
 pub use accept::{accept_loop, SocketGauge};
 pub use inbound::{InboundSlot, InboundWindow, INBOUND_WINDOW_FRAMES};
 pub use out::ConnOut;
-pub use route::{Route, RouteFuture, Router};
+pub use route::{Gate, Route, RouteFuture, Router};
 
 /// A downstream connection's id, unique for the accept loop's lifetime (from 1).
 pub type ConnId = u64;

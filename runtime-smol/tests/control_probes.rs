@@ -25,6 +25,11 @@ fn probes_answer_without_a_token_and_follow_readiness() {
             control_with(&server, "GET", "/readyz", "", Some("wrong")).await,
             ready
         );
+        // A probe's query string is ignored (load balancers add some).
+        assert_eq!(
+            control_with(&server, "GET", "/readyz?verbose=1", "", None).await,
+            ready
+        );
         // Everything else still needs the token, including near-misses of the probes.
         let unauthorized = (401, r#"{"error":"unauthorized"}"#.to_string());
         for (method, path) in [
@@ -32,7 +37,7 @@ fn probes_answer_without_a_token_and_follow_readiness() {
             ("GET", "/metrics"),
             ("POST", "/drain"),
             ("POST", "/healthz"),
-            ("GET", "/readyz?verbose=1"),
+            ("POST", "/readyz?verbose=1"),
         ] {
             assert_eq!(
                 control_with(&server, method, path, "", None).await,

@@ -1,6 +1,6 @@
 //! Fleet mode over real sockets: rooms booted on demand through a fake API server's
 //! room-boot, one boot for concurrent first connections, the failure closes, and
-//! hibernation of an idle room (fleet.md F1, F2, F5).
+//! hibernation of an idle room.
 
 mod common;
 
@@ -69,9 +69,15 @@ fn a_token_for_another_doc_is_refused() {
     smol::block_on(within(async {
         let b = start_fleet(SHELL_SECRET, "").await;
         let mut c = reader(b.server.port(), "d1", "d2").await;
-        let answer = c.next().await;
-        assert_ne!(answer["t"], "nhello", "{answer}");
-        assert!(answer.to_string().contains("wrong document"), "{answer}");
+        match c.closed().await {
+            Next::Closed(Some((1008, reason))) => {
+                assert_eq!(reason, "lease token refused: wrong document")
+            }
+            other => panic!("expected 1008, got {other:?}"),
+        }
+        // Refused before anything was booted.
+        assert_eq!(b.api.state.lock().unwrap().requests, 0);
+        assert!(b.server.rooms().is_empty(), "{:?}", b.server.rooms());
         b.server.shutdown().await;
     }));
 }
@@ -81,11 +87,18 @@ fn an_unknown_doc_closes_4404_and_other_paths_get_http_404() {
     smol::block_on(within(async {
         let b = start_fleet(SHELL_SECRET, "").await;
         let port = b.server.port();
-        let mut c = WsClient::connect_path(port, "/rooms/missing-1").await;
+        let mut c = reader(port, "missing-1", "missing-1").await;
         assert_eq!(
             c.closed().await,
             Next::Closed(Some((4404, "no room for doc".into())))
         );
+        // The refusal is remembered: the API server is not asked again for a while.
+        let mut again = reader(port, "missing-1", "missing-1").await;
+        assert_eq!(
+            again.closed().await,
+            Next::Closed(Some((4404, "no room for doc".into())))
+        );
+        assert_eq!(b.api.state.lock().unwrap().requests, 1, "asked once");
         for path in ["/", "/rooms/", "/rooms/a/b", "/other/x", "/rooms/%zz"] {
             assert_eq!(
                 WsClient::try_connect_path(port, path).await.err(),
@@ -114,7 +127,7 @@ fn a_busy_api_server_is_retried_with_backoff() {
 fn a_refused_shell_secret_closes_1013_and_says_why() {
     smol::block_on(within(async {
         let b = start_fleet("not-the-secret", "").await;
-        let mut c = WsClient::connect_path(b.server.port(), "/rooms/d").await;
+        let mut c = reader(b.server.port(), "d", "d").await;
         assert_eq!(
             c.closed().await,
             Next::Closed(Some((1013, "room boot failed".into())))
@@ -169,7 +182,7 @@ fn past_max_rooms_a_new_doc_is_closed_1013_and_live_rooms_serve_on() {
         let port = b.server.port();
         let mut first = reader(port, "d1", "d1").await;
         first.subscribed().await;
-        let mut second = WsClient::connect_path(port, "/rooms/d2").await;
+        let mut second = reader(port, "d2", "d2").await;
         match second.closed().await {
             Next::Closed(Some((1013, reason))) => {
                 assert!(reason.contains("fleet.max_rooms"), "{reason}")

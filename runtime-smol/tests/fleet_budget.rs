@@ -22,8 +22,9 @@ fn a_subscribe_past_the_room_budget_gets_a_query_error_and_the_room_serves_on() 
     smol::block_on(within(async {
         // How much a booted room of the fake daemon's notes retains before any query.
         let probe = start_fleet(SHELL_SECRET, "").await;
-        let path = rindle_room_core::fleet::room_path("d");
-        let _idle = WsClient::connect_path(probe.server.port(), &path).await;
+        // A verified lease subscribe boots the room; its query names no table, so it is
+        // refused and nothing is materialized.
+        let _idle = reader_with(probe.server.port(), "d", r#"{"table":"nope"}"#).await;
         let mut base = 0;
         for _ in 0..200 {
             base = box_stats(&probe).await["box"]["retainedBytes"]
@@ -84,7 +85,7 @@ fn past_the_box_budget_idle_rooms_hibernate_then_new_boots_are_refused() {
             sleep(20).await;
         }
         assert!(over, "the box notices it is over budget");
-        let mut refused = WsClient::connect_path(port, "/rooms/d2").await;
+        let mut refused = reader(port, "d2", "d2").await;
         assert_eq!(
             refused.closed().await,
             Next::Closed(Some((1013, "box memory budget exceeded".into())))

@@ -55,11 +55,14 @@ fn the_demo_fleet_serves_two_docs_and_refuses_others() {
         c.until("the edit", |v| v.to_string().contains("renamed"))
             .await;
         assert_eq!(std::fs::read_dir(dir.join("rooms")).unwrap().count(), 2);
+        // Another document's token opens nothing: refused before any boot.
         let mut other = WsClient::connect_path(port, "/rooms/elsewhere").await;
+        other.send(&subscribe(1, &demo.tokens[0].1)).await;
         assert_eq!(
             other.closed().await,
-            Next::Closed(Some((4404, "no room for doc".into())))
+            Next::Closed(Some((1008, "lease token refused: wrong document".into())))
         );
+        assert_eq!(std::fs::read_dir(dir.join("rooms")).unwrap().count(), 2);
         demo.server.shutdown().await;
         let _ = std::fs::remove_dir_all(&dir);
     }));

@@ -161,9 +161,14 @@ fn resolve(boot_url: &str, route: &str) -> Result<String, String> {
     Ok(format!("{origin}{route}"))
 }
 
-/// Reads a 2xx body's §3.2 shape.
+/// The largest placement epoch a grant may carry (JavaScript's largest safe integer).
+pub const MAX_SAFE_EPOCH: u64 = (1 << 53) - 1;
+
+/// Reads a 2xx body's shape.
 fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
     let obj = body.as_object().ok_or("the body is not a JSON object")?;
+    // A placement epoch is a claim the API server counts up from 1: zero, a fraction
+    // or anything past 2^53 − 1 (which JavaScript cannot count past) is no grant.
     let epoch = obj
         .get("epoch")
         .and_then(|e| {
@@ -173,7 +178,8 @@ fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
                     .map(|f| f as u64)
             })
         })
-        .ok_or("`epoch` is not a non-negative integer")?;
+        .filter(|&e| (1..=MAX_SAFE_EPOCH).contains(&e))
+        .ok_or("`epoch` is not a positive safe integer (1 to 2^53 − 1)")?;
     let lease = obj
         .get("upstreamLeaseToken")
         .and_then(Json::as_str)

@@ -97,7 +97,9 @@ pub fn route_fleet_control(
     body: &str,
     token: &str,
 ) -> FleetRoute {
-    match (method, path) {
+    // A probe is answered whatever its query string says (load balancers add some).
+    let probe = path.split_once('?').map_or(path, |(bare, _)| bare);
+    match (method, probe) {
         ("GET", "/healthz") => return FleetRoute::Reply(200, String::from("{\"live\":true}")),
         ("GET", "/readyz") => return FleetRoute::Ready,
         _ => {}
@@ -340,6 +342,11 @@ mod tests {
             FleetRoute::Reply(200, "{\"live\":true}".to_string())
         );
         assert_eq!(route("GET", "/readyz", None, ""), FleetRoute::Ready);
+        assert_eq!(
+            route("GET", "/healthz?x=1", None, ""),
+            FleetRoute::Reply(200, "{\"live\":true}".to_string())
+        );
+        assert_eq!(route("GET", "/readyz?lb=1", None, ""), FleetRoute::Ready);
         for path in ["/rooms", "/stats", "/metrics", "/nope"] {
             assert_eq!(
                 route("GET", path, Some("Bearer nope"), ""),

@@ -1,15 +1,20 @@
-//! The box's rules for serving many rooms (`shared/spec/fleet.md`): which room a
+//! The box's rules for serving many rooms: which room a
 //! downstream URL names, the room-boot wire that places a room on this box, where a
-//! room's files live, and the rendezvous score placement ranks boxes by.
+//! room's files live, the rendezvous score placement ranks boxes by, and who gets a room
+//! booted (admission).
 //!
 //! Like the [host](crate::host), this is sans-IO: a driver (the smol server's fleet
 //! mode) does the HTTP and the file system, and asks here what the bytes mean.
 
+mod admission;
 mod boot_wire;
 mod control;
 mod path;
 mod placement;
 
+pub use admission::{
+    gate, BootAdmission, BootAdmit, BootEnd, BootLimits, Gate, GATE_MAX_BYTES, GATE_MAX_FRAMES,
+};
 pub use boot_wire::{
     boot_authorization, boot_backoff_ms, boot_body, boot_reply, BootFailure, BootGrant,
     FlushEndpoints, BOOT_BACKOFF_MAX_MS, BOOT_BACKOFF_START_MS, CLOSE_BOOT_FAILED,

@@ -70,7 +70,9 @@ pub fn route_control(
     body: &str,
     token: &str,
 ) -> ControlRoute {
-    match (method, path) {
+    // A probe is answered whatever its query string says (load balancers add some).
+    let probe = path.split_once('?').map_or(path, |(bare, _)| bare);
+    match (method, probe) {
         ("GET", "/healthz") => return ControlRoute::Host(ControlRequest::Health),
         ("GET", "/readyz") => return ControlRoute::Host(ControlRequest::Ready),
         _ => {}
@@ -330,11 +332,19 @@ mod tests {
                 r("GET", "/readyz", auth),
                 ControlRoute::Host(ControlRequest::Ready)
             );
+            assert_eq!(
+                r("GET", "/healthz?x=1", auth),
+                ControlRoute::Host(ControlRequest::Health)
+            );
+            assert_eq!(
+                r("GET", "/readyz?probe=lb", auth),
+                ControlRoute::Host(ControlRequest::Ready)
+            );
         }
         let unauthorized = ControlRoute::Reply(401, error_body("unauthorized"));
         for (m, p) in [
             ("POST", "/healthz"),
-            ("GET", "/healthz?x=1"),
+            ("POST", "/healthz?x=1"),
             ("GET", "/readyz/"),
             ("GET", "/metrics"),
             ("GET", "/stats"),

@@ -56,6 +56,14 @@ pub struct FleetConfig {
     /// refused with close 1013.
     #[serde(default = "defaults::max_rooms")]
     pub max_rooms: usize,
+    /// The most room-boot calls at once (default 16); more boots wait for a slot (at
+    /// most 1,024 of them, each up to `boot_timeout_ms`), then are refused with 1013.
+    #[serde(default = "defaults::max_boots_in_flight")]
+    pub max_boots_in_flight: usize,
+    /// How long a document the API server answered 404 or 403 for is refused without
+    /// asking again (default 60000 ms).
+    #[serde(default = "defaults::refused_doc_ttl_ms")]
+    pub refused_doc_ttl_ms: u64,
     /// The most bytes one room may retain (its rows, queries and subscriber state, as
     /// the core counts them): a subscribe past it gets a `queryError`; a snapshot alone
     /// past it stops the room. Absent: no budget.
@@ -87,9 +95,27 @@ pub mod defaults {
     pub fn max_rooms() -> usize {
         10_000
     }
+    /// 16 boots.
+    pub fn max_boots_in_flight() -> usize {
+        16
+    }
+    /// 60 s.
+    pub fn refused_doc_ttl_ms() -> u64 {
+        60_000
+    }
 }
 
 impl FleetConfig {
+    /// The boot admission limits these settings make.
+    pub fn boot_limits(&self) -> rindle_room_core::fleet::BootLimits {
+        rindle_room_core::fleet::BootLimits {
+            max_in_flight: self.max_boots_in_flight,
+            queue_wait_ms: self.boot_timeout_ms,
+            refused_ttl_ms: self.refused_doc_ttl_ms,
+            ..Default::default()
+        }
+    }
+
     /// The room-boot URL.
     pub fn boot_url(&self) -> String {
         format!("{}{}", self.api_url.trim_end_matches('/'), self.boot_path)
@@ -157,6 +183,12 @@ impl FleetConfig {
             return Err(invalid(
                 "fleet.max_rooms",
                 "`fleet.max_rooms` must be at least 1 (default 10000)",
+            ));
+        }
+        if self.max_boots_in_flight == 0 {
+            return Err(invalid(
+                "fleet.max_boots_in_flight",
+                "`fleet.max_boots_in_flight` must be at least 1 (default 16)",
             ));
         }
         Ok(())

@@ -26,6 +26,9 @@ pub struct ApiState {
     pub fail_next: usize,
     /// Wait this long before granting.
     pub delay_ms: u64,
+    /// Boot requests being answered now, and the most at once so far.
+    pub in_flight: usize,
+    pub max_in_flight: usize,
     /// rindled's websocket endpoint, returned as `upstreamWsEndpoint`.
     pub upstream_ws: Option<String>,
     /// The write authority the grants point at (absolute flush URLs); room-boot claims
@@ -138,7 +141,13 @@ impl FakeApi {
             s.delay_ms
         };
         if delay > 0 {
+            {
+                let mut s = self.state.lock().unwrap();
+                s.in_flight += 1;
+                s.max_in_flight = s.max_in_flight.max(s.in_flight);
+            }
             smol::Timer::after(Duration::from_millis(delay)).await;
+            self.state.lock().unwrap().in_flight -= 1;
         }
         let per_doc = self.doc_authority(&doc).await;
         let mut s = self.state.lock().unwrap();

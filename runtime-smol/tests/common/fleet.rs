@@ -83,7 +83,9 @@ pub async fn start_box(
     }
 }
 
-/// A writer on `doc`'s room: `init` as `client`, the lmid query, the notes as `sub`.
+/// A writer on `doc`'s room: `init` as `client`, the lmid query, the notes as `sub` —
+/// sent back to back, as the Rindle client does (a room boots for the lease subscribe;
+/// the lmid answer waits for it).
 pub async fn writer(port: u16, doc: &str, client: &str, sub: &str) -> WsClient {
     let path = rindle_room_core::fleet::room_path(doc);
     let mut c = WsClient::connect_path(port, &path).await;
@@ -91,8 +93,8 @@ pub async fn writer(port: u16, doc: &str, client: &str, sub: &str) -> WsClient {
         .await;
     c.send(r#"{"t":"subscribe","queryId":0,"name":"_rindle/clientLmid","args":{}}"#)
         .await;
-    c.subscribed().await;
     c.send(&subscribe(1, &token_for(doc, NOTES, sub))).await;
+    c.subscribed().await;
     c.subscribed().await;
     c
 }
@@ -128,6 +130,14 @@ pub async fn reader_as(port: u16, doc: &str, token_doc: &str, sub: &str) -> WsCl
     let mut c = WsClient::connect_path(port, &path).await;
     c.send(&subscribe(1, &token_for(token_doc, NOTES, sub)))
         .await;
+    c
+}
+
+/// A connection to `doc` that subscribes `ast` with a lease token for `doc` as `u1`.
+pub async fn reader_with(port: u16, doc: &str, ast: &str) -> WsClient {
+    let path = rindle_room_core::fleet::room_path(doc);
+    let mut c = WsClient::connect_path(port, &path).await;
+    c.send(&subscribe(1, &token_for(doc, ast, "u1"))).await;
     c
 }
 

@@ -69,6 +69,10 @@ fn failures_map_to_retries_and_closes() {
         r#"[]"#,
         r#"{"epoch":-1,"upstreamLeaseToken":"l","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#,
         r#"{"epoch":1.5,"upstreamLeaseToken":"l","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#,
+        r#"{"epoch":0,"upstreamLeaseToken":"l","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#,
+        r#"{"epoch":1e300,"upstreamLeaseToken":"l","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#,
+        r#"{"epoch":9007199254740992,"upstreamLeaseToken":"l","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#,
+        r#"{"epoch":"3","upstreamLeaseToken":"l","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#,
         r#"{"epoch":1,"upstreamLeaseToken":"","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#,
         r#"{"epoch":1,"upstreamLeaseToken":"l"}"#,
         r#"{"epoch":1,"upstreamLeaseToken":"l","flush":{"urls":{"apply":"a","claim":"/c","lmids":"/l"}}}"#,
@@ -78,6 +82,9 @@ fn failures_map_to_retries_and_closes() {
         let e = boot_reply(URL, "d", 200, bad).unwrap_err();
         assert!(matches!(e, BootFailure::Invalid(_)), "{bad}: {e:?}");
     }
+    // The largest safe epoch is a grant.
+    let top = r#"{"epoch":9007199254740991,"upstreamLeaseToken":"l","flush":{"urls":{"apply":"/a","claim":"/c","lmids":"/l"}}}"#;
+    assert_eq!(boot_reply(URL, "d", 200, top).unwrap().epoch, (1 << 53) - 1);
     assert!(matches!(
         boot_reply(URL, "d", 400, "doc must be a string").unwrap_err(),
         BootFailure::Invalid(_)

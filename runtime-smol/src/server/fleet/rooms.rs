@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use async_channel::{Receiver, Sender};
 use futures_lite::FutureExt;
 use rindle_room_core::fleet::{
-    doc_from_path, sorted, RoomState, RoomSummary, CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT,
+    doc_from_path, gate, sorted, BootAdmission, BootAdmit, BootEnd, Gate, RoomState, RoomSummary,
+    CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT,
 };
 use rindle_room_downstream::{Route, RouteFuture, Router};
 
@@ -89,11 +90,12 @@ pub(crate) struct Rooms {
     table: Mutex<Table>,
 }
 
-/// Rooms booting, live or stopping; and the hibernated ones' records.
-#[derive(Default)]
+/// Rooms booting, live or stopping; the hibernated ones' records; and boot admission
+/// (slots, the queue, refused documents: the core's rules).
 struct Table {
     slots: HashMap<String, Slot>,
     records: Records,
+    admission: BootAdmission,
 }
 
 /// Held by a connection for its lifetime: counts it against its room.
@@ -114,9 +116,14 @@ impl Drop for ConnHold {
 
 impl Rooms {
     pub fn new(shared: Arc<Shared>) -> Arc<Rooms> {
+        let admission = BootAdmission::new(shared.fleet.boot_limits());
         Arc::new(Rooms {
             shared,
-            table: Mutex::new(Table::default()),
+            table: Mutex::new(Table {
+                slots: HashMap::new(),
+                records: Records::default(),
+                admission,
+            }),
         })
     }
 
@@ -151,9 +158,18 @@ impl Rooms {
                             ),
                         ));
                     }
-                    table.records.remove(doc);
-                    table.slots.insert(doc.to_string(), Slot::Booting(vec![tx]));
-                    self.spawn_boot(doc.to_string());
+                    let now = self.shared.env.now_ms();
+                    self.expire_queued(&mut table, now);
+                    match table.admission.request(now, doc) {
+                        BootAdmit::Refuse(code, reason) => return Err((code, reason)),
+                        admit => {
+                            table.records.remove(doc);
+                            table.slots.insert(doc.to_string(), Slot::Booting(vec![tx]));
+                            if admit == BootAdmit::Start {
+                                self.spawn_boot(doc.to_string());
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -201,20 +217,33 @@ impl Rooms {
         }
     }
 
+    /// Boots `doc` in a slot admission gave it (its slot is `Booting`).
     fn spawn_boot(self: &Arc<Self>, doc: String) {
         let me = self.clone();
         self.shared.env.spawn(async move {
-            let result = me.boot(&doc).await;
+            let mut end = BootEnd::Done;
+            let result = me.boot(&doc, &mut end).await;
             let counter = match result {
                 Ok(_) => &me.shared.counters.boots,
                 Err(_) => &me.shared.counters.boot_failures,
             };
             counter.fetch_add(1, Ordering::Relaxed);
-            me.booted(&doc, result);
+            me.booted(&doc, result, end);
         });
     }
 
-    async fn boot(&self, doc: &str) -> Result<Arc<LiveRoom>, Refusal> {
+    /// Drops queued boots whose wait ran out, closing their connections.
+    fn expire_queued(&self, table: &mut Table, now: u64) {
+        for (doc, code, reason) in table.admission.expire(now) {
+            if let Some(Slot::Booting(waiters)) = table.slots.remove(&doc) {
+                for w in waiters {
+                    let _ = w.try_send(Err((code, reason.clone())));
+                }
+            }
+        }
+    }
+
+    async fn boot(&self, doc: &str, end: &mut BootEnd) -> Result<Arc<LiveRoom>, Refusal> {
         let shared = &self.shared;
         let deadline = Instant::now() + Duration::from_millis(shared.fleet.boot_timeout_ms);
         let grant = call_room_boot(shared, doc, deadline).await.map_err(|f| {
@@ -223,6 +252,7 @@ impl Rooms {
                 rindle_room_core::fleet::BootFailure::NoRoom(_) => shared.log.info(f.message()),
                 _ => shared.log.warn(&format!("room boot for {doc} failed: {f}")),
             }
+            *end = BootEnd::of(&f);
             let (code, reason) = f.close();
             (code, reason.to_string())
         })?;
@@ -244,10 +274,28 @@ impl Rooms {
         }))
     }
 
-    /// A boot finished: wake its waiters; watch the room for its end.
-    fn booted(self: &Arc<Self>, doc: &str, result: Result<Arc<LiveRoom>, Refusal>) {
+    /// A boot finished: wake its waiters; watch the room for its end; give its slot to
+    /// the next queued boot somebody still waits for.
+    fn booted(self: &Arc<Self>, doc: &str, result: Result<Arc<LiveRoom>, Refusal>, end: BootEnd) {
         let waiters = {
             let mut table = self.table();
+            let now = self.shared.env.now_ms();
+            let mut next = table.admission.finished(now, doc, end);
+            while let Some(queued) = next.take() {
+                let waited = match table.slots.get(&queued) {
+                    Some(Slot::Booting(w)) => w.iter().any(|w| !w.is_closed()),
+                    _ => false,
+                };
+                if waited {
+                    self.spawn_boot(queued);
+                } else {
+                    // Everybody gave up on it: no boot, and the slot goes on.
+                    if matches!(table.slots.get(&queued), Some(Slot::Booting(_))) {
+                        table.slots.remove(&queued);
+                    }
+                    next = table.admission.finished(now, &queued, BootEnd::Done);
+                }
+            }
             let waiters = match table.slots.remove(doc) {
                 Some(Slot::Booting(w)) => w,
                 other => {
@@ -302,8 +350,20 @@ impl Rooms {
         }
         match slot {
             Some(Slot::Stopping { waiters, .. }) if !waiters.is_empty() => {
-                table.slots.insert(room.doc.clone(), Slot::Booting(waiters));
-                self.spawn_boot(room.doc.clone());
+                let now = self.shared.env.now_ms();
+                match table.admission.request(now, &room.doc) {
+                    BootAdmit::Refuse(code, reason) => {
+                        for w in waiters {
+                            let _ = w.try_send(Err((code, reason.clone())));
+                        }
+                    }
+                    admit => {
+                        table.slots.insert(room.doc.clone(), Slot::Booting(waiters));
+                        if admit == BootAdmit::Start {
+                            self.spawn_boot(room.doc.clone());
+                        }
+                    }
+                }
             }
             _ => {
                 self.shared
@@ -437,6 +497,26 @@ pub(crate) struct RoomRouter(pub Arc<Rooms>);
 impl Router<Event> for RoomRouter {
     fn check(&self, path: &str) -> Result<String, (u16, String)> {
         doc_from_path(path).map_err(|e| (404, format!("{e}\n")))
+    }
+
+    /// A connection to a live room is routed at once; one that would boot a room must
+    /// first show a lease subscribe that verifies for the doc (the core's gate).
+    fn gate(&self, doc: &str, shown: &[String]) -> Gate {
+        if let Some(Slot::Live(room)) = self.0.table().slots.get(doc) {
+            if !room.done.is_closed() {
+                return Gate::Route;
+            }
+        }
+        let keys: Vec<(String, String)> = self
+            .0
+            .shared
+            .config
+            .downstream
+            .token_keys
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        gate(doc, shown, &keys, self.0.shared.env.now_ms())
     }
 
     fn route(&self, doc: String) -> RouteFuture<Event> {

@@ -180,6 +180,27 @@ impl Logger {
     }
 }
 
+/// Writes text with control characters (C0, DEL, C1, and the Unicode line and paragraph
+/// separators) escaped as `\n`, `\r`, `\t` or `\u{..}`.
+struct Escaped<'a>(&'a mut String);
+
+impl std::fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        for c in text.chars() {
+            match c {
+                '\n' => self.0.push_str("\\n"),
+                '\r' => self.0.push_str("\\r"),
+                '\t' => self.0.push_str("\\t"),
+                c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                    let _ = write!(self.0, "\\u{{{:x}}}", c as u32);
+                }
+                c => self.0.push(c),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One line in `format`; `doc` names a room's document.
 fn format_line(
     format: LogFormat,
@@ -193,12 +214,15 @@ fn format_line(
     match format {
         LogFormat::Text => {
             let _ = write!(s, "{ts} {:<5} ", level.as_str());
+            // One record is one line: a control character a client put in a doc name,
+            // a clientID or a reason is written escaped, so it cannot forge a line.
+            let mut line = Escaped(&mut s);
             match doc {
                 Some(doc) => {
-                    let _ = write!(s, "room {doc}: {msg}");
+                    let _ = write!(line, "room {doc}: {msg}");
                 }
                 None => {
-                    let _ = write!(s, "{target}: {msg}");
+                    let _ = write!(line, "{target}: {msg}");
                 }
             }
         }
@@ -324,6 +348,25 @@ pub fn rfc3339(ms: u64) -> String {
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    #[test]
+    fn text_lines_cannot_be_forged() {
+        let line = format_line(
+            LogFormat::Text,
+            log::Level::Info,
+            ROOM_TARGET,
+            Some("demo/x\nERROR room demo/issues-a: journal corrupt, wiping"),
+            format_args!("reason: a\r\tb\u{1b}[31m\u{2028}c\u{85}"),
+        );
+        assert!(!line.contains('\n') && !line.contains('\r'), "{line}");
+        assert!(
+            line.ends_with(
+                " INFO  room demo/x\\nERROR room demo/issues-a: journal corrupt, wiping: \
+                 reason: a\\r\\tb\\u{1b}[31m\\u{2028}c\\u{85}"
+            ),
+            "{line}"
+        );
+    }
 
     #[test]
     fn formats_utc_timestamps() {
