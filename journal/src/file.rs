@@ -11,11 +11,18 @@
 //! synced before it is acknowledged, a crash can only damage the **tail**: the last
 //! append may be partially written, or the file may end in garbage or zeroes.
 //!
-//! [`FileJournal::open`] reads the file from the start. Where the intact records end
-//! before the file does, it looks at everything after that point:
+//! [`FileJournal::open`] first checks the 16-byte file header ([`FILE_HEADER`]): a file
+//! that does not start with it is not a journal and is refused untouched (a prefix of
+//! it, or nothing, is a journal whose creation did not finish: it holds no record and
+//! gets its header). Then it reads the records. Where the intact records end before the
+//! file does, it looks at everything after that point:
 //!
-//! - **No intact record after it: a torn tail.** The file is truncated there (then
-//!   synced) and [`FileJournal::recovered`] reports the bytes cut; the caller logs it.
+//! - **No intact record after it, and what a crash during an append leaves — too few
+//!   bytes for a record header, a record whose declared length runs past the end of the
+//!   file, or zeroes: a torn tail.** The file is truncated there (then synced) and
+//!   [`FileJournal::recovered`] reports the bytes cut; the caller logs it. A complete
+//!   record that fails its checksum, or other bytes, is damage, refused like the case
+//!   below.
 //! - **An intact record after it: corruption.** A damaged record followed by more
 //!   records cannot come from a crash under this write discipline — it is outside damage
 //!   (a flipped bit, a bad sector), and truncating would delete acknowledged writes. The
@@ -42,13 +49,16 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-pub use super::record::{crc32c, RecordKind, HEADER_LEN, MAGIC, MAX_PAYLOAD, VERSION};
+pub use super::record::{crc32c, RecordKind, FILE_HEADER, HEADER_LEN, MAGIC, MAX_PAYLOAD, VERSION};
 
 use super::payload::{
     decode, decode_entry, encode_binding, encode_doc, encode_entry, push_json_string, validate,
     BindingWire, DocWire, EntryKey, FlushWire, SeqOnly, Snapshot,
 };
-use super::record::{frame, invalid, scan, survey, with_path};
+use super::record::{
+    frame, invalid, is_torn_tail, not_a_journal, read_head, require_regular, scan, survey,
+    with_path, Head,
+};
 use super::{FlushRecord, Journal, JournalEntry};
 
 /// The journal holds damage followed by intact records: it cannot be a torn tail, so
@@ -68,14 +78,21 @@ pub struct CorruptJournal {
 impl fmt::Display for CorruptJournal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = self.path.display();
+        let after = match self.records_after {
+            0 => String::from(
+                "the last record is complete but fails its checksum (damage, not a short \
+                 write)",
+            ),
+            n => format!("followed by {n} intact record(s)"),
+        };
         write!(
             f,
             "journal {path} is corrupt: damaged record at byte {} ({} damaged byte(s)), \
-             followed by {} intact record(s) — this is not a torn tail, so nothing was \
-             truncated and the file was not modified. Inspect it with `rindle-room journal \
-             check {path}`, then write a salvaged copy with `rindle-room journal salvage \
-             {path} <new file>` and point the room at the copy",
-            self.offset, self.damaged_bytes, self.records_after
+             {after} — this is not a torn tail, so nothing was truncated and the file was \
+             not modified. Inspect it with `rindle-room journal check {path}`, then write a \
+             salvaged copy with `rindle-room journal salvage {path} <new file>` and point \
+             the room at the copy",
+            self.offset, self.damaged_bytes
         )
     }
 }
@@ -119,22 +136,32 @@ pub struct Inspection {
 /// torn tail, if any, is reported through [`Inspection::valid_len`], not cut).
 pub fn read_records(path: impl AsRef<Path>) -> io::Result<Inspection> {
     let path = path.as_ref();
+    require_regular(path)?;
     let file = File::open(path).map_err(|e| with_path(path, "open", e))?;
     let file_len = file
         .metadata()
         .map_err(|e| with_path(path, "stat", e))?
         .len();
+    if read_head(path, &file, file_len)? != Head::Whole {
+        return Err(not_a_journal(path));
+    }
     let mut records = Vec::new();
-    let end = scan(path, &file, file_len, |offset, kind, payload| {
-        let payload = String::from_utf8(payload)
-            .map_err(|_| invalid(path, offset, "payload is not UTF-8".to_string()))?;
-        records.push(StoredRecord {
-            offset,
-            kind,
-            payload,
-        });
-        Ok(())
-    })?;
+    let end = scan(
+        path,
+        &file,
+        FILE_HEADER.len() as u64,
+        file_len,
+        |offset, kind, payload| {
+            let payload = String::from_utf8(payload)
+                .map_err(|_| invalid(path, offset, "payload is not UTF-8".to_string()))?;
+            records.push(StoredRecord {
+                offset,
+                kind,
+                payload,
+            });
+            Ok(())
+        },
+    )?;
     Ok(Inspection {
         records,
         valid_len: end.valid_len,
@@ -182,6 +209,7 @@ impl FileJournal {
             Err(e) => return Err(with_path(&compact_path, "remove stale compaction file", e)),
         };
 
+        require_regular(&path)?;
         let existed = path.exists();
         let file = OpenOptions::new()
             .read(true)
@@ -193,11 +221,26 @@ impl FileJournal {
             sync_dir(&dir)?;
         }
 
-        let file_len = file
+        let mut file_len = file
             .metadata()
             .map_err(|e| with_path(&path, "stat", e))?
             .len();
-        let end = scan(&path, &file, file_len, |offset, kind, payload| {
+        match read_head(&path, &file, file_len)? {
+            Head::Whole => {}
+            // Someone else's file: refused, never written to.
+            Head::Foreign => return Err(not_a_journal(&path)),
+            // New, or created by a process that died before its header was synced: it
+            // holds no record, so (re)writing the header loses nothing.
+            Head::Partial => {
+                file.set_len(0)
+                    .and_then(|()| (&file).write_all(&FILE_HEADER))
+                    .and_then(|()| file.sync_all())
+                    .map_err(|e| with_path(&path, "write the file header", e))?;
+                file_len = FILE_HEADER.len() as u64;
+            }
+        }
+        let head = FILE_HEADER.len() as u64;
+        let end = scan(&path, &file, head, file_len, |offset, kind, payload| {
             validate(&path, offset, kind, &payload)
         })?;
         if end.valid_len < file_len {
@@ -216,28 +259,16 @@ impl FileJournal {
                 };
                 return Err(io::Error::new(io::ErrorKind::InvalidData, corrupt));
             }
-            // Nothing intact at all, and not even the start of a record: someone else's
-            // file, refused and never "repaired" (a crash during the first append still
-            // leaves the magic byte).
-            if end.valid_len == 0 {
-                use std::io::{Read, Seek, SeekFrom};
-                let mut first = [0u8; 1];
-                let mut handle = &file;
-                handle
-                    .seek(SeekFrom::Start(0))
-                    .and_then(|_| handle.read_exact(&mut first))
-                    .map_err(|e| with_path(&path, "read", e))?;
-                if first[0] != MAGIC {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!(
-                            "journal {}: not a rindle-room journal (no intact record, and it \
-                             does not start like one); the file was not modified — check the \
-                             path",
-                            path.display()
-                        ),
-                    ));
-                }
+            // No intact record follows: a torn tail if it is what a crash during an
+            // append leaves, damage otherwise (a complete record failing its checksum).
+            if !is_torn_tail(&path, &file, end.valid_len, file_len)? {
+                let corrupt = CorruptJournal {
+                    path: path.clone(),
+                    offset: end.valid_len,
+                    damaged_bytes: file_len - end.valid_len,
+                    records_after: 0,
+                };
+                return Err(io::Error::new(io::ErrorKind::InvalidData, corrupt));
             }
             file.set_len(end.valid_len)
                 .map_err(|e| with_path(&path, "truncate torn tail", e))?;
@@ -276,7 +307,7 @@ impl FileJournal {
                     journal.path.display()
                 ),
             )),
-            None if journal.len_bytes()? == 0 => {
+            None if journal.is_empty()? => {
                 let mut frames = Vec::new();
                 frame(
                     &journal.path,
@@ -322,6 +353,11 @@ impl FileJournal {
     /// The current length of the journal file in bytes.
     pub fn len_bytes(&self) -> io::Result<u64> {
         Ok(self.lock()?.len)
+    }
+
+    /// Whether the journal holds no record (only its file header).
+    pub fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len_bytes()? <= FILE_HEADER.len() as u64)
     }
 
     fn lock(&self) -> io::Result<MutexGuard<'_, Inner>> {
@@ -376,6 +412,7 @@ impl FileJournal {
         let end = scan(
             &self.path,
             &inner.file,
+            FILE_HEADER.len() as u64,
             inner.len,
             |offset, kind, payload| {
                 records.push((offset, kind, payload));
@@ -454,7 +491,7 @@ impl FileJournal {
             return Ok(());
         }
 
-        let mut frames = Vec::new();
+        let mut frames = FILE_HEADER.to_vec();
         if let Some(doc) = doc {
             frame(&self.path, &mut frames, RecordKind::Doc, doc)?;
         }

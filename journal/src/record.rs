@@ -4,8 +4,11 @@
 //!
 //! # Record format
 //!
-//! A journal file is a plain sequence of records, no file header. Each record is a
-//! 12-byte header followed by its payload:
+//! A journal file starts with the 16-byte file header [`FILE_HEADER`]
+//! (`0x89 "RINDLE-JOURNAL" 0x01`: a non-ASCII first byte, the name, the file format
+//! version), then a plain sequence of records. A file that does not start with it is not
+//! a journal and is never written to. Each record is a 12-byte header followed by its
+//! payload:
 //!
 //! | bytes   | field                                                                 |
 //! |---------|-----------------------------------------------------------------------|
@@ -24,6 +27,9 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
+
+/// The first 16 bytes of every journal file.
+pub const FILE_HEADER: [u8; 16] = *b"\x89RINDLE-JOURNAL\x01";
 
 /// The first byte of every record header.
 pub const MAGIC: u8 = 0xB7;
@@ -269,17 +275,112 @@ pub(crate) struct ScanEnd {
     pub valid_len: u64,
 }
 
-/// Reads records from the start of `file` up to `len`, calling `visit(offset, kind,
-/// payload)` for each intact one, and stops at the first record that is not intact.
-/// Errors: I/O failures, and checksum-valid records that cannot be understood.
+/// How a file starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// With the whole [`FILE_HEADER`]: a journal.
+    Whole,
+    /// With a proper prefix of it (nothing at all included): a journal whose creation
+    /// did not finish; it can hold no record.
+    Partial,
+    /// With anything else: not a journal.
+    Foreign,
+}
+
+/// Reads how `file` (of `len` bytes) starts.
+pub(crate) fn read_head(path: &Path, file: &File, len: u64) -> io::Result<Head> {
+    let n = len.min(FILE_HEADER.len() as u64) as usize;
+    let mut start = [0u8; FILE_HEADER.len()];
+    let mut handle = file;
+    handle
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| handle.read_exact(&mut start[..n]))
+        .map_err(|e| with_path(path, "read the file header", e))?;
+    Ok(
+        match (start[..n] == FILE_HEADER[..n], n == FILE_HEADER.len()) {
+            (true, true) => Head::Whole,
+            (true, false) => Head::Partial,
+            (false, _) => Head::Foreign,
+        },
+    )
+}
+
+/// The error for a file that is not a journal.
+pub(crate) fn not_a_journal(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{} is not a rindle-room journal (it does not start with the journal file header); the file was not modified — check the path",
+            path.display()
+        ),
+    )
+}
+
+/// Refuses a path that exists and is not a regular file (a FIFO would block a reader).
+pub(crate) fn require_regular(path: &Path) -> io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (a directory, a FIFO, a device or a socket); a journal is a regular file",
+                path.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the bytes of `file` from `from` to `len`, which hold no intact record, are
+/// what a crash during an append leaves: too few bytes for a record header, a record
+/// whose declared length runs past the end of the file (a short write), or zeroes. A
+/// complete record whose checksum fails, or other bytes, are damage.
+pub(crate) fn is_torn_tail(path: &Path, file: &File, from: u64, len: u64) -> io::Result<bool> {
+    let rest = len.saturating_sub(from);
+    if rest < HEADER_LEN as u64 {
+        return Ok(true);
+    }
+    let mut handle = file;
+    handle
+        .seek(SeekFrom::Start(from))
+        .map_err(|e| with_path(path, "seek", e))?;
+    let mut header = [0u8; HEADER_LEN];
+    handle
+        .read_exact(&mut header)
+        .map_err(|e| with_path(path, "read", e))?;
+    if header[0] == MAGIC {
+        let declared = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        if u64::from(declared) + HEADER_LEN as u64 > rest {
+            return Ok(true);
+        }
+    }
+    // All zeroes (the file grew but its data never reached the disk)?
+    let mut seen = header.iter().all(|&b| b == 0);
+    let mut buf = vec![0u8; 64 * 1024];
+    while seen {
+        let n = handle
+            .read(&mut buf)
+            .map_err(|e| with_path(path, "read", e))?;
+        if n == 0 {
+            break;
+        }
+        seen = buf[..n].iter().all(|&b| b == 0);
+    }
+    Ok(seen)
+}
+
+/// Reads records from `from` (the end of the file header) up to `len`, calling
+/// `visit(offset, kind, payload)` for each intact one, and stops at the first record
+/// that is not intact. Errors: I/O failures, and checksum-valid records that cannot be
+/// understood.
 pub(crate) fn scan(
     path: &Path,
     file: &File,
+    from: u64,
     len: u64,
     mut visit: impl FnMut(u64, RecordKind, Vec<u8>) -> io::Result<()>,
 ) -> io::Result<ScanEnd> {
-    let mut window = Window::new(path, file, 0, len)?;
-    let mut pos = 0u64;
+    let mut window = Window::new(path, file, from, len)?;
+    let mut pos = from;
     let mut records = 0u64;
     loop {
         window.release(pos);

@@ -19,7 +19,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::payload::validate;
-use super::record::{frame, survey, with_path, RecordKind};
+use super::record::{
+    frame, is_torn_tail, not_a_journal, read_head, require_regular, survey, with_path, Head,
+    RecordKind, FILE_HEADER,
+};
 
 /// What [`check`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +37,10 @@ pub struct Report {
     pub unreadable: Vec<(u64, String)>,
     /// Damaged byte ranges (holding no intact record), in file order.
     pub damaged: Vec<Range<u64>>,
+    /// Whether a damaged range running to the end of the file is what a crash during an
+    /// append leaves (too short for a record, a record cut short, zeroes), which opening
+    /// the journal cuts; a complete record failing its checksum is not.
+    pub torn_tail: bool,
 }
 
 impl Report {
@@ -53,6 +60,7 @@ impl Report {
         self.unreadable.is_empty()
             && self.damaged.len() == 1
             && self.damaged[0].end == self.file_len
+            && self.torn_tail
     }
 }
 
@@ -76,10 +84,13 @@ impl fmt::Display for Report {
         };
         writeln!(f, "intact records: {} ({kinds})", self.intact())?;
         for r in &self.damaged {
-            let what = if r.end == self.file_len {
+            let what = if r.end != self.file_len {
+                "corruption (intact records follow)"
+            } else if self.torn_tail {
                 "torn tail (opening the journal truncates it)"
             } else {
-                "corruption (intact records follow)"
+                "damage at the end (a complete record that fails its checksum, or bytes no \
+                 crash leaves)"
             };
             writeln!(
                 f,
@@ -114,8 +125,9 @@ pub fn check(path: impl AsRef<Path>) -> io::Result<Report> {
         records: BTreeMap::new(),
         unreadable: Vec::new(),
         damaged: Vec::new(),
+        torn_tail: false,
     };
-    let damaged = walk(path, &mut report.file_len, |offset, kind, payload| {
+    let (damaged, torn_tail) = walk(path, &mut report.file_len, |offset, kind, payload| {
         match kind.and_then(|k| validate(path, offset, k, &payload).map(|()| k)) {
             Ok(kind) => *report.records.entry(kind.name()).or_default() += 1,
             Err(e) => report.unreadable.push((offset, e.to_string())),
@@ -123,6 +135,7 @@ pub fn check(path: impl AsRef<Path>) -> io::Result<Report> {
         Ok(())
     })?;
     report.damaged = damaged;
+    report.torn_tail = torn_tail;
     Ok(report)
 }
 
@@ -137,6 +150,17 @@ pub fn salvage(path: impl AsRef<Path>, out: impl AsRef<Path>) -> io::Result<Repo
             "salvage never writes in place: name a new file for the salvaged copy",
         ));
     }
+    // Refuse what is not a journal before anything is created.
+    require_regular(path)?;
+    let source = File::open(path).map_err(|e| with_path(path, "open", e))?;
+    let len = source
+        .metadata()
+        .map_err(|e| with_path(path, "stat", e))?
+        .len();
+    if read_head(path, &source, len)? != Head::Whole {
+        return Err(not_a_journal(path));
+    }
+    drop(source);
     let mut target = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -148,9 +172,10 @@ pub fn salvage(path: impl AsRef<Path>, out: impl AsRef<Path>) -> io::Result<Repo
         records: BTreeMap::new(),
         unreadable: Vec::new(),
         damaged: Vec::new(),
+        torn_tail: false,
     };
-    let mut buf = Vec::new();
-    let damaged = walk(path, &mut report.file_len, |offset, kind, payload| {
+    let mut buf = FILE_HEADER.to_vec();
+    let (damaged, torn_tail) = walk(path, &mut report.file_len, |offset, kind, payload| {
         let kind = match kind.and_then(|k| validate(path, offset, k, &payload).map(|()| k)) {
             Ok(kind) => kind,
             Err(e) => {
@@ -169,6 +194,7 @@ pub fn salvage(path: impl AsRef<Path>, out: impl AsRef<Path>) -> io::Result<Repo
         Ok(())
     })?;
     report.damaged = damaged;
+    report.torn_tail = torn_tail;
     target
         .write_all(&buf)
         .map_err(|e| with_path(out, "write", e))?;
@@ -176,16 +202,26 @@ pub fn salvage(path: impl AsRef<Path>, out: impl AsRef<Path>) -> io::Result<Repo
     Ok(report)
 }
 
-/// Surveys the whole file at `path`, setting `file_len`.
+/// Surveys the whole file at `path`, setting `file_len`; returns the damaged ranges and
+/// whether a damaged range at the end is a torn tail.
 fn walk(
     path: &Path,
     file_len: &mut u64,
     visit: impl FnMut(u64, io::Result<RecordKind>, Vec<u8>) -> io::Result<()>,
-) -> io::Result<Vec<Range<u64>>> {
+) -> io::Result<(Vec<Range<u64>>, bool)> {
+    require_regular(path)?;
     let file = File::open(path).map_err(|e| with_path(path, "open", e))?;
     *file_len = file
         .metadata()
         .map_err(|e| with_path(path, "stat", e))?
         .len();
-    survey(path, &file, 0, *file_len, visit)
+    if read_head(path, &file, *file_len)? != Head::Whole {
+        return Err(not_a_journal(path));
+    }
+    let damaged = survey(path, &file, FILE_HEADER.len() as u64, *file_len, visit)?;
+    let torn = match damaged.last() {
+        Some(r) if r.end == *file_len => is_torn_tail(path, &file, r.start, *file_len)?,
+        _ => false,
+    };
+    Ok((damaged, torn))
 }

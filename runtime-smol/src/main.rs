@@ -286,17 +286,27 @@ async fn serve(server: RoomServer) -> i32 {
 }
 
 /// Empties the demo's journal for a fresh start: removes it (and a compaction's
-/// leftover) when it is a rindle-room journal (its first byte is a record's magic) or an
-/// empty file; anything else is refused, never removed.
+/// leftover) when it is a rindle-room journal (it starts with the journal file header,
+/// or a prefix of it: an empty file too); anything else is refused, never removed.
 fn empty_demo_journal(journal: &Path) -> Result<(), String> {
+    use rindle_room_smol::journal::file::FILE_HEADER;
     use std::io::Read as _;
-    let mut first = [0u8; 1];
-    let removable = match std::fs::File::open(journal) {
+    match std::fs::metadata(journal) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Ok(m) if !m.is_file() => {
+            return Err(format!(
+                "{} is not a regular file, so the demo does not empty it: pass another \
+                 --journal",
+                journal.display()
+            ))
+        }
+        _ => {}
+    }
+    let mut start = Vec::with_capacity(FILE_HEADER.len());
+    let removable = match std::fs::File::open(journal) {
         Err(e) => return Err(format!("cannot read {}: {e}", journal.display())),
-        Ok(mut f) => match f.read(&mut first) {
-            Ok(0) => true,
-            Ok(_) => first[0] == rindle_room_smol::journal::file::MAGIC,
+        Ok(f) => match f.take(FILE_HEADER.len() as u64).read_to_end(&mut start) {
+            Ok(n) => start[..] == FILE_HEADER[..n],
             Err(e) => return Err(format!("cannot read {}: {e}", journal.display())),
         },
     };

@@ -277,3 +277,46 @@ fn the_demo_starts_from_an_empty_journal_unless_keep() {
     );
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "not a journal");
 }
+
+/// `journal check` on what is not a journal (random bytes, a FIFO) exits 1, says so,
+/// and never blocks or writes; on a journal it exits 0.
+#[test]
+fn journal_check_refuses_what_is_not_a_journal() {
+    let dir = scratch("check-foreign");
+    let random = dir.join("random");
+    let bytes: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+        .collect();
+    std::fs::write(&random, &bytes).unwrap();
+    let o = run(&["journal", "check", random.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a rindle-room journal"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&random).unwrap(), bytes, "untouched");
+    let fifo = dir.join("fifo");
+    if Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let o = run(&["journal", "check", fifo.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+        let out = dir.join("out");
+        let o = run(&[
+            "journal",
+            "salvage",
+            fifo.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(!out.exists());
+    }
+    let journal = dir.join("journal");
+    journal_with_one_record(&journal);
+    let o = run(&["journal", "check", journal.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

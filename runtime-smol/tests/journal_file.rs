@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rindle_room_smol::journal::file::{
-    crc32c, read_records, CorruptJournal, FileJournal, RecordKind, RecoveryReport, HEADER_LEN,
-    MAGIC, VERSION,
+    crc32c, read_records, CorruptJournal, FileJournal, RecordKind, RecoveryReport, FILE_HEADER,
+    HEADER_LEN, MAGIC, VERSION,
 };
 use rindle_room_smol::journal::{FlushRecord, Journal, JournalEntry, Outcome};
 
@@ -63,6 +63,13 @@ fn seqs(records: &[FlushRecord]) -> Vec<u64> {
 
 fn durable(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|&(c, m)| (c.to_string(), m)).collect()
+}
+
+/// A journal file by hand: the file header, then `records`.
+fn hand_file(records: &[u8]) -> Vec<u8> {
+    let mut bytes = FILE_HEADER.to_vec();
+    bytes.extend_from_slice(records);
+    bytes
 }
 
 /// Frames `payload` by hand, exactly as the format documents.
@@ -159,8 +166,8 @@ fn payloads_are_seed_shaped_json() {
     assert_eq!(json[4]["epoch"], 3);
     assert_eq!(json[4]["body"], flush(5).body);
     assert_eq!(json[5], serde_json::json!({"seq": 5}));
-    // Offsets are contiguous frames.
-    let mut offset = 0;
+    // Offsets are contiguous frames after the file header.
+    let mut offset = FILE_HEADER.len() as u64;
     for record in &inspection.records {
         assert_eq!(record.offset, offset);
         offset += (HEADER_LEN + record.payload.len()) as u64;
@@ -187,7 +194,7 @@ fn legacy_entries_read_through_the_seed_outcome_rule() {
     ] {
         bytes.extend(hand_frame(VERSION, 1, payload));
     }
-    fs::write(&path, &bytes).unwrap();
+    fs::write(&path, hand_file(&bytes)).unwrap();
     let j = FileJournal::open(&path).unwrap();
     assert_eq!(j.recovered().records, 5);
     let got: Vec<_> = j
@@ -277,25 +284,55 @@ fn torn_tail_at_every_byte_of_the_last_flush_record_is_truncated() {
     check_torn_tail_at_every_offset(&dir, &bytes, last_offset);
 }
 
+/// Whether flipping the byte at `at` of a record starting at `start` turns it into what
+/// a short write leaves: its declared length now runs past the end of the file.
+fn flip_looks_short(bytes: &[u8], start: usize, at: usize) -> bool {
+    if !(start + 4..start + 8).contains(&at) || bytes[start] != MAGIC {
+        return false;
+    }
+    let len = u32::from_le_bytes(bytes[start + 4..start + 8].try_into().unwrap()) as usize;
+    start + HEADER_LEN + len > bytes.len()
+}
+
+/// A byte flipped in the last record, which is complete: damage, not a short write —
+/// the journal refuses to open and the file is left as it was. Only a flip that makes
+/// the record claim more bytes than the file holds reads as a short write (cut).
 #[test]
-fn a_flipped_byte_anywhere_in_the_last_record_drops_it() {
+fn a_flipped_byte_anywhere_in_the_last_record_is_damage() {
     let dir = TempDir::new("flip");
     let (bytes, last_offset) = journal_with_last(&dir, |j| {
         j.append(&[entry("b", 1, Outcome::Applied)]).unwrap();
     });
     let path = dir.path("flipped.journal");
-    for at in last_offset as usize..bytes.len() {
+    let start = last_offset as usize;
+    for at in start..bytes.len() {
         let mut damaged = bytes.clone();
         damaged[at] ^= 0x20;
         fs::write(&path, &damaged).unwrap();
-        let j = FileJournal::open(&path).unwrap();
-        assert_eq!(j.recovered().records, 2, "flip at {at}");
-        assert_eq!(
-            j.recovered().truncated_bytes,
-            bytes.len() as u64 - last_offset,
-            "flip at {at}"
-        );
-        assert_eq!(j.replay().unwrap().len(), 2);
+        match FileJournal::open(&path) {
+            Ok(j) => {
+                assert!(
+                    flip_looks_short(&damaged, start, at),
+                    "flip at {at} was cut"
+                );
+                assert_eq!(j.recovered().records, 2, "flip at {at}");
+                assert_eq!(j.replay().unwrap().len(), 2);
+            }
+            Err(e) => {
+                assert!(!flip_looks_short(&damaged, start, at), "flip at {at}: {e}");
+                let c = e
+                    .get_ref()
+                    .and_then(|e| e.downcast_ref::<CorruptJournal>())
+                    .unwrap_or_else(|| panic!("flip at {at}: {e}"));
+                assert_eq!(
+                    (c.offset, c.records_after),
+                    (last_offset, 0),
+                    "flip at {at}"
+                );
+                assert!(e.to_string().contains("fails its checksum"), "{e}");
+                assert_eq!(fs::read(&path).unwrap(), damaged, "flip at {at}: untouched");
+            }
+        }
     }
 }
 
@@ -332,13 +369,14 @@ fn corruption_mid_file_refuses_to_open_and_leaves_the_file_alone() {
     );
 }
 
-/// One bit flipped at each of 20 positions spread over a multi-record journal: a flip in
-/// the last record is a torn tail (cut, every other record kept); a flip anywhere else
-/// refuses to open, names the damaged record and the records after it, and leaves the
-/// file as it was; the salvaged copy holds every record but the damaged one. Never a
-/// silent loss.
+/// One bit flipped at each of 20 positions spread over a multi-record journal: the
+/// journal refuses to open, names the damaged record and the records after it, and leaves
+/// the file as it was (a complete last record that fails its checksum is damage too); the
+/// salvaged copy holds every record but the damaged one. Only a flip that makes the last
+/// record claim more bytes than the file holds reads as a short write and is cut. Never
+/// a silent loss.
 #[test]
-fn a_flipped_bit_is_a_torn_tail_only_in_the_last_record() {
+fn a_flipped_bit_is_damage_unless_it_looks_like_a_short_write() {
     let dir = TempDir::new("bits");
     let path = dir.path("room.journal");
     let j = FileJournal::open(&path).unwrap();
@@ -358,8 +396,9 @@ fn a_flipped_bit_is_a_torn_tail_only_in_the_last_record() {
     let last = *starts.last().unwrap();
     let damaged_path = dir.path("damaged.journal");
     for i in 0..20u64 {
-        // Spread over the file, the last record included (i = 19 lands in it).
-        let at = (i * (original.len() as u64 - 1) / 19) as usize;
+        // Spread over the records, the last one included (i = 19 lands in it).
+        let head = FILE_HEADER.len() as u64;
+        let at = (head + i * (original.len() as u64 - head - 1) / 19) as usize;
         let bit = 1u8 << (i % 8);
         let mut bytes = original.clone();
         bytes[at] ^= bit;
@@ -372,15 +411,12 @@ fn a_flipped_bit_is_a_torn_tail_only_in_the_last_record() {
                     total - 1,
                     "flip at {at}: only the last record may be cut"
                 );
+                assert!(flip_looks_short(&bytes, last as usize, at), "flip at {at}");
                 assert_eq!(j.recovered().records, total - 1, "flip at {at}");
                 assert_eq!(j.recovered().truncated_bytes, original.len() as u64 - last);
                 assert_eq!(file_len(&damaged_path), last);
             }
             Err(e) => {
-                assert!(
-                    hit < total - 1,
-                    "flip at {at} in the last record must be cut"
-                );
                 let c = e
                     .get_ref()
                     .and_then(|e| e.downcast_ref::<CorruptJournal>())
@@ -419,27 +455,39 @@ fn salvage_never_writes_in_place_or_over_a_file() {
     assert!(report.is_clean(), "{report}");
 }
 
+/// After the last intact record: zeroes (the file grew, its data never reached the
+/// disk) and a record cut short are torn tails, cut; other bytes are damage, refused
+/// with the file left alone.
 #[test]
-fn zeroed_or_garbage_tails_are_truncated() {
+fn zeroed_or_short_tails_are_truncated_and_garbage_is_refused() {
     let dir = TempDir::new("garbage");
     let path = dir.path("room.journal");
     let j = FileJournal::open(&path).unwrap();
     j.append(&[entry("a", 1, Outcome::Applied)]).unwrap();
     let good = j.len_bytes().unwrap();
     drop(j);
-    for tail in [
-        vec![0u8; 4096],
-        b"garbage after a crash".to_vec(),
-        vec![MAGIC],
-    ] {
-        let mut bytes = fs::read(&path).unwrap();
-        bytes.truncate(good as usize);
+    let intact = fs::read(&path).unwrap()[..good as usize].to_vec();
+    let mut short = hand_frame(VERSION, 1, r#"{"clientID":"a","mid":2}"#);
+    short.truncate(short.len() - 3);
+    for tail in [vec![0u8; 4096], vec![MAGIC], vec![MAGIC, VERSION, 1], short] {
+        let mut bytes = intact.clone();
         bytes.extend_from_slice(&tail);
         fs::write(&path, &bytes).unwrap();
         let j = FileJournal::open(&path).unwrap();
         assert_eq!(j.recovered().truncated_bytes, tail.len() as u64);
         assert_eq!(j.replay().unwrap().len(), 1);
     }
+    let mut bytes = intact.clone();
+    bytes.extend_from_slice(b"garbage after a crash");
+    fs::write(&path, &bytes).unwrap();
+    let err = FileJournal::open(&path).unwrap_err();
+    assert!(
+        err.get_ref()
+            .and_then(|e| e.downcast_ref::<CorruptJournal>())
+            .is_some(),
+        "{err}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), bytes, "untouched");
 }
 
 #[test]
@@ -459,7 +507,8 @@ fn checksum_valid_but_unreadable_records_are_errors_not_truncations() {
         ),
         (hand_frame(VERSION, 2, r#"{"seq":"one"}"#), "undecodable"),
     ];
-    for (bytes, what) in cases {
+    for (record, what) in cases {
+        let bytes = hand_file(&record);
         fs::write(&path, &bytes).unwrap();
         let err = FileJournal::open(&path).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{what}");
@@ -728,9 +777,23 @@ fn a_failed_append_is_an_error_naming_the_path_and_poisons_the_journal() {
 #[test]
 fn a_foreign_file_is_refused_and_left_alone() {
     let dir = TempDir::new("foreign");
+    // Anything that does not start with the file header — a record of a journal
+    // without it included, and a file whose first byte is a record's magic — is not a
+    // journal: refused, never truncated.
+    let random: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut magic_first = vec![MAGIC];
+    magic_first.extend_from_slice(&random);
     for (name, bytes) in [
         ("text", b"hello\nworld\n".to_vec()),
         ("zeros", vec![0u8; 4096]),
+        ("random", random.clone()),
+        ("magic-first", magic_first),
+        (
+            "headerless-record",
+            hand_frame(VERSION, 1, r#"{"clientID":"a","mid":1}"#),
+        ),
     ] {
         let path = dir.path(name);
         fs::write(&path, &bytes).unwrap();
@@ -742,9 +805,26 @@ fn a_foreign_file_is_refused_and_left_alone() {
         );
         assert_eq!(fs::read(&path).unwrap(), bytes, "{name} is untouched");
     }
-    // A first append cut short by a crash (the magic is there) is a torn tail.
-    let path = dir.path("torn-first");
-    fs::write(&path, [MAGIC, VERSION, 1]).unwrap();
+    // A journal whose creation was cut short (a prefix of the header) holds no record:
+    // it is completed and opens empty.
+    let path = dir.path("header-cut");
+    fs::write(&path, &FILE_HEADER[..5]).unwrap();
     let j = FileJournal::open(&path).unwrap();
-    assert_eq!(j.recovered().truncated_bytes, 3);
+    assert_eq!(j.recovered().records, 0);
+    drop(j);
+    assert_eq!(fs::read(&path).unwrap(), FILE_HEADER);
+    // The inspection tools refuse what is not a journal, and what is not a file.
+    let text = dir.path("text");
+    assert!(rindle_room_smol::journal::salvage::check(&text).is_err());
+    let out = dir.path("salvaged-text");
+    assert!(rindle_room_smol::journal::salvage::salvage(&text, &out).is_err());
+    assert!(!out.exists(), "nothing was created");
+    let fifo = dir.path("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let err = rindle_room_smol::journal::salvage::check(&fifo).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(FileJournal::open(&fifo).is_err());
+        assert!(rindle_room_smol::journal::salvage::salvage(&fifo, dir.path("s2")).is_err());
+    }
 }

@@ -68,10 +68,12 @@ test("fileJournal survives a reopen with the same entries and flushes", async ()
   assert.deepEqual(all[0], { clientID: "c1", mid: 1, name: "addNote", args: { id: 1 }, sub: "u1", outcome: "applied" });
   assert.equal(all[2].args, null, "absent args are journaled as null");
   assert.deepEqual(await again.replayFlushes(), { records: [{ seq: 2, epoch: 3, body: '{"a":2}' }], maxSeq: 2 });
-  // The server's record format: magic 0xB7, version 1, then kind and length.
+  // The server's format: the 16-byte file header, then records (magic 0xB7, version 1,
+  // then kind and length).
   const bytes = fs.readFileSync(file);
-  assert.equal(bytes[0], 0xb7);
-  assert.equal(bytes[1], 1);
+  assert.deepEqual(bytes.subarray(0, 16), Buffer.from("\x89RINDLE-JOURNAL\x01", "latin1"));
+  assert.equal(bytes[16], 0xb7);
+  assert.equal(bytes[17], 1);
   assert.deepEqual(again.recovered(), { records: 6, truncatedBytes: 0 });
   await again.close();
   fs.rmSync(dir, { recursive: true, force: true });
@@ -84,9 +86,9 @@ test("fileJournal truncates a torn tail and keeps appending after it", async () 
   await j.close();
   const good = fs.statSync(file).size;
   for (const tail of [
-    Buffer.from([0xb7, 1, 1, 0, 40, 0, 0, 0, 1, 2]), // a record header cut short
+    Buffer.from([0xb7, 1, 1, 0, 40, 0, 0, 0, 1, 2]), // a record cut short
+    Buffer.from([0xb7, 1, 1]), // a record header cut short
     Buffer.alloc(4096), // a zero-filled hole (a lost page)
-    Buffer.from("garbage after a crash"),
   ]) {
     fs.appendFileSync(file, tail);
     const r = fileJournal(file);
@@ -95,6 +97,10 @@ test("fileJournal truncates a torn tail and keeps appending after it", async () 
     assert.deepEqual((await r.replay()).map((e) => e.mid), [1, 2, 3]);
     await r.close();
   }
+  // Bytes no crash leaves are damage: refused, the file left as it is.
+  fs.appendFileSync(file, Buffer.from("garbage after a crash"));
+  assert.throws(() => fileJournal(file), /fails its checksum|is corrupt/);
+  fs.truncateSync(file, good);
   const r = fileJournal(file);
   await r.append([entry(4)]);
   await r.close();
@@ -108,9 +114,9 @@ test("fileJournal refuses damage followed by valid records, and foreign files, u
   await exercise(j);
   await j.close();
   const bytes = fs.readFileSync(file);
-  bytes[30] ^= 0x04; // inside the first record: valid records follow it
+  bytes[46] ^= 0x04; // inside the first record: valid records follow it
   fs.writeFileSync(file, bytes);
-  assert.throws(() => fileJournal(file), /is corrupt: damaged record at byte 0 .* followed by 5 intact record\(s\)/);
+  assert.throws(() => fileJournal(file), /is corrupt: damaged record at byte 16 .* followed by 5 intact record\(s\)/);
   assert.deepEqual(fs.readFileSync(file), bytes, "the damaged journal is left as it is");
   const foreign = path.join(dir, "foreign");
   fs.writeFileSync(foreign, "hello\nworld\n");
