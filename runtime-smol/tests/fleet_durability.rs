@@ -116,3 +116,76 @@ fn writes_a_moved_doc_strands_are_kept_logged_and_reported() {
         let _ = std::fs::remove_dir_all(&dir);
     }));
 }
+
+/// A room that writes and hibernates again and again keeps a journal of what is
+/// unconfirmed, not its history: after 40 write/hibernate cycles (each write confirmed
+/// by the authority before the room drains), the journal holds at most one cycle's
+/// entries, and the room's next boot replays no confirmed mutation.
+#[test]
+fn write_hibernate_cycles_leave_a_journal_of_what_is_unconfirmed() {
+    smol::block_on(within_secs(120, async {
+        let dir = data_dir("cycles");
+        let extra = format!("data_dir = \"{}\"\nidle_evict_ms = 50", dir.display());
+        let (api, rindled, authority) = fakes().await;
+        let b = start_box(api.clone(), rindled, SHELL_SECRET, &extra, WRITES).await;
+        let port = b.server.port();
+        for cycle in 1..=40u64 {
+            let mut c = writer(port, "d", "c1", "u1").await;
+            c.send(&add_note("c1", cycle, 100 + cycle)).await;
+            acked(&mut c, cycle).await;
+            drop(c);
+            let server = &b.server;
+            eventually("the room hibernates", || {
+                server
+                    .rooms()
+                    .first()
+                    .is_some_and(|r| r.state == rindle_room_core::fleet::RoomState::Hibernated)
+            })
+            .await;
+            assert_eq!(
+                authority.row("note", json!([100 + cycle])),
+                Some(json!([100 + cycle, format!("b{}", 100 + cycle), "u1"])),
+                "cycle {cycle} reached the authority"
+            );
+        }
+        let journals: Vec<PathBuf> = std::fs::read_dir(dir.join("rooms"))
+            .unwrap()
+            .map(|d| d.unwrap().path().join("journal"))
+            .collect();
+        assert_eq!(journals.len(), 1);
+        let inspection = rindle_room_smol::journal::file::read_records(&journals[0]).unwrap();
+        let entries = inspection
+            .records
+            .iter()
+            .filter(|r| r.kind == rindle_room_smol::journal::file::RecordKind::Entry)
+            .count();
+        assert!(entries <= 1, "{entries} entries kept after 40 cycles");
+        assert_eq!(api.boots_of("d"), 40);
+        b.server.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }));
+}
+
+/// A room of a box with a data directory creates its journal (and directory) at its
+/// first write: a visitor who only reads leaves nothing on disk.
+#[test]
+fn a_room_nobody_writes_to_leaves_no_directory() {
+    smol::block_on(within(async {
+        let dir = data_dir("readers");
+        let extra = format!("data_dir = \"{}\"", dir.display());
+        let (api, rindled, _authority) = fakes().await;
+        let b = start_box(api.clone(), rindled, SHELL_SECRET, &extra, WRITES).await;
+        let port = b.server.port();
+        let mut r = reader(port, "read/only", "read/only").await;
+        assert_eq!(note_count(&r.subscribed().await), 3);
+        let rooms = dir.join("rooms");
+        let count = || std::fs::read_dir(&rooms).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(count(), 0, "no directory for a room nobody wrote to");
+        let mut w = writer(port, "written", "c1", "u1").await;
+        w.send(&add_note("c1", 1, 10)).await;
+        acked(&mut w, 1).await;
+        assert_eq!(count(), 1, "the first write creates the room's journal");
+        b.server.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }));
+}

@@ -183,7 +183,11 @@ impl Host {
                     Level::Warn,
                     format!("journal compaction failed (will retry later): {e}"),
                 );
+                // A drain does not wait for a compaction that failed.
+                self.ok_since_compact = 0;
+                self.appended_since_compact = 0;
             }
+            self.poll_drains(); // a drain waits for the compaction it started
             return;
         }
         let Some(flush) = self.flush.as_mut() else {
@@ -332,13 +336,30 @@ impl Host {
         self.poll_drains();
     }
 
-    /// Compacts the journal with the durable lmids, every few successful flushes.
+    /// Compacts the journal with the durable lmids: every few successful flushes, and
+    /// whenever a flush left nothing dirty or pending (everything journaled is confirmed)
+    /// and something was confirmed since the last compaction — so the journal holds
+    /// what is unconfirmed, not the room's history.
     fn maybe_compact(&mut self) {
-        if self.ok_since_compact < COMPACT_EVERY_FLUSHES
-            && self.appended_since_compact < COMPACT_EVERY_ENTRIES
-        {
-            return;
+        let settled = self
+            .room
+            .as_ref()
+            .is_some_and(|r| r.room().dirty_len() == 0 && r.room().pending_len() == 0);
+        let due = self.ok_since_compact >= COMPACT_EVERY_FLUSHES
+            || self.appended_since_compact >= COMPACT_EVERY_ENTRIES
+            || (settled && self.ok_since_compact > 0);
+        if due {
+            self.compact_now();
         }
+    }
+
+    /// Whether anything reached the journal since its last compaction.
+    fn compaction_owed(&self) -> bool {
+        self.ok_since_compact > 0 || self.appended_since_compact > 0
+    }
+
+    /// Starts a compaction unless one is in flight.
+    fn compact_now(&mut self) {
         if self.compact_io.is_some() {
             return;
         }
@@ -399,6 +420,18 @@ impl Host {
                 return;
             }
             if !self.drain_active() {
+                // Drained: the journal is compacted to what is unconfirmed (nothing, or
+                // entries of clients without a durable lmid) before the drain answers,
+                // so a hibernated room's journal does not keep its history.
+                if self.compact_io.is_some() {
+                    return;
+                }
+                if self.live && self.compaction_owed() && self.room.is_some() {
+                    self.compact_now();
+                    if self.compact_io.is_some() {
+                        return;
+                    }
+                }
                 let done = self.last_committed_flush_seq;
                 for w in core::mem::take(&mut self.drains) {
                     self.finish_drain(w, Ok(done));

@@ -14,6 +14,8 @@ use crate::journal::{FlushRecord, Journal, JournalContents, JournalEntry};
 #[derive(Debug)]
 pub(crate) struct DeferredFileJournal {
     path: PathBuf,
+    /// A fleet room's doc: the file is created with its doc record first.
+    doc: Option<String>,
     file: Mutex<Option<Arc<FileJournal>>>,
 }
 
@@ -39,8 +41,17 @@ impl DeferredFileJournal {
         }
         Ok(DeferredFileJournal {
             path: path.to_path_buf(),
+            doc: None,
             file: Mutex::new(None),
         })
+    }
+
+    /// A fleet room's journal at `path` (which must not exist yet), created with `doc`'s
+    /// record first at the first write: a room nobody writes to leaves no directory.
+    pub(crate) fn for_doc(path: &Path, doc: &str) -> Result<DeferredFileJournal, String> {
+        let mut j = DeferredFileJournal::new(path)?;
+        j.doc = Some(doc.to_string());
+        Ok(j)
     }
 
     /// The file, if a write created it.
@@ -55,7 +66,10 @@ impl DeferredFileJournal {
         if let Some(f) = slot.as_ref() {
             return Ok(f.clone());
         }
-        let f = Arc::new(FileJournal::open(&self.path)?);
+        let f = Arc::new(match &self.doc {
+            Some(doc) => FileJournal::open_for_doc(&self.path, doc)?,
+            None => FileJournal::open(&self.path)?,
+        });
         *slot = Some(f.clone());
         Ok(f)
     }

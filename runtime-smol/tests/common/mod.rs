@@ -263,6 +263,18 @@ pub async fn start_live(rindled: &FakeRindled, o: &Opts, logs: &Logs) -> RoomSer
 }
 
 /// Runs `fut`, failing the test after [`WAIT`].
+/// [`within`] with its own bound, for a test that does many rounds of real work.
+pub async fn within_secs<T>(secs: u64, fut: impl std::future::Future<Output = T>) -> T {
+    use futures_lite::FutureExt;
+    async { Some(fut.await) }
+        .or(async {
+            smol::Timer::after(Duration::from_secs(secs)).await;
+            None
+        })
+        .await
+        .expect("timed out")
+}
+
 pub async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
     use futures_lite::FutureExt;
     async { Some(fut.await) }

@@ -22,6 +22,7 @@ use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::server::actor::{self, Actor, Parts};
 use crate::server::authority::Authority;
+use crate::server::deferred_journal::DeferredFileJournal;
 use crate::server::metrics::Metrics;
 use crate::server::room_server::open_file_journal;
 
@@ -113,16 +114,14 @@ pub(crate) async fn start_room(
         (false, _) => None,
         (true, None) => Some(Arc::new(MemoryJournal::new())),
         (true, Some(dir)) => {
-            let room_dir = dir.join("rooms").join(room_dir_name(doc));
-            std::fs::create_dir_all(&room_dir).map_err(|e| {
-                format!(
-                    "cannot create the room directory {}: {e} (check `fleet.data_dir` and \
-                     its permissions)",
-                    room_dir.display()
-                )
-            })?;
-            let path = room_dir.join("journal");
-            Some(open_file_journal(&path, Some(doc), &log)?)
+            let path = dir.join("rooms").join(room_dir_name(doc)).join("journal");
+            if path.exists() {
+                Some(open_file_journal(&path, Some(doc), &log)?)
+            } else {
+                // No directory until the room's first write: a visitor who only reads
+                // leaves nothing on disk.
+                Some(Arc::new(DeferredFileJournal::for_doc(&path, doc)?))
+            }
         }
     };
     let upstream: Arc<dyn crate::server::upstream::UpstreamConnector> = match &shared.upstream {
