@@ -269,7 +269,7 @@ export interface RoomJournal {
   /** Append `entries` durably, in order; resolving is the ack gate, a rejection kills
    *  the incarnation. */
   append(entries: RoomJournalEntry[]): Promise<void>;
-  /** Every entry ever appended, in order (the boot replay source). */
+  /** Every entry still kept, in order (the boot replay source). */
   replay(): Promise<RoomJournalEntry[]>;
   /** Journal a built flush batch before its first send (same durability contract). */
   appendFlush(record: RoomFlushRecord): Promise<void>;
@@ -277,6 +277,15 @@ export interface RoomJournal {
   confirmFlush(seq: number): Promise<void>;
   /** Unconfirmed flush records in seq order, and the highest seq ever appended. */
   replayFlushes(): Promise<{ records: RoomFlushRecord[]; maxSeq: number }>;
+  /** Optional: drop the entries a durable lmid covers (`durable`: clientID → lmid),
+   *  keeping each dropped client's subject for {@link RoomJournal.bindings}. The room
+   *  asks whenever everything journaled is confirmed, before a drain answers, and every
+   *  16 flushes. Without it the journal keeps every entry. */
+  compact?(durable: Record<string, number>): Promise<void>;
+  /** Optional (with `compact`): every clientID → subject binding the journal holds, as
+   *  `[clientID, sub]` pairs, compacted ones included: a clientID stays bound to its
+   *  subject across restarts. */
+  bindings?(): Promise<[string, string][]>;
 }
 
 /** The verdict of an entry across journal generations: `outcome`, else the legacy

@@ -28,6 +28,23 @@ class JournalState {
     this.entries = [];
     this.flushes = new Map(); // seq → record
     this.maxSeq = 0;
+    this.bindings = new Map(); // clientID → subject, kept when its entries are compacted away
+  }
+
+  /** Drops the entries a durable lmid covers (`durable`: clientID → lmid), keeping each
+   *  dropped client's subject binding — the file journal's compaction rule. */
+  compact(durable) {
+    for (const e of this.entries) {
+      if (e.sub && !this.bindings.has(e.clientID)) this.bindings.set(e.clientID, e.sub);
+    }
+    this.entries = this.entries.filter((e) => !(durable[e.clientID] >= e.mid));
+  }
+
+  /** Every clientID → subject binding: compacted ones, then those of kept entries. */
+  allBindings() {
+    const out = [...this.bindings.entries()];
+    for (const e of this.entries) if (e.sub) out.push([e.clientID, e.sub]);
+    return out;
   }
 
   apply(record) {
@@ -76,6 +93,12 @@ function memoryJournal() {
     },
     async replayFlushes() {
       return state.replayFlushes();
+    },
+    async compact(durable) {
+      state.compact(durable);
+    },
+    async bindings() {
+      return state.allBindings();
     },
   };
 }

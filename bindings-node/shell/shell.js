@@ -543,7 +543,9 @@ class Shell {
         } else {
           const entries = await j.replay();
           const { records, maxSeq } = await j.replayFlushes();
-          json = JSON.stringify({ entries, bindings: [], flushes: records, maxFlushSeq: maxSeq });
+          // A journal that keeps clientID → subject bindings past compaction lists them.
+          const bindings = typeof j.bindings === "function" ? await j.bindings() : [];
+          json = JSON.stringify({ entries, bindings, flushes: records, maxFlushSeq: maxSeq });
         }
       } catch (e) {
         this.input((now) => this.host.journalRead(now, io, null, message(e)));

@@ -60,3 +60,30 @@ fn probes_answer_without_a_token_and_follow_readiness() {
         server.shutdown().await;
     });
 }
+
+/// Sockets opened to the control plane and left silent (a slowloris, re-opened as they
+/// are dropped) do not keep a probe out: a new connection takes the place of the one
+/// that has waited longest without a request.
+#[test]
+fn probes_answer_while_silent_sockets_hold_the_control_plane() {
+    smol::block_on(async {
+        let rindled = FakeRindled::notes().await;
+        let logs = Logs::default();
+        let server = start_live(&rindled, &read_only(), &logs).await;
+        let addr = format!("127.0.0.1:{}", server.control_port());
+        let mut silent = Vec::new();
+        for _ in 0..200 {
+            silent.push(smol::net::TcpStream::connect(&addr).await.unwrap());
+        }
+        let live = (200, r#"{"live":true}"#.to_string());
+        for _ in 0..20 {
+            // The attacker keeps re-opening.
+            for _ in 0..10 {
+                silent.push(smol::net::TcpStream::connect(&addr).await.unwrap());
+            }
+            assert_eq!(probe(&server, "/healthz").await, live);
+        }
+        drop(silent);
+        server.shutdown().await;
+    });
+}

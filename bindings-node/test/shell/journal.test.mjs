@@ -321,3 +321,14 @@ test("assertSyncMutatorReturn refuses promises and generators, accepts plain val
   assert.throws(() => assertSyncMutatorReturn(Promise.reject(new Error("x")), "m"), /returned a promise/);
   assert.throws(() => assertSyncMutatorReturn((function* () {})(), "m"), /returned a generator/);
 });
+
+test("memoryJournal compacts away what a durable lmid covers and keeps the subject bindings", async () => {
+  const j = memoryJournal();
+  const e = (clientID, mid, sub) => ({ clientID, mid, name: "m", args: null, sub, outcome: "applied" });
+  await j.append([e("c1", 1, "u1"), e("c1", 2, "u1"), e("c2", 1, "u2"), e("c1", 3, "u1")]);
+  await j.compact({ c1: 2 });
+  assert.deepEqual((await j.replay()).map((x) => [x.clientID, x.mid]), [["c2", 1], ["c1", 3]]);
+  await j.compact({ c1: 3, c2: 1 });
+  assert.deepEqual(await j.replay(), []);
+  assert.deepEqual(await j.bindings(), [["c1", "u1"], ["c2", "u2"]], "a clientID stays bound to its subject");
+});

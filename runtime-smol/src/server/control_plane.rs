@@ -31,8 +31,9 @@ use crate::http;
 const MAX_BODY: usize = 1 << 20;
 /// How long a client may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Control-plane connections served at once; past it, new ones are closed at once (the
-/// control plane is loopback-only, for one operator or probe at a time).
+/// Control-plane connections served at once; past it, a new one replaces the oldest one
+/// still silent, or is closed at once when none is (the control plane is loopback-only,
+/// for one operator or probe at a time).
 const MAX_CONNECTIONS: usize = 64;
 
 /// Answers one control-plane request: `(status, content type, body)`.
@@ -54,11 +55,20 @@ pub(crate) async fn serve(
     serve_with(listener, handler, stop).await
 }
 
+/// Connections still waiting for their request, oldest first: a cancel signal each.
+type Waiting = std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<(u64, Sender<()>)>>>;
+
 /// Serves HTTP on `listener` until `stop` fires, each request through `handler`
 /// (bounded: [`MAX_CONNECTIONS`] at once, [`READ_TIMEOUT`] to send a request, bodies of
-/// at most [`MAX_BODY`]).
+/// at most [`MAX_BODY`]). At the cap, a new connection takes the place of the one that
+/// has waited longest without sending its request, so sockets opened and left silent
+/// (a slowloris) cannot keep a probe out; only when every connection is being answered
+/// is the new one dropped.
 pub(crate) async fn serve_with(listener: TcpListener, handler: Handler, stop: Receiver<()>) {
+    use std::sync::atomic::Ordering;
     let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let waiting: Waiting = std::sync::Arc::default();
+    let mut next_id = 0u64;
     loop {
         let accepted = async { Some(listener.accept().await) }
             .or(async {
@@ -69,15 +79,38 @@ pub(crate) async fn serve_with(listener: TcpListener, handler: Handler, stop: Re
         match accepted {
             None => return,
             Some(Ok((stream, _))) => {
-                use std::sync::atomic::Ordering;
                 if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                    open.fetch_sub(1, Ordering::SeqCst);
-                    continue; // dropped: closes the socket
+                    let oldest = waiting
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .pop_front();
+                    match oldest {
+                        // Its task ends and gives its place back.
+                        Some((_, cancel)) => {
+                            let _ = cancel.try_send(());
+                        }
+                        None => {
+                            open.fetch_sub(1, Ordering::SeqCst);
+                            continue; // dropped: closes the socket
+                        }
+                    }
                 }
+                next_id += 1;
+                let id = next_id;
+                let (cancel, cancelled) = async_channel::bounded(1);
+                waiting
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_back((id, cancel));
                 let handler = handler.clone();
                 let open = open.clone();
+                let waiting = waiting.clone();
                 smol::spawn(async move {
-                    handle(stream, handler).await;
+                    handle(stream, handler, id, &waiting, cancelled).await;
+                    waiting
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .retain(|(i, _)| *i != id);
                     open.fetch_sub(1, Ordering::SeqCst);
                 })
                 .detach();
@@ -89,12 +122,32 @@ pub(crate) async fn serve_with(listener: TcpListener, handler: Handler, stop: Re
     }
 }
 
-async fn handle(mut stream: TcpStream, handler: Handler) {
-    let req = http::with_timeout(
+async fn handle(
+    mut stream: TcpStream,
+    handler: Handler,
+    id: u64,
+    waiting: &Waiting,
+    cancelled: Receiver<()>,
+) {
+    let read = http::with_timeout(
         READ_TIMEOUT,
         http::read_request_continue(&mut stream, MAX_BODY),
     );
-    let (status, ctype, body) = match req.await {
+    let req = async { Some(read.await) }
+        .or(async {
+            let _ = cancelled.recv().await;
+            None
+        })
+        .await;
+    let Some(req) = req else {
+        return; // evicted for a newer connection while silent
+    };
+    // Its request is in: no longer a candidate for eviction.
+    waiting
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|(i, _)| *i != id);
+    let (status, ctype, body) = match req {
         Ok(Some(req)) => handler(req).await,
         Ok(None) => return, // closed before a request
         Err(e) => (
