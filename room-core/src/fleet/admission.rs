@@ -278,5 +278,45 @@ impl BootAdmission {
     }
 }
 
+/// Descriptors a box keeps for itself (listeners, logs, HTTP calls, the journal being
+/// compacted).
+pub const RESERVED_DESCRIPTORS: u64 = 128;
+/// Descriptors a live room holds: its upstream socket and its journal file.
+pub const DESCRIPTORS_PER_ROOM: u64 = 2;
+
+/// How a box spends its open-file limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DescriptorBudget {
+    /// Client sockets at once.
+    pub connections: usize,
+    /// Rooms booting, live or stopping at once.
+    pub rooms: usize,
+    /// Whether the open-file limit, not `fleet.max_rooms`, set `rooms`.
+    pub rooms_limited_by_descriptors: bool,
+}
+
+/// Splits the open-file limit `nofile` (1,024 when unknown) between client sockets and
+/// rooms, so neither can take the descriptors the other needs: `max_connections` when
+/// configured, else half of what the box does not reserve; rooms get what is left at
+/// [`DESCRIPTORS_PER_ROOM`] each, at most `max_rooms`, at least one.
+pub fn descriptor_budget(
+    nofile: Option<u64>,
+    max_connections: Option<usize>,
+    max_rooms: usize,
+) -> DescriptorBudget {
+    let available = nofile.unwrap_or(1024).saturating_sub(RESERVED_DESCRIPTORS);
+    let connections = match max_connections {
+        Some(c) => c as u64,
+        None => (available / 2).max(16),
+    };
+    let by_descriptors = (available.saturating_sub(connections) / DESCRIPTORS_PER_ROOM).max(1);
+    let rooms = by_descriptors.min(max_rooms as u64);
+    DescriptorBudget {
+        connections: usize::try_from(connections).unwrap_or(usize::MAX),
+        rooms: usize::try_from(rooms).unwrap_or(usize::MAX),
+        rooms_limited_by_descriptors: by_descriptors < max_rooms as u64,
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,8 @@ mod path;
 mod placement;
 
 pub use admission::{
-    gate, BootAdmission, BootAdmit, BootEnd, BootLimits, Gate, GATE_MAX_BYTES, GATE_MAX_FRAMES,
+    descriptor_budget, gate, BootAdmission, BootAdmit, BootEnd, BootLimits, DescriptorBudget, Gate,
+    DESCRIPTORS_PER_ROOM, GATE_MAX_BYTES, GATE_MAX_FRAMES, RESERVED_DESCRIPTORS,
 };
 pub use boot_wire::{
     boot_authorization, boot_backoff_ms, boot_body, boot_reply, BootFailure, BootGrant,

@@ -252,3 +252,27 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_open_file_limit_is_split_between_sockets_and_rooms() {
+    // A common default of 1,024: 448 sockets, 224 rooms (not 10,000).
+    let b = descriptor_budget(Some(1024), None, 10_000);
+    assert_eq!(
+        (b.connections, b.rooms, b.rooms_limited_by_descriptors),
+        (448, 224, true)
+    );
+    // A raised limit: fleet.max_rooms rules.
+    let b = descriptor_budget(Some(1 << 20), None, 10_000);
+    assert_eq!((b.rooms, b.rooms_limited_by_descriptors), (10_000, false));
+    // Sockets configured: rooms get the rest; never fewer than one.
+    let b = descriptor_budget(Some(1024), Some(800), 10_000);
+    assert_eq!(b.rooms, 48);
+    assert_eq!(descriptor_budget(Some(200), Some(5_000), 10).rooms, 1);
+    // Every descriptor is spoken for at most once.
+    for nofile in [256u64, 1024, 4096, 65_536] {
+        let b = descriptor_budget(Some(nofile), None, usize::MAX);
+        let used =
+            b.connections as u64 + b.rooms as u64 * DESCRIPTORS_PER_ROOM + RESERVED_DESCRIPTORS;
+        assert!(used <= nofile, "{nofile}: {b:?}");
+    }
+}

@@ -177,15 +177,35 @@ impl FleetServerBuilder {
     /// Binds the listener and starts serving; rooms boot as clients arrive.
     pub async fn start(self) -> Result<FleetServer, String> {
         let config = self.config;
-        let fleet = config
+        let mut fleet = config
             .fleet
             .clone()
             .ok_or("the configuration has no [fleet] section")?;
+        // The open-file limit is split between client sockets and rooms (the core's
+        // rule), so a box full of idle rooms cannot starve its sockets, or the reverse.
+        let descriptors = rindle_room_core::fleet::descriptor_budget(
+            super::process::nofile_limit(),
+            config.server.max_connections,
+            fleet.max_rooms,
+        );
+        fleet.max_rooms = descriptors.rooms;
         let env = self.env.unwrap_or_else(Env::system);
         let format = config.server.log_format;
         let sink = self.sink;
         let room_log: RoomLog = Arc::new(move |doc: &str| logger(doc, format, sink.clone()));
         let log = room_log("(fleet)");
+        let nofile = super::process::nofile_limit()
+            .map_or_else(|| String::from("unknown (1024 assumed)"), |n| n.to_string());
+        log.info(&format!(
+            "descriptor budget: open-file limit {nofile} → {} client sockets, {} rooms{}",
+            descriptors.connections,
+            descriptors.rooms,
+            if descriptors.rooms_limited_by_descriptors {
+                " (fewer than fleet.max_rooms: raise the open-file limit for more)"
+            } else {
+                ""
+            }
+        ));
         let bind = config.server.bind.clone();
         let port = config.server.port;
         let listener = TcpListener::bind((bind.as_str(), port))
@@ -225,9 +245,7 @@ impl FleetServerBuilder {
         let limits = conn::ConnLimits {
             max_frame_bytes: config.server.max_frame_bytes,
             max_inbound_bytes: config.server.max_inbound_bytes,
-            max_connections: config
-                .server
-                .max_connections_or_default(super::process::nofile_limit()),
+            max_connections: descriptors.connections,
             handshake_timeout: Duration::from_millis(config.server.handshake_timeout_ms),
             close_grace: Duration::from_millis(CLOSE_GRACE_MS),
             frame_limit_name: "server.max_frame_bytes",

@@ -153,7 +153,8 @@ impl Rooms {
                         return Err((
                             1013,
                             format!(
-                                "box room limit reached ({} rooms; fleet.max_rooms)",
+                                "box room limit reached ({} rooms; fleet.max_rooms and the \
+                                 open-file limit)",
                                 self.shared.fleet.max_rooms
                             ),
                         ));
