@@ -20,6 +20,9 @@ pub(crate) const DRAIN_MAX_ITERATIONS: u32 = 100;
 const COMPACT_EVERY_FLUSHES: u64 = 16;
 /// …or once this many entries were appended since the last compaction.
 const COMPACT_EVERY_ENTRIES: u64 = 4096;
+/// A flush that left everything confirmed compacts at most this often (a drain always
+/// does): a room with sparse writes does not pay a file rewrite per flush.
+const COMPACT_SETTLED_EVERY_MS: u64 = 5_000;
 
 /// Where the flush in flight is.
 #[derive(Debug)]
@@ -338,16 +341,20 @@ impl Host {
 
     /// Compacts the journal with the durable lmids: every few successful flushes, and
     /// whenever a flush left nothing dirty or pending (everything journaled is confirmed)
-    /// and something was confirmed since the last compaction — so the journal holds
-    /// what is unconfirmed, not the room's history.
+    /// and something was confirmed since the last compaction, at most every
+    /// [`COMPACT_SETTLED_EVERY_MS`] — so the journal holds what is unconfirmed, not the
+    /// room's history. A drain compacts before it answers, whatever the interval.
     fn maybe_compact(&mut self) {
         let settled = self
             .room
             .as_ref()
             .is_some_and(|r| r.room().dirty_len() == 0 && r.room().pending_len() == 0);
+        let quiet = self
+            .last_compact_ms
+            .is_none_or(|t| self.now.saturating_sub(t) >= COMPACT_SETTLED_EVERY_MS);
         let due = self.ok_since_compact >= COMPACT_EVERY_FLUSHES
             || self.appended_since_compact >= COMPACT_EVERY_ENTRIES
-            || (settled && self.ok_since_compact > 0);
+            || (settled && quiet && self.ok_since_compact > 0);
         if due {
             self.compact_now();
         }
@@ -374,6 +381,7 @@ impl Host {
             .collect();
         self.ok_since_compact = 0;
         self.appended_since_compact = 0;
+        self.last_compact_ms = Some(self.now);
         let io = self.io();
         self.compact_io = Some(io);
         self.push(Output::JournalCompact { io, durable });

@@ -254,6 +254,8 @@ pub struct Host {
     calls: HashMap<IoId, authority::Call>,
     /// Authority calls waiting for their backoff: `(due, call)`.
     retries: Vec<(u64, authority::Call)>,
+    /// When the last compaction started (ms; `None`: never in this host).
+    last_compact_ms: Option<u64>,
     /// The compaction in flight.
     compact_io: Option<IoId>,
 }
@@ -333,6 +335,7 @@ impl Host {
             start_io: None,
             calls: HashMap::new(),
             retries: Vec::new(),
+            last_compact_ms: None,
             compact_io: None,
             cfg,
         })
