@@ -59,6 +59,7 @@ mod room;
 pub mod schema;
 mod serve;
 mod store;
+pub mod texts;
 pub mod token;
 mod upstream;
 pub mod value;

@@ -20,8 +20,8 @@ use core::fmt;
 
 use serde_json::Value as Json;
 
-use crate::host::snippet;
 use crate::json::write::write_str;
+use crate::texts::snippet;
 
 /// The default route path of room-boot on the API server.
 pub const DEFAULT_BOOT_PATH: &str = "/api/rindle/room-boot";
@@ -241,7 +241,7 @@ fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
 }
 
 /// Classifies the reply to `POST <boot_url>` (see the module table). `doc` names the
-/// room in messages; the body is quoted up to [`REPLY_SNIPPET_BYTES`](crate::host::REPLY_SNIPPET_BYTES).
+/// room in messages; the body is quoted up to [`REPLY_SNIPPET_BYTES`](crate::texts::REPLY_SNIPPET_BYTES).
 pub fn boot_reply(
     boot_url: &str,
     doc: &str,

@@ -19,9 +19,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::path::percent_decode;
-use crate::host::{bearer_matches, error_body};
 use crate::json::tree::JsValue;
 use crate::json::write::{write_i64, write_str};
+use crate::texts::{bearer_matches, error_body, write_stranded, StrandedMutation};
 
 /// What a fleet control-plane request calls for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -207,40 +207,6 @@ pub struct BoxTotals {
     pub stranded: Vec<StrandedMutation>,
     /// Every stranded mutation, listed or not.
     pub stranded_total: u64,
-}
-
-/// A mutation acknowledged by this box that its settlement could not deliver.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StrandedMutation {
-    /// The doc.
-    pub doc: String,
-    /// The envelope's clientID.
-    pub client_id: String,
-    /// The envelope's mid.
-    pub mid: u64,
-    /// The mutator name.
-    pub name: String,
-}
-
-/// Stranded mutations as a JSON array of `{doc, clientID, mid, name}` (`/stats` and the
-/// host's `stranded` output share it).
-pub fn write_stranded(s: &mut String, list: &[StrandedMutation]) {
-    s.push('[');
-    for (i, m) in list.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str("{\"doc\":");
-        write_str(s, &m.doc);
-        s.push_str(",\"clientID\":");
-        write_str(s, &m.client_id);
-        s.push_str(",\"mid\":");
-        write_i64(s, m.mid as i64);
-        s.push_str(",\"name\":");
-        write_str(s, &m.name);
-        s.push('}');
-    }
-    s.push(']');
 }
 
 /// The `/stats` body: the box's totals and each live room's own `/stats` JSON.

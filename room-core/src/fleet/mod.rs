@@ -12,6 +12,7 @@ mod control;
 mod path;
 mod placement;
 
+pub use crate::texts::{write_stranded, StrandedMutation};
 pub use admission::{
     descriptor_budget, gate, BootAdmission, BootAdmit, BootEnd, BootLimits, DescriptorBudget, Gate,
     DESCRIPTORS_PER_ROOM, GATE_MAX_BYTES, GATE_MAX_FRAMES, RESERVED_DESCRIPTORS,
@@ -22,8 +23,8 @@ pub use boot_wire::{
     CLOSE_BOOT_TIMED_OUT, CLOSE_BOX_BUDGET, CLOSE_NO_ROOM, DEFAULT_BOOT_PATH,
 };
 pub use control::{
-    ready_body, revoked_body, rooms_body, route_fleet_control, sorted, stats_body, write_stranded,
-    BoxTotals, FleetRoute, RoomState, RoomSummary, StrandedMutation,
+    ready_body, revoked_body, rooms_body, route_fleet_control, sorted, stats_body, BoxTotals,
+    FleetRoute, RoomState, RoomSummary,
 };
 pub use path::{doc_from_path, percent_decode, room_path, PathError, MAX_DOC_BYTES, ROOMS_PREFIX};
 pub use placement::{locate_room, rendezvous_score, room_dir_name, DIR_DOC_BYTES};

@@ -20,7 +20,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{ConnId, Driver, Host, Level, Output};
-use crate::fleet::StrandedMutation;
+use crate::texts::StrandedMutation;
 
 /// A journaled mutation the authority has not confirmed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,13 +18,14 @@
 //! the raw request-target exactly, as the seed does. A room that stopped answers no
 //! probe: the driver renders that as 503 (`ControlRoute::http(None)`).
 
+use crate::texts::{bearer_matches, error_body};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{ConnId, ControlReply, ControlRequest, Driver, Host, Level, Output, Phase};
 use crate::json::tree::JsValue;
-use crate::json::write::{write_i64, write_str};
+use crate::json::write::write_i64;
 
 /// How long a shutdown waits for its drain before closing anyway (the journal keeps
 /// whatever was not flushed; the next boot settles it).
@@ -40,25 +41,6 @@ pub enum ControlRoute {
     Host(ControlRequest),
     /// `GET /metrics`: the driver renders its Prometheus text.
     Metrics,
-}
-
-/// `{"error":message}`.
-pub fn error_body(message: &str) -> String {
-    let mut s = String::from("{\"error\":");
-    write_str(&mut s, message);
-    s.push('}');
-    s
-}
-
-/// Whether `given` equals `expected`, in time that depends only on `expected`'s length
-/// (a timing side channel must not reveal how much of the token a guess got right).
-pub fn bearer_matches(given: &[u8], expected: &[u8]) -> bool {
-    let mut diff = u8::from(given.len() != expected.len());
-    for (i, e) in expected.iter().enumerate() {
-        let g = given.get(i).copied().unwrap_or(!e);
-        diff |= g ^ e;
-    }
-    core::hint::black_box(diff) == 0
 }
 
 /// Routes one control-plane request: `authorization` is the header's value, `token` the

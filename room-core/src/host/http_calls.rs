@@ -30,18 +30,16 @@
 //! A 403 from a mis-keyed flush credential is "any other non-2xx" and so retries at the
 //! backoff cap; every retry's log line carries the status and the authority's message.
 
+use crate::texts::snippet;
 use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 
 use serde_json::Value as Json;
 
 use super::{ApplyResult, AuthorityError, AuthorityReply};
 use crate::json::tree::JsValue;
 use crate::json::write::{write_f64, write_str, write_str_array};
-
-/// How much of a reply body an error message quotes.
-pub const REPLY_SNIPPET_BYTES: usize = 512;
 
 /// Which authority endpoint a reply came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +71,7 @@ pub fn lmids_body(doc: &str, clients: &[String]) -> String {
 }
 
 /// Classifies the reply to an authority call. `url` names the endpoint in messages;
-/// the body text is quoted up to [`REPLY_SNIPPET_BYTES`].
+/// the body text is quoted up to [`REPLY_SNIPPET_BYTES`](crate::texts::REPLY_SNIPPET_BYTES).
 pub fn authority_reply(
     call: AuthorityCall,
     url: &str,
@@ -205,19 +203,6 @@ fn json_u64(v: &Json) -> Option<u64> {
     // `as` saturates: in range and integral exactly when the round trip is exact.
     let n = f as u64;
     ((0.0..18_446_744_073_709_551_616.0).contains(&f) && n as f64 == f).then_some(n)
-}
-
-/// The body text trimmed and cut at [`REPLY_SNIPPET_BYTES`] (on a char boundary).
-pub fn snippet(text: &str) -> String {
-    let text = text.trim();
-    if text.len() <= REPLY_SNIPPET_BYTES {
-        return text.to_string();
-    }
-    let mut end = REPLY_SNIPPET_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &text[..end], text.len())
 }
 
 /// rindled's `/materialize` body: `{"ast":…,"leaseTtlMs"?:…}` (the seed's member order).

@@ -311,7 +311,7 @@ pub enum Output {
     /// right before `Stopped { moved: true }`.
     Stranded {
         /// One per mutation, in journal order.
-        mutations: Vec<crate::fleet::StrandedMutation>,
+        mutations: Vec<crate::texts::StrandedMutation>,
     },
     /// The current incarnation went live (waiters on it may proceed).
     Live {

@@ -458,7 +458,7 @@ pub fn output_json(o: &Output) -> String {
         Output::Stranded { mutations } => {
             t(&mut s, "stranded");
             s.push_str(",\"mutations\":");
-            crate::fleet::write_stranded(&mut s, mutations);
+            crate::texts::write_stranded(&mut s, mutations);
         }
         Output::Live { boot_id } => {
             t(&mut s, "live");

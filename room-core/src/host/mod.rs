@@ -51,14 +51,15 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::contract::JsonRoom;
 
+pub use crate::texts::{bearer_matches, error_body, snippet, REPLY_SNIPPET_BYTES};
 pub use config::{HostConfig, Placement, WriteSettings};
-pub use control::{bearer_matches, error_body, route_control, ControlRoute, Gauges};
+pub use control::{route_control, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
 pub use flush::{flush_body, pad_offset};
 pub use frames::RecordedOutcome;
 pub use http_calls::{
     apply_reply, authority_reply, claim_body, claim_reply, lease_reply, lmids_body, lmids_reply,
-    materialize_body, snippet, AuthorityCall, REPLY_SNIPPET_BYTES,
+    materialize_body, AuthorityCall,
 };
 pub use io::{
     ApplyResult, AuthorityError, AuthorityReply, Backlog, ConnId, ControlReply, ControlRequest,
