@@ -9,6 +9,7 @@
 mod admission;
 mod boot_wire;
 mod control;
+mod hibernation;
 mod path;
 mod placement;
 
@@ -26,5 +27,6 @@ pub use control::{
     ready_body, revoked_body, rooms_body, route_fleet_control, sorted, stats_body, BoxTotals,
     FleetRoute, RoomState, RoomSummary,
 };
+pub use hibernation::{budget_plan, idle_to_hibernate, BudgetPlan, LiveRoomView};
 pub use path::{doc_from_path, percent_decode, room_path, PathError, MAX_DOC_BYTES, ROOMS_PREFIX};
 pub use placement::{locate_room, rendezvous_score, room_dir_name, DIR_DOC_BYTES};

@@ -410,29 +410,28 @@ pub(crate) async fn memory_of(room: &rooms::LiveRoom) -> Option<(u64, u64)> {
         .await
 }
 
-/// The box budget (fleet.md F6): past `max_box_bytes`, hibernate idle rooms least
-/// recently used first (each drains first); if that is not enough, refuse new boots
-/// until the rooms shrink back under it.
+/// The box budget: past `max_box_bytes`, hibernate idle rooms least recently used
+/// first (each drains first); if that is not enough, refuse new boots until the rooms
+/// shrink back under it. The order and the verdict are the core's
+/// ([`rindle_room_core::fleet::budget_plan`]); this asks the rooms and carries it out.
 async fn enforce_box_budget(rooms: &Arc<Rooms>, max: u64) {
     use std::sync::atomic::Ordering;
-    let mut sized = Vec::new();
-    let mut total = 0u64;
+    let mut live = Vec::new();
+    let mut views = Vec::new();
     for room in rooms.live_rooms() {
-        if let Some((bytes, _)) = memory_of(&room).await {
-            total += bytes;
-            sized.push((room, bytes));
-        }
+        let retained = memory_of(&room).await.map(|(bytes, _)| bytes);
+        views.push(room.view(retained));
+        live.push(room);
     }
-    if total <= max {
-        rooms.shared.over_budget.store(false, Ordering::SeqCst);
-        return;
-    }
-    sized.retain(|(r, _)| r.conns.load(Ordering::SeqCst) == 0);
-    sized.sort_by_key(|(r, _)| r.idle_since.load(Ordering::SeqCst));
-    for (room, bytes) in sized {
+    let plan = rindle_room_core::fleet::budget_plan(&views, max);
+    let mut total = plan.total;
+    for (doc, bytes) in plan.hibernate {
         if total <= max {
             break;
         }
+        let Some(room) = live.iter().find(|r| r.doc == doc) else {
+            continue;
+        };
         if let Some(Ok(_)) = room.drain().await {
             if rooms.stop_room(&room.doc) {
                 rooms.shared.log.info(&format!(

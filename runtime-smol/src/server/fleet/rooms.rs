@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use async_channel::{Receiver, Sender};
 use futures_lite::FutureExt;
 use rindle_room_core::fleet::{
-    doc_from_path, gate, sorted, BootAdmission, BootAdmit, BootEnd, Gate, RoomState, RoomSummary,
-    CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT,
+    doc_from_path, gate, idle_to_hibernate, sorted, BootAdmission, BootAdmit, BootEnd, Gate,
+    LiveRoomView, RoomState, RoomSummary, CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT,
 };
 use rindle_room_downstream::{Route, RouteFuture, Router};
 
@@ -47,6 +47,16 @@ pub(crate) struct LiveRoom {
 }
 
 impl LiveRoom {
+    /// What the core's hibernation rules see of it (`retained`: its bytes, if known).
+    pub fn view(&self, retained: Option<u64>) -> LiveRoomView {
+        LiveRoomView {
+            doc: self.doc.clone(),
+            connections: self.conns.load(Ordering::SeqCst),
+            idle_since: self.idle_since.load(Ordering::SeqCst),
+            retained,
+        }
+    }
+
     /// Drains the room (flushes until nothing is dirty or pending): `Some(Ok(final
     /// flush seq))`, `Some(Err(why))`, or `None` when the room stopped first. A drain
     /// that succeeds also records its seq for the room's hibernation record.
@@ -422,19 +432,18 @@ impl Rooms {
 
     /// Live rooms with no connection for at least `idle_ms` at `now`.
     pub fn idle_rooms(&self, now: u64, idle_ms: u64) -> Vec<Arc<LiveRoom>> {
-        self.table()
+        let live: Vec<Arc<LiveRoom>> = self
+            .table()
             .slots
             .values()
             .filter_map(|s| match s {
-                Slot::Live(r)
-                    if r.conns.load(Ordering::SeqCst) == 0
-                        && now.saturating_sub(r.idle_since.load(Ordering::SeqCst)) >= idle_ms =>
-                {
-                    Some(r.clone())
-                }
+                Slot::Live(r) => Some(r.clone()),
                 _ => None,
             })
-            .collect()
+            .collect();
+        let views: Vec<LiveRoomView> = live.iter().map(|r| r.view(None)).collect();
+        let idle = idle_to_hibernate(&views, now, idle_ms);
+        live.into_iter().filter(|r| idle.contains(&r.doc)).collect()
     }
 
     /// Every live room.
