@@ -13,7 +13,8 @@
 //   and ending with JS objects: JSON.stringify(batch) → room.apply → JSON.parse(status)
 //   → room.commitAll() → JSON.parse(frames) → route each {sub, batch}.
 // - Zero: source.push(change) drained, then the delegate's commit (every view flushes
-//   and calls its listener), driven as ../../shared/spec/peer-zero.md describes.
+//   and calls its listener), driven as docs/BENCHMARKS.md describes (the section
+//   naming this script).
 //
 // Environment: BENCH_REPS (default 7), BENCH_W1_UNITS (20000), BENCH_W3_UNITS (2000),
 // BENCH_W3_Q (comma list, default "1000"), BENCH_N (10000).

@@ -1,6 +1,6 @@
 "use strict";
 // The reference `locateRoom` for an API server placing rooms on a fleet of
-// rindle-room boxes (docs/fleet.md, shared/spec/fleet.md F8): rendezvous
+// rindle-room boxes (docs/fleet.md, "Placement across boxes"): rendezvous
 // (highest-random-weight) hashing. For each live box id, the score is the first 8
 // bytes of SHA-256(doc + "\n" + boxId) read as a big-endian unsigned 64-bit integer;
 // the highest score wins (a tie, which needs a 64-bit SHA-256 collision, goes to the

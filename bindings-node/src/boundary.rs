@@ -40,7 +40,7 @@ pub(crate) const CODE_FREED: &str = "ROOM_FREED";
 pub(crate) const CODE_PANIC: &str = "PANIC";
 /// The `code` of a Node-API call that failed (the environment is shutting down).
 pub(crate) const CODE_NODE_API: &str = "NODE_API";
-/// The prefix of every token refusal message (DECISIONS D8); `reason` is the rest.
+/// The prefix of every token refusal message (docs/protocol.md, lease tokens); `reason` is the rest.
 const REFUSED_PREFIX: &str = "lease token refused: ";
 
 /// One JavaScript argument, not converted yet. A missing argument is `undefined`.

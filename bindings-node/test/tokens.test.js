@@ -1,6 +1,6 @@
 "use strict";
 // Lease tokens across implementations: a small WebCrypto minter/verifier written here
-// from DECISIONS D8 (the way @rindle/room's token.ts signs, crypto.subtle only) and the
+// from the token format of docs/protocol.md (the way @rindle/room's token.ts signs, crypto.subtle only) and the
 // native helpers must accept each other's tokens, and mint the same bytes.
 //
 // D8: `rt1.` + b64url(UTF-8 JSON payload) + `.` + b64url(HMAC-SHA256(UTF-8 secret,

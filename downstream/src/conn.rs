@@ -87,6 +87,27 @@ fn close_for_error(e: &WsError, limits: &ConnLimits) -> Option<(u16, String)> {
     }
 }
 
+/// Closes an upgraded socket that got no owner (a gate's refusal, a route's close) with
+/// `code` and `reason`, waiting at most the close grace for the peer, then drops it.
+async fn refuse_unrouted(
+    mut ws: async_tungstenite::WebSocketStream<TcpStream>,
+    stream: &TcpStream,
+    code: u16,
+    reason: &str,
+    limits: &ConnLimits,
+) {
+    let frame = CloseFrame {
+        code: CloseCode::from(code),
+        reason: close_reason(reason).into(),
+    };
+    let _ = with_timeout(limits.close_grace, async {
+        let _ = ws.close(Some(frame)).await;
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
 /// Runs one connection: the ws handshake (bounded), then reader and writer until either
 /// ends, a close completes, or the close grace runs out.
 pub(crate) async fn serve_conn<E>(id: ConnId, stream: TcpStream, ctx: ConnCtx<E>)
@@ -170,17 +191,7 @@ where
             };
             if let Some((code, reason)) = refusal {
                 ConnMetrics::inc(&ctx.metrics.protocol_closes);
-                let frame = CloseFrame {
-                    code: CloseCode::from(code),
-                    reason: close_reason(&reason).into(),
-                };
-                let _ = with_timeout(ctx.limits.close_grace, async {
-                    let _ = ws.close(Some(frame)).await;
-                    while let Some(Ok(_)) = ws.next().await {}
-                })
-                .await;
-                let _ = stream.shutdown(Shutdown::Both);
-                return;
+                return refuse_unrouted(ws, &stream, code, &reason, &ctx.limits).await;
             }
         }
     }
@@ -188,17 +199,7 @@ where
         (Some(router), Some(key)) => match router.route(key).await {
             Ok(route) => (route.events, Some(route.hold)),
             Err((code, reason)) => {
-                let frame = CloseFrame {
-                    code: CloseCode::from(code),
-                    reason: close_reason(&reason).into(),
-                };
-                let _ = with_timeout(ctx.limits.close_grace, async {
-                    let _ = ws.close(Some(frame)).await;
-                    while let Some(Ok(_)) = ws.next().await {}
-                })
-                .await;
-                let _ = stream.shutdown(Shutdown::Both);
-                return;
+                return refuse_unrouted(ws, &stream, code, &reason, &ctx.limits).await;
             }
         },
         _ => (ctx.events.clone(), None),

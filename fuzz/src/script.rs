@@ -29,7 +29,7 @@
 //! Any other byte picks a verb by its value modulo the verb count, so every mutation of the
 //! first byte still does something. Empty lines are skipped; at most [`MAX_STEPS`] steps run.
 //!
-//! # What a run checks (DECISIONS D9)
+//! # What a run checks (bad input never panics: docs/security.md)
 //!
 //! Nothing panics. Every error has a message. Every JSON text the room returns parses as
 //! JSON. After every failed step the room still answers `commitAll` and its getters, and a

@@ -56,8 +56,8 @@ use super::payload::{
     BindingWire, DocWire, EntryKey, FlushWire, SeqOnly, Snapshot,
 };
 use super::record::{
-    frame, invalid, is_torn_tail, not_a_journal, read_head, require_regular, scan, survey,
-    with_path, Head,
+    frame, invalid, is_torn_tail, not_a_journal, open_to_read, read_head, require_regular, scan,
+    survey, with_path, Head,
 };
 use super::{FlushRecord, Journal, JournalEntry};
 
@@ -136,15 +136,7 @@ pub struct Inspection {
 /// torn tail, if any, is reported through [`Inspection::valid_len`], not cut).
 pub fn read_records(path: impl AsRef<Path>) -> io::Result<Inspection> {
     let path = path.as_ref();
-    require_regular(path)?;
-    let file = File::open(path).map_err(|e| with_path(path, "open", e))?;
-    let file_len = file
-        .metadata()
-        .map_err(|e| with_path(path, "stat", e))?
-        .len();
-    if read_head(path, &file, file_len)? != Head::Whole {
-        return Err(not_a_journal(path));
-    }
+    let (file, file_len) = open_to_read(path)?;
     let mut records = Vec::new();
     let end = scan(
         path,

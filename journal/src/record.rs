@@ -316,6 +316,21 @@ pub(crate) fn not_a_journal(path: &Path) -> io::Error {
     )
 }
 
+/// Opens the journal at `path` for reading: a regular file that starts with the whole
+/// [`FILE_HEADER`] (anything else is refused, untouched). Returns it and its length.
+pub(crate) fn open_to_read(path: &Path) -> io::Result<(File, u64)> {
+    require_regular(path)?;
+    let file = File::open(path).map_err(|e| with_path(path, "open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| with_path(path, "stat", e))?
+        .len();
+    if read_head(path, &file, len)? != Head::Whole {
+        return Err(not_a_journal(path));
+    }
+    Ok((file, len))
+}
+
 /// Refuses a path that exists and is not a regular file (a FIFO would block a reader).
 pub(crate) fn require_regular(path: &Path) -> io::Result<()> {
     match std::fs::metadata(path) {

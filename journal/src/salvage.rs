@@ -13,15 +13,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::payload::validate;
 use super::record::{
-    frame, is_torn_tail, not_a_journal, read_head, require_regular, survey, with_path, Head,
-    RecordKind, FILE_HEADER,
+    frame, is_torn_tail, open_to_read, survey, with_path, RecordKind, FILE_HEADER,
 };
 
 /// What [`check`] found.
@@ -151,16 +150,7 @@ pub fn salvage(path: impl AsRef<Path>, out: impl AsRef<Path>) -> io::Result<Repo
         ));
     }
     // Refuse what is not a journal before anything is created.
-    require_regular(path)?;
-    let source = File::open(path).map_err(|e| with_path(path, "open", e))?;
-    let len = source
-        .metadata()
-        .map_err(|e| with_path(path, "stat", e))?
-        .len();
-    if read_head(path, &source, len)? != Head::Whole {
-        return Err(not_a_journal(path));
-    }
-    drop(source);
+    drop(open_to_read(path)?);
     let mut target = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -209,15 +199,8 @@ fn walk(
     file_len: &mut u64,
     visit: impl FnMut(u64, io::Result<RecordKind>, Vec<u8>) -> io::Result<()>,
 ) -> io::Result<(Vec<Range<u64>>, bool)> {
-    require_regular(path)?;
-    let file = File::open(path).map_err(|e| with_path(path, "open", e))?;
-    *file_len = file
-        .metadata()
-        .map_err(|e| with_path(path, "stat", e))?
-        .len();
-    if read_head(path, &file, *file_len)? != Head::Whole {
-        return Err(not_a_journal(path));
-    }
+    let (file, len) = open_to_read(path)?;
+    *file_len = len;
     let damaged = survey(path, &file, FILE_HEADER.len() as u64, *file_len, visit)?;
     let torn = match damaged.last() {
         Some(r) if r.end == *file_len => is_torn_tail(path, &file, r.start, *file_len)?,

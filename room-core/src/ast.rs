@@ -1,5 +1,5 @@
 //! The wire query AST (protocol.md §1), parsed and validated against the room's tables
-//! (DECISIONS D1).
+//! (the query surface of docs/protocol.md).
 //!
 //! Parsing resolves every name to an index, completes each level's `orderBy` with the
 //! primary key, compiles leaves to [`Pred`]s and folds literal-only comparisons. What

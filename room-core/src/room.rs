@@ -306,22 +306,19 @@ impl Room {
         })
     }
 
+    /// The footprint's state at its last drain, as a snapshot's ops.
     fn drained_snapshot_ops(&self, p: crate::ivm::PipelineId) -> Vec<NetOp> {
-        let fp = &self.engine.pipeline(p).footprint;
-        let ops = fp
-            .drained_rows(&self.store)
-            .map(|(t, row)| NetOp::Add {
-                table: self.store.table(t as usize).schema.name.clone(),
-                row: row.clone(),
-            })
-            .collect();
-        sort_ops(&self.store, ops)
+        self.snapshot_of(self.engine.pipeline(p).footprint.drained_rows(&self.store))
     }
 
+    /// The footprint now, as a snapshot's ops.
     fn snapshot_ops(&self, p: crate::ivm::PipelineId) -> Vec<NetOp> {
-        let fp = &self.engine.pipeline(p).footprint;
-        let ops = fp
-            .rows(&self.store)
+        self.snapshot_of(self.engine.pipeline(p).footprint.rows(&self.store))
+    }
+
+    /// Rows as a snapshot: adds in table, then primary-key order.
+    fn snapshot_of<'r>(&self, rows: impl Iterator<Item = (u32, &'r Row)>) -> Vec<NetOp> {
+        let ops = rows
             .map(|(t, row)| NetOp::Add {
                 table: self.store.table(t as usize).schema.name.clone(),
                 row: row.clone(),

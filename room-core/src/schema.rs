@@ -1,4 +1,4 @@
-//! Table schemas and the upstream hello (DECISIONS D3).
+//! Table schemas and the upstream hello (docs/protocol.md, the upstream hello).
 
 use alloc::boxed::Box;
 use alloc::format;

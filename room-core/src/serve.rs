@@ -1,5 +1,5 @@
 //! Downstream serving: pipelines shared by QueryKey, subscribers with their own
-//! epoch/seq envelopes, and op netting (DECISIONS D5).
+//! epoch/seq envelopes, and op netting (docs/protocol.md, `nbatch`).
 
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;

@@ -1,4 +1,4 @@
-//! Room lease tokens (`rt1`) and the scope-spec fingerprint (DECISIONS D8).
+//! Room lease tokens (`rt1`) and the scope-spec fingerprint (docs/protocol.md, lease tokens).
 //!
 //! `rt1.<b64url(payload JSON)>.<b64url(HMAC-SHA256(secret, "rt1.<payload segment>"))>`,
 //! base64url without padding, the secret used as its UTF-8 bytes. Verification runs in

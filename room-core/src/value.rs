@@ -1,4 +1,4 @@
-//! Wire cells and the COMPARATOR_VERSION 2 sort order (protocol.md §2, DECISIONS D2).
+//! Wire cells and the COMPARATOR_VERSION 2 sort order (docs/protocol.md, cells and their order).
 //!
 //! A cell is `null | boolean | number | string`. Numbers are IEEE-754 doubles, exactly as
 //! JavaScript sees them. A `Value` owns its cell; rows are stored packed

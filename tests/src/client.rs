@@ -1,4 +1,4 @@
-//! A strict model of one downstream subscriber (protocol.md §4.5, DECISIONS D5): it folds
+//! A strict model of one downstream subscriber (docs/protocol.md, `nhello` / `nbatch`): it folds
 //! the hello, the seq-0 snapshot and every later batch into a map `(table, pk) → row`,
 //! and refuses anything a conforming room must never send.
 //!

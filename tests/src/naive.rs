@@ -1,4 +1,4 @@
-//! A deliberately naive footprint evaluator (DECISIONS D4), the correctness oracle of the
+//! A deliberately naive footprint evaluator (the footprint of docs/protocol.md), the correctness oracle of the
 //! IVM engine.
 //!
 //! It recomputes a query's footprint from scratch over plain copies of every table: no

@@ -1,4 +1,4 @@
-//! Crash-replay equivalence (seed 002 `finishBoot` / `runMutation`, DECISIONS D6/D7).
+//! Crash-replay equivalence (seed 002 `finishBoot` / `runMutation`, docs/architecture.md, the write plane).
 //!
 //! Room A, the live incarnation, runs a random envelope stream and journals every
 //! processed envelope `{clientID, mid, name, args, outcome}` exactly as the shell does

@@ -1,4 +1,4 @@
-//! Bad input never panics (DECISIONS D9), checked in CI without cargo-fuzz: the fuzz
+//! Bad input never panics (docs/security.md), checked in CI without cargo-fuzz: the fuzz
 //! target's own script interpreter (`fuzz/src/script.rs`, included by path) runs over the
 //! committed seeds, a few thousand deterministic mutations of them, and hand-written nasty
 //! inputs. A panic here is a core bug; `fuzz/README.md` says how to minimize and report it.

@@ -1,4 +1,4 @@
-//! The differential oracle (DECISIONS D4): random schemas, rows, wire ASTs and upstream
+//! The differential oracle (the footprint of docs/protocol.md): random schemas, rows, wire ASTs and upstream
 //! op sequences; after every upstream batch each subscriber's maintained footprint must
 //! equal the naive footprint over the current head, and after every drain the client
 //! model folded from its frames must equal it too.

@@ -1,5 +1,5 @@
 //! The text of every frame the server sends, built with the core's JSON writers so
-//! numbers and strings print exactly as `JSON.stringify` prints them (DECISIONS D2), and
+//! numbers and strings print exactly as `JSON.stringify` prints them (docs/protocol.md, "Numbers"), and
 //! members in the order seed 002 writes them.
 
 use alloc::string::String;

@@ -1,4 +1,4 @@
-//! JSON output, byte-compatible with JavaScript's `JSON.stringify` (DECISIONS D2).
+//! JSON output, byte-compatible with JavaScript's `JSON.stringify` (docs/protocol.md, "Numbers").
 //!
 //! Numbers print as ECMAScript `Number::toString` does: integral values without a
 //! fraction, the shortest digits that round-trip, exponent form outside `[1e-7, 1e21)`,

@@ -1,4 +1,4 @@
-//! The write plane (DECISIONS D6–D7): the client-mutation ledger and its watermarks,
+//! The write plane (docs/architecture.md, the write plane): the client-mutation ledger and its watermarks,
 //! mutation transactions with the commit gate, dirty-key tracking and the write-behind
 //! flush.
 //!

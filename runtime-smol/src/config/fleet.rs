@@ -1,5 +1,5 @@
 //! `[fleet]`: one process serving many rooms, booted on demand through the API server's
-//! room-boot (`shared/spec/fleet.md`; docs/config.md "[fleet]").
+//! room-boot (docs/fleet.md; docs/config.md "[fleet]").
 
 use std::path::PathBuf;
 

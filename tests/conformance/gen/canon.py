@@ -1,4 +1,4 @@
-"""Canonical JSON, hashes and tokens for the write-plane scenarios (DECISIONS D7, D8).
+"""Canonical JSON, hashes and tokens for the write-plane scenarios (docs/protocol.md: numbers, lease tokens).
 
 Independent re-derivations, written from the spec text only (nothing here reads the
 core):

@@ -1,4 +1,4 @@
-"""Scenarios: the write-behind flush (DECISIONS D6, D7; seed 000 beginFlush / flushOk /
+"""Scenarios: the write-behind flush (docs/architecture.md, the write plane; seed 000 beginFlush / flushOk /
 flushConflict / rejectMutation; authority.md §4.3, §5).
 
 beginFlush's body is composed here from D7: `changes` = one entry per dirty key with a

@@ -1,4 +1,4 @@
-"""Scenarios: what a subscription's footprint holds (DECISIONS D4, protocol.md §1.6-§1.8,
+"""Scenarios: what a subscription's footprint holds (docs/protocol.md, the footprint; protocol.md §1.6-§1.8,
 §4) and how its changes come out as ops (D5, protocol.md §4.4).
 
 Each derivation is written next to its step: the completed sort, the window or witness

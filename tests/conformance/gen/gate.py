@@ -1,4 +1,4 @@
-"""Scenarios: the v2 commit gate (DECISIONS D6, authority.md §3.5, seed 000
+"""Scenarios: the v2 commit gate (docs/compat.md, the v2 commit gate; authority.md §3.5, seed 000
 commitMutation / enableWritesV2).
 
 The specs (wlib.SPECS): deck writable where id = 'd1', joinKeyCols [id], footprintWhere

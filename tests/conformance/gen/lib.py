@@ -1,7 +1,7 @@
 """Helpers for writing conformance scenarios (see ../README.md).
 
 Nothing here runs the room. Expected outputs are composed from the spec by hand; these
-helpers only spell JSON the way JavaScript's JSON.stringify does (DECISIONS D2), compute
+helpers only spell JSON the way JavaScript's JSON.stringify does (docs/protocol.md, "Numbers"), compute
 fingerprints (protocol.md §3.4), and check that hand-written op lists are in D5 order.
 """
 

@@ -1,4 +1,4 @@
-"""Scenarios: the query surface (DECISIONS D1, protocol.md §1.1-§1.5, §1.9-§1.11)."""
+"""Scenarios: the query surface (docs/protocol.md, queries; protocol.md §1.1-§1.5, §1.9-§1.11)."""
 
 from lib import Scenario, T, add, cmp, col, edit, exists, lit, live_result, related, rem
 from footprints import ISSUE, LABEL, _open

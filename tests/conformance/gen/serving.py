@@ -1,5 +1,5 @@
 """Scenarios: subscribe shape, QueryKey dedup, per-subscriber envelopes, re-subscribe,
-unsubscribe/sweep, and commitAll op netting (seed 000, DECISIONS D5, protocol.md §3).
+unsubscribe/sweep, and commitAll op netting (seed 000, docs/protocol.md `nbatch`, protocol.md §3).
 
 commitAll entries are listed in subscriber-key byte order: the spec leaves the order of
 entries open; the room documents this order (Room::commit_all), and one drain never

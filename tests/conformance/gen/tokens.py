@@ -1,4 +1,4 @@
-"""Scenarios: room lease tokens and the scope fingerprint (DECISIONS D8, authority.md
+"""Scenarios: room lease tokens and the scope fingerprint (docs/protocol.md, lease tokens; authority.md
 §1.2-§1.4, §2; seed 000 mintRoomToken / verifyRoomToken / scopeSpecsHash).
 
 Every token text is minted here with Python's hmac/hashlib/base64 (canon.mint):

@@ -1,6 +1,6 @@
 """Scenarios: the upstream hello (`open`) and batches (`apply`), cv/headCv, poisoning.
 
-Every expected output below is derived from DECISIONS D3 / seed 000 by hand; the comment
+Every expected output below is derived by hand from the upstream rules of docs/protocol.md; the comment
 above each step group says why.
 """
 

@@ -1,4 +1,4 @@
-"""Scenarios: output bytes (DECISIONS D2 number and string formatting) and bad input (D9).
+"""Scenarios: output bytes (number and string formatting, docs/protocol.md) and bad input (docs/security.md).
 
 The expected texts here are written out literally (Raw) and cross-checked against the
 helper serializer, so a mistake in either shows up when the generator runs.

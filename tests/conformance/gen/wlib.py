@@ -4,7 +4,7 @@
 The room under test follows a small deck footprint. Upstream hello order:
 deck(id, title) · slide(id, deckId, pos) · member(id, name) · tag(id, label), every
 primary key column 0. The ledger table `_rindle_client_mutations(client_id,
-last_mutation_id)` pk [0] (DECISIONS D6) is registered by enableWrites; it is in the
+last_mutation_id)` pk [0] (docs/protocol.md, the lmid query) is registered by enableWrites; it is in the
 catalog here only to spell the lmid subscription's hello and ops.
 """
 

@@ -1,6 +1,6 @@
 """Scenarios: enabling the write plane, mutation transactions (begin / dedup / gap,
 staging, read-your-writes, commit and fan-out), the lmid ledger (lmidSubscribe, ack,
-seedDurable) — DECISIONS D3 (headCv), D6, seed 000 (the WasmRoom method docs),
+seedDurable) — docs/compat.md (headCv, the write plane), seed 000 (the WasmRoom method docs),
 authority.md §3.4.
 
 Counters used below, derived from D3: the snapshot sets headCv 1; every upstream apply

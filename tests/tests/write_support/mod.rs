@@ -1,7 +1,7 @@
 //! Shared by `write_model.rs` and `crash_replay.rs`: a three-table schema, a mutator
 //! registry whose bodies run either against the room's keyed transaction or against a
 //! reference model, a shell-like host (seed 002 `runMutation`), the reference model of
-//! the write plane (DECISIONS D6/D7) and a CAS authority.
+//! the write plane (docs/architecture.md) and a CAS authority.
 //!
 //! The model is written from the decisions and the seed docs, not from the core: it
 //! keeps the head as plain maps keyed by the integer `id` every table uses, stages a

@@ -1,4 +1,4 @@
-//! Fleet mode (`[fleet]`, `shared/spec/fleet.md`): one process, many rooms. Clients open
+//! Fleet mode (`[fleet]`, docs/fleet.md): one process, many rooms. Clients open
 //! `ws://<box>/rooms/<doc>`; the first connection for a doc the box does not serve boots
 //! its room through the API server's room-boot, later ones share it; a room without
 //! connections for `idle_evict_ms` drains and hibernates, and its next connection boots
