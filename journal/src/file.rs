@@ -161,6 +161,27 @@ pub fn read_records(path: impl AsRef<Path>) -> io::Result<Inspection> {
     })
 }
 
+/// The largest journal [`holds_nothing`] reads: a compacted journal that holds nothing
+/// is a few hundred bytes, so a longer one holds something.
+pub const EMPTY_JOURNAL_MAX_BYTES: u64 = 4_096;
+
+/// Whether the journal at `path` holds nothing a room needs again: its only records are
+/// its doc record and compaction's flush-seq snapshot — no entry, no flush, no binding.
+/// Reads only; a file past [`EMPTY_JOURNAL_MAX_BYTES`], or with a torn tail or damage,
+/// holds something (it is never read as empty).
+pub fn holds_nothing(path: impl AsRef<Path>) -> io::Result<bool> {
+    let path = path.as_ref();
+    if std::fs::metadata(path)?.len() > EMPTY_JOURNAL_MAX_BYTES {
+        return Ok(false);
+    }
+    let inspection = read_records(path)?;
+    Ok(inspection.valid_len == inspection.file_len
+        && inspection
+            .records
+            .iter()
+            .all(|r| matches!(r.kind, RecordKind::Doc | RecordKind::Snapshot)))
+}
+
 /// The durable, append-only, checksummed file journal (see the module docs for the
 /// format and the recovery rules).
 #[derive(Debug)]

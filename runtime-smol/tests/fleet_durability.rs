@@ -189,3 +189,49 @@ fn a_room_nobody_writes_to_leaves_no_directory() {
         let _ = std::fs::remove_dir_all(&dir);
     }));
 }
+
+/// A room that hibernates with a journal holding nothing (its doc record only: every
+/// write confirmed and compacted away, no client binding) leaves no directory; one whose
+/// journal still binds a client keeps it.
+#[test]
+fn a_hibernated_room_whose_journal_holds_nothing_leaves_no_directory() {
+    smol::block_on(within(async {
+        let dir = data_dir("retire");
+        let room_dir = |doc: &str| {
+            dir.join("rooms")
+                .join(rindle_room_core::fleet::room_dir_name(doc))
+        };
+        // What a previous placement left: a journal with its doc record only.
+        let empty = room_dir("empty");
+        rindle_room_smol::journal::file::FileJournal::open_for_doc(empty.join("journal"), "empty")
+            .unwrap();
+        assert!(empty.join("journal").exists());
+        let extra = format!("data_dir = \"{}\"\nidle_evict_ms = 50", dir.display());
+        let (api, rindled, _authority) = fakes().await;
+        let b = start_box(api.clone(), rindled, SHELL_SECRET, &extra, WRITES).await;
+        let port = b.server.port();
+        let mut r = reader(port, "empty", "empty").await;
+        assert_eq!(note_count(&r.subscribed().await), 3);
+        drop(r);
+        let mut w = writer(port, "bound", "c1", "u1").await;
+        w.send(&add_note("c1", 1, 10)).await;
+        acked(&mut w, 1).await;
+        drop(w);
+        let server = &b.server;
+        eventually("both rooms hibernate", || {
+            let rooms = server.rooms();
+            rooms.len() == 2
+                && rooms
+                    .iter()
+                    .all(|r| r.state == rindle_room_core::fleet::RoomState::Hibernated)
+        })
+        .await;
+        eventually("the empty journal's directory goes", || !empty.exists()).await;
+        assert!(
+            room_dir("bound").join("journal").exists(),
+            "a journal that binds a client stays"
+        );
+        b.server.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }));
+}

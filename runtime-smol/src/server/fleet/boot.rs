@@ -5,11 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rindle_room_core::fleet::{
-    boot_authorization, boot_backoff_ms, boot_body, boot_reply, room_dir_name, BootFailure,
-    BootGrant,
+    boot_authorization, boot_body, boot_reply, room_dir_name, BootFailure, BootGrant,
 };
 use rindle_room_core::host::{Host, Placement};
 
@@ -23,6 +22,7 @@ use crate::journal::Journal;
 use crate::server::actor::{self, Actor, Parts};
 use crate::server::authority::Authority;
 use crate::server::deferred_journal::DeferredFileJournal;
+use crate::server::log::Logger;
 use crate::server::metrics::Metrics;
 use crate::server::room_server::open_file_journal;
 
@@ -31,17 +31,16 @@ pub(crate) struct Started {
     pub events: async_channel::Sender<actor::Event>,
     /// Closed when the room task has stopped.
     pub done: async_channel::Receiver<()>,
-    pub epoch: u64,
     /// Set when the room stopped because another placement owns the doc.
     pub moved: Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// Calls room-boot for `doc` until it grants the room, fails for good, or `deadline`
-/// passes (the last retryable failure is returned then).
+/// Calls room-boot for `doc` once, giving up after `timeout` (the room table retries
+/// with backoff until the boot timeout).
 pub(crate) async fn call_room_boot(
     shared: &Shared,
     doc: &str,
-    deadline: Instant,
+    timeout: Duration,
 ) -> Result<BootGrant, BootFailure> {
     let url = shared.fleet.boot_url();
     let headers = [
@@ -55,29 +54,38 @@ pub(crate) async fn call_room_boot(
         ),
     ];
     let body = boot_body(doc, &shared.instance);
-    let mut attempt = 0u32;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let reply = http::request("POST", &url, &headers, body.as_bytes(), left).await;
-        let outcome = match reply {
-            Ok(res) => boot_reply(&url, doc, res.status, &String::from_utf8_lossy(&res.body)),
-            Err(e) => Err(BootFailure::Retryable(format!("POST {url} for {doc}: {e}"))),
-        };
-        let failure = match outcome {
-            Ok(grant) => return Ok(grant),
-            Err(f) if f.is_retryable() => f,
-            Err(f) => return Err(f),
-        };
-        attempt += 1;
-        let delay = Duration::from_millis(boot_backoff_ms(attempt));
-        if Instant::now() + delay >= deadline {
-            return Err(failure);
+    match http::request("POST", &url, &headers, body.as_bytes(), timeout).await {
+        Ok(res) => boot_reply(&url, doc, res.status, &String::from_utf8_lossy(&res.body)),
+        Err(e) => Err(BootFailure::Retryable(format!("POST {url} for {doc}: {e}"))),
+    }
+}
+
+/// Removes `doc`'s journal directory after its room hibernated, when its journal holds
+/// nothing (no entry, no binding): a room whose writes are all confirmed and compacted
+/// leaves no directory behind. A journal with anything in it is kept.
+pub(crate) fn retire_empty_journal(data_dir: &std::path::Path, doc: &str, log: &Logger) {
+    let dir = data_dir.join("rooms").join(room_dir_name(doc));
+    let path = dir.join("journal");
+    match crate::journal::file::holds_nothing(&path) {
+        Ok(true) => {
+            let removed = std::fs::remove_file(&path).and_then(|()| std::fs::remove_dir(&dir));
+            match removed {
+                Ok(()) => log.debug(&format!(
+                    "room {doc}: its journal held nothing; removed {}",
+                    dir.display()
+                )),
+                Err(e) => log.warn(&format!(
+                    "room {doc}: cannot remove its empty journal directory {}: {e}",
+                    dir.display()
+                )),
+            }
         }
-        shared.log.warn(&format!(
-            "room boot for {doc} failed, retrying in {} ms: {failure}",
-            delay.as_millis()
-        ));
-        smol::Timer::after(delay).await;
+        Ok(false) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => log.warn(&format!(
+            "room {doc}: cannot read its journal {} after hibernation: {e}",
+            path.display()
+        )),
     }
 }
 
@@ -233,7 +241,6 @@ pub(crate) async fn start_room(
     Ok(Started {
         events,
         done: done_rx,
-        epoch: grant.epoch,
         moved,
     })
 }

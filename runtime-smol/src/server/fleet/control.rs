@@ -77,7 +77,7 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
         token,
     ) {
         FleetRoute::Reply(status, body) => json((status, body)),
-        FleetRoute::Ready => json(ready_body(shared.is_ready())),
+        FleetRoute::Ready => json(ready_body(rooms.is_ready())),
         FleetRoute::Rooms => json((200, rooms_body(&rooms.list()))),
         FleetRoute::Stats => {
             let list = rooms.list();
@@ -143,6 +143,14 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
         FleetRoute::Drain { doc } => match rooms.lookup(&doc) {
             Some(Ok(room)) => {
                 let reply = ask(&room.events, Control::Drain).await;
+                if let Some(result) = &reply {
+                    // The table keeps the seq for the room's hibernation record.
+                    rooms.step(Some(rindle_room_core::fleet::Input::Drained {
+                        doc: doc.clone(),
+                        incarnation: room.incarnation,
+                        result: result.clone(),
+                    }));
+                }
                 json(ControlRoute::http(
                     reply.map(ControlReply::Drained).as_ref(),
                 ))
@@ -171,15 +179,16 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
 
 fn totals(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> BoxTotals {
     let c = &rooms.shared.counters;
+    let table = rooms.counters();
     let mut t = BoxTotals {
         instance: rooms.shared.instance.clone(),
-        boots: c.boots.load(Ordering::Relaxed),
-        boot_failures: c.boot_failures.load(Ordering::Relaxed),
-        hibernations: c.hibernations.load(Ordering::Relaxed),
+        boots: table.boots,
+        boot_failures: table.boot_failures,
+        hibernations: table.hibernations,
         crashes: c.crashes.load(Ordering::Relaxed),
         max_room_bytes: rooms.shared.fleet.max_room_bytes,
         max_box_bytes: rooms.shared.fleet.max_box_bytes,
-        over_budget: rooms.shared.over_budget.load(Ordering::SeqCst),
+        over_budget: rooms.over_budget(),
         stranded: rooms
             .shared
             .stranded

@@ -22,7 +22,7 @@ mod scan;
 mod upstream;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,12 +74,6 @@ pub(crate) struct Shared {
     /// Revocations `(user, at ms)`, handed to every room booted while they are within
     /// `downstream.revocation_window_ms`.
     pub revoked: std::sync::Mutex<Vec<(String, u64)>>,
-    /// Start-up settlement done (`/readyz`, with `shutting_down`).
-    pub ready: std::sync::atomic::AtomicBool,
-    /// A shutdown began: no new boots, not ready.
-    pub shutting_down: std::sync::atomic::AtomicBool,
-    /// Past `max_box_bytes` with no idle room left to hibernate: new boots are refused.
-    pub over_budget: std::sync::atomic::AtomicBool,
     /// Mutations acknowledged before a restart that settlement could not deliver.
     pub stranded: std::sync::Mutex<Vec<StrandedMutation>>,
     /// Every stranded mutation, listed or not.
@@ -88,22 +82,13 @@ pub(crate) struct Shared {
     pub ticket_refusal_logged: Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// The box's counters (`/stats`, `/metrics`).
+/// The box's counters the room table does not keep (`/stats`, `/metrics`).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub boots: AtomicU64,
-    pub boot_failures: AtomicU64,
-    pub hibernations: AtomicU64,
     pub crashes: AtomicU64,
 }
 
 impl Shared {
-    /// Whether `/readyz` says ready.
-    pub fn is_ready(&self) -> bool {
-        use std::sync::atomic::Ordering;
-        self.ready.load(Ordering::SeqCst) && !self.shutting_down.load(Ordering::SeqCst)
-    }
-
     /// Records the mutations a fenced room left behind: all are counted, the first
     /// [`MAX_STRANDED_LISTED`] are kept for `/stats` (the room's log lines and its
     /// journal hold every one).
@@ -233,9 +218,6 @@ impl FleetServerBuilder {
             journal_only: self.journal_only,
             counters: Arc::new(Counters::default()),
             revoked: std::sync::Mutex::new(Vec::new()),
-            ready: std::sync::atomic::AtomicBool::new(false),
-            shutting_down: std::sync::atomic::AtomicBool::new(false),
-            over_budget: std::sync::atomic::AtomicBool::new(false),
             stranded: std::sync::Mutex::new(Vec::new()),
             stranded_total: std::sync::atomic::AtomicU64::new(0),
             ticket_refusal_logged: Arc::default(),
@@ -295,7 +277,8 @@ impl FleetServerBuilder {
             None => Vec::new(),
         };
         env.spawn(scan::settle_all(rooms.clone(), unsettled));
-        env.spawn(sweep(rooms.clone(), stop_rx.clone()));
+        env.spawn(rooms.clone().run_deadlines(stop_rx.clone()));
+        env.spawn(trim(rooms.clone(), stop_rx.clone()));
         env.spawn(relet(rooms.clone(), relet_rx));
         log.info(&format!(
             "fleet listening on ws://{addr}/rooms/<doc> (instance {}, room-boot at {})",
@@ -322,10 +305,8 @@ fn logger(doc: &str, format: LogFormat, sink: Option<super::log::LogSink>) -> Lo
     }
 }
 
-/// Hibernates rooms idle for `idle_evict_ms`, checking a few times per period.
-async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
-    let idle_ms = rooms.shared.fleet.idle_evict_ms;
-    let tick = Duration::from_millis((idle_ms / 4).clamp(10, 1_000));
+/// Hands freed heap pages back to the OS once a wave of hibernations pauses.
+async fn trim(rooms: Arc<Rooms>, stop: Receiver<()>) {
     let mut trim = TrimAfterHibernation::default();
     loop {
         let stopped = async {
@@ -333,37 +314,21 @@ async fn sweep(rooms: Arc<Rooms>, stop: Receiver<()>) {
             true
         }
         .or(async {
-            smol::Timer::after(tick).await;
+            smol::Timer::after(Duration::from_millis(250)).await;
             false
         })
         .await;
         if stopped {
             return;
         }
-        if let Some(max) = rooms.shared.fleet.max_box_bytes {
-            enforce_box_budget(&rooms, max).await;
-        }
         let now = rooms.shared.env.now_ms();
-        let hibernations = rooms.shared.counters.hibernations.load(Ordering::Relaxed);
-        if trim.due(hibernations, now) {
+        if trim.due(rooms.counters().hibernations, now) {
             if let Some(in_use) = crate::server::process::return_free_memory() {
                 rooms.shared.log.info(&format!(
                     "hibernations paused: free heap pages returned to the OS ({} KiB of \
                      heap in use)",
                     in_use / 1024
                 ));
-            }
-        }
-        for room in rooms.idle_rooms(now, idle_ms) {
-            // Everything acknowledged must be confirmed upstream first: drain, then stop.
-            match room.drain().await {
-                Some(Ok(_)) | None => {
-                    rooms.stop_room(&room.doc);
-                }
-                Some(Err(e)) => rooms.shared.log.warn(&format!(
-                    "room {} stays up: its writes are not confirmed yet ({e})",
-                    room.doc
-                )),
             }
         }
     }
@@ -410,56 +375,10 @@ pub(crate) async fn memory_of(room: &rooms::LiveRoom) -> Option<(u64, u64)> {
         .await
 }
 
-/// The box budget: past `max_box_bytes`, hibernate idle rooms least recently used
-/// first (each drains first); if that is not enough, refuse new boots until the rooms
-/// shrink back under it. The order and the verdict are the core's
-/// ([`rindle_room_core::fleet::budget_plan`]); this asks the rooms and carries it out.
-async fn enforce_box_budget(rooms: &Arc<Rooms>, max: u64) {
-    use std::sync::atomic::Ordering;
-    let mut live = Vec::new();
-    let mut views = Vec::new();
-    for room in rooms.live_rooms() {
-        let retained = memory_of(&room).await.map(|(bytes, _)| bytes);
-        views.push(room.view(retained));
-        live.push(room);
-    }
-    let plan = rindle_room_core::fleet::budget_plan(&views, max);
-    let mut total = plan.total;
-    for (doc, bytes) in plan.hibernate {
-        if total <= max {
-            break;
-        }
-        let Some(room) = live.iter().find(|r| r.doc == doc) else {
-            continue;
-        };
-        if let Some(Ok(_)) = room.drain().await {
-            if rooms.stop_room(&room.doc) {
-                rooms.shared.log.info(&format!(
-                    "box budget: hibernating idle room {} ({bytes} bytes) — the live rooms \
-                     retain {total} bytes, fleet.max_box_bytes is {max}",
-                    room.doc
-                ));
-                total = total.saturating_sub(bytes);
-            }
-        }
-    }
-    let over = total > max;
-    if over && !rooms.shared.over_budget.swap(true, Ordering::SeqCst) {
-        rooms.shared.log.warn(&format!(
-            "box budget: the live rooms retain {total} bytes, past fleet.max_box_bytes \
-             {max}, and none is idle: new boots are refused (1013) until they shrink"
-        ));
-    }
-    rooms.shared.over_budget.store(over, Ordering::SeqCst);
-}
-
 /// Re-boots rooms whose lease died.
 async fn relet(rooms: Arc<Rooms>, requests: Receiver<String>) {
     while let Ok(doc) = requests.recv().await {
-        rooms.shared.log.info(&format!(
-            "room {doc} needs a new upstream lease: re-booting it"
-        ));
-        rooms.stop_room(&doc);
+        rooms.stop_room(&doc, rindle_room_core::fleet::StopWhy::Relet);
     }
 }
 
@@ -510,7 +429,7 @@ impl FleetServer {
 
     /// Whether start-up settlement is done and no shutdown began (`/readyz`).
     pub fn is_ready(&self) -> bool {
-        self.rooms.shared.is_ready()
+        self.rooms.is_ready()
     }
 
     /// Every room the box knows, by doc.
@@ -522,9 +441,7 @@ impl FleetServer {
     /// the request `make` builds, waits for each to end, then closes the listeners.
     async fn stop_every_room(&self, make: fn(async_channel::Sender<()>) -> Control) {
         self.rooms
-            .shared
-            .shutting_down
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+            .step(Some(rindle_room_core::fleet::Input::Shutdown));
         let live = self.rooms.live_rooms();
         for room in &live {
             let (tx, _rx) = async_channel::bounded(1);
@@ -539,7 +456,8 @@ impl FleetServer {
 
     /// Hibernates `doc`'s room now (drain, stop); `false` when it is not live.
     pub fn hibernate(&self, doc: &str) -> bool {
-        self.rooms.stop_room(doc)
+        self.rooms
+            .stop_room(doc, rindle_room_core::fleet::StopWhy::Operator)
     }
 
     /// Stops at once, like a crash (tests and supervisors): every room stops without

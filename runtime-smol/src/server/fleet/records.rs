@@ -11,7 +11,7 @@ use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
-use super::rooms::Record;
+use rindle_room_core::fleet::HibernationRecord as Record;
 
 /// One record: where its doc's bytes are in the arena.
 #[derive(Clone, Copy, Debug)]

@@ -1,24 +1,28 @@
-//! The fleet's room table and the connection router (fleet.md F1, F2, F5).
+//! The driver of the core's room table ([`RoomTable`], fleet.md F1, F2, F5): every
+//! decision about which doc boots, waits, is refused, drains or hibernates is the
+//! table's; this feeds it what happened (connections, room-boot answers, room tasks
+//! starting and ending, drains, memory) and carries out what it asks, on smol tasks.
 //!
-//! A doc's slot is `Booting` (connections wait on the one boot), `Live`, `Stopping`
-//! (hibernating or re-booting: connections wait, then boot it again) or `Hibernated` (a
-//! small record). Concurrent first connections cause one boot; a connection waits at
-//! most `boot_timeout_ms`.
+//! One mutex guards the table and the handles the driver keeps beside it (the live
+//! rooms' channels, the waiting connections' answer channels, the hibernation
+//! records). Nothing is awaited under it; values whose drop would re-enter it (a
+//! connection's hold) are dropped after it is released.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::FutureExt;
 use rindle_room_core::fleet::{
-    doc_from_path, gate, idle_to_hibernate, sorted, BootAdmission, BootAdmit, BootEnd, Gate,
-    LiveRoomView, RoomState, RoomSummary, CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT,
+    doc_from_path, gate, sorted, ConnId, Gate, HibernationRecord, Incarnation, Input, Output,
+    RoomSummary, RoomTable, StopWhy, TableCounters, TableRules, CLOSE_BOOT_FAILED,
 };
+use rindle_room_core::host::Level;
 use rindle_room_downstream::{Route, RouteFuture, Router};
 
-use super::boot::{call_room_boot, start_room};
+use super::boot::{call_room_boot, retire_empty_journal, start_room};
 use super::records::Records;
 use super::Shared;
 use crate::server::actor::{Control, Event};
@@ -30,196 +34,385 @@ pub(crate) const MAX_RECORDS: usize = 100_000;
 /// A close code and reason for a connection that gets no room.
 pub(crate) type Refusal = (u16, String);
 
-/// One live room.
+/// One started room: its task's channels.
 pub(crate) struct LiveRoom {
     pub doc: String,
+    pub incarnation: Incarnation,
     pub events: Sender<Event>,
-    pub epoch: u64,
     /// Closed once the room task has stopped.
     pub done: Receiver<()>,
-    pub conns: AtomicUsize,
-    /// When the last connection went (ms, the fleet's clock).
-    pub idle_since: AtomicU64,
-    /// The last committed flush seq its last drain reported (`u64::MAX`: none yet).
-    pub final_flush_seq: AtomicU64,
     /// Set when it stopped because another placement owns the doc (fenced).
-    pub moved: Arc<std::sync::atomic::AtomicBool>,
+    pub moved: Arc<AtomicBool>,
 }
 
 impl LiveRoom {
-    /// What the core's hibernation rules see of it (`retained`: its bytes, if known).
-    pub fn view(&self, retained: Option<u64>) -> LiveRoomView {
-        LiveRoomView {
-            doc: self.doc.clone(),
-            connections: self.conns.load(Ordering::SeqCst),
-            idle_since: self.idle_since.load(Ordering::SeqCst),
-            retained,
-        }
-    }
-
     /// Drains the room (flushes until nothing is dirty or pending): `Some(Ok(final
-    /// flush seq))`, `Some(Err(why))`, or `None` when the room stopped first. A drain
-    /// that succeeds also records its seq for the room's hibernation record.
-    pub async fn drain(&self) -> Option<Result<u64, String>> {
+    /// flush seq))`, `Some(Err(why))`, or `None` when the room stopped first.
+    async fn drain_once(&self) -> Option<Result<u64, String>> {
         let (tx, rx) = async_channel::bounded(1);
         self.events
             .send(Event::Control(Control::Drain(tx)))
             .await
             .ok()?;
-        let drained = rx.recv().await.ok()?;
-        if let Ok(seq) = drained {
-            self.final_flush_seq.store(seq, Ordering::SeqCst);
-        }
-        Some(drained)
+        rx.recv().await.ok()
     }
 }
 
-/// A hibernated (or stopped) room's record.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Record {
-    pub epoch: u64,
-    pub since_ms: u64,
-    /// The last committed flush seq its final drain reported, when it drained.
-    pub final_flush_seq: Option<u64>,
+/// A connection the table admitted: its room, and the hold that reports its close.
+pub(crate) struct Admitted {
+    pub room: Arc<LiveRoom>,
+    pub hold: ConnHold,
 }
 
-type Waiter = Sender<Result<Arc<LiveRoom>, Refusal>>;
-
-enum Slot {
-    Booting(Vec<Waiter>),
-    Live(Arc<LiveRoom>),
-    Stopping {
-        room: Arc<LiveRoom>,
-        waiters: Vec<Waiter>,
-    },
-}
-
-/// The room table.
-pub(crate) struct Rooms {
-    pub shared: Arc<Shared>,
-    table: Mutex<Table>,
-}
-
-/// Rooms booting, live or stopping; the hibernated ones' records; and boot admission
-/// (slots, the queue, refused documents: the core's rules).
-struct Table {
-    slots: HashMap<String, Slot>,
-    records: Records,
-    admission: BootAdmission,
-}
-
-/// Held by a connection for its lifetime: counts it against its room.
-struct ConnHold {
-    room: Arc<LiveRoom>,
-    clock: crate::server::clock::Env,
+/// Held by an admitted connection for its lifetime: its drop tells the table.
+pub(crate) struct ConnHold {
+    rooms: Arc<Rooms>,
+    doc: String,
+    incarnation: Incarnation,
 }
 
 impl Drop for ConnHold {
     fn drop(&mut self) {
-        if self.room.conns.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.room
-                .idle_since
-                .store(self.clock.now_ms(), Ordering::SeqCst);
+        self.rooms.step(Some(Input::Disconnect {
+            doc: std::mem::take(&mut self.doc),
+            incarnation: self.incarnation,
+        }));
+    }
+}
+
+/// Tells the table a waiting connection left, unless it got its answer.
+struct WaitGuard<'a> {
+    rooms: &'a Arc<Rooms>,
+    conn: ConnId,
+    answered: bool,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            let answer = self.rooms.inner().waiting.remove(&self.conn);
+            drop(answer);
+            self.rooms.step(Some(Input::Abandon { conn: self.conn }));
         }
     }
 }
 
+type Answer = Sender<Result<Admitted, Refusal>>;
+
+/// The table and what the driver keeps beside it.
+struct Inner {
+    table: RoomTable,
+    /// Started rooms (live or stopping), by doc.
+    handles: HashMap<String, Arc<LiveRoom>>,
+    /// Where each waiting connection's answer goes.
+    waiting: HashMap<ConnId, Answer>,
+    records: Records,
+    next_conn: ConnId,
+}
+
+/// Values dropped once the lock is released (their drop may take it again).
+#[derive(Default)]
+struct Deferred {
+    admitted: Vec<Admitted>,
+    answers: Vec<Answer>,
+}
+
+/// The room table and its driver.
+pub(crate) struct Rooms {
+    pub shared: Arc<Shared>,
+    inner: Mutex<Inner>,
+    /// Re-arms the deadline task when the table's next deadline may have moved.
+    wake: (Sender<()>, Receiver<()>),
+}
+
 impl Rooms {
     pub fn new(shared: Arc<Shared>) -> Arc<Rooms> {
-        let admission = BootAdmission::new(shared.fleet.boot_limits());
+        let rules = TableRules {
+            max_rooms: shared.fleet.max_rooms,
+            boot_timeout_ms: shared.fleet.boot_timeout_ms,
+            idle_evict_ms: shared.fleet.idle_evict_ms,
+            max_box_bytes: shared.fleet.max_box_bytes,
+            boot: shared.fleet.boot_limits(),
+        };
         Arc::new(Rooms {
             shared,
-            table: Mutex::new(Table {
-                slots: HashMap::new(),
+            inner: Mutex::new(Inner {
+                table: RoomTable::new(rules),
+                handles: HashMap::new(),
+                waiting: HashMap::new(),
                 records: Records::default(),
-                admission,
+                next_conn: 0,
             }),
+            wake: async_channel::bounded(1),
         })
     }
 
-    fn table(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The live room of `doc`, booting it if needed; waits at most the boot timeout.
-    pub async fn room_for(self: &Arc<Self>, doc: &str) -> Result<Arc<LiveRoom>, Refusal> {
-        let (tx, rx) = async_channel::bounded(1);
+    /// Feeds the table one input (`None`: its deadline) and carries out what it asks.
+    pub fn step(self: &Arc<Self>, input: Option<Input>) {
+        let mut deferred = Deferred::default();
         {
-            let mut table = self.table();
-            match table.slots.get_mut(doc) {
-                Some(Slot::Live(room)) if !room.done.is_closed() => return Ok(room.clone()),
-                Some(Slot::Booting(waiters)) | Some(Slot::Stopping { waiters, .. }) => {
-                    waiters.push(tx)
-                }
-                _ => {
-                    if self.shared.shutting_down.load(Ordering::SeqCst) {
-                        return Err((1001, String::from("the box is shutting down")));
-                    }
-                    if self.shared.over_budget.load(Ordering::SeqCst) {
-                        let (code, reason) = rindle_room_core::fleet::CLOSE_BOX_BUDGET;
-                        return Err((code, reason.to_string()));
-                    }
-                    if table.slots.len() >= self.shared.fleet.max_rooms {
-                        return Err((
-                            1013,
-                            format!(
-                                "box room limit reached ({} rooms; fleet.max_rooms and the \
-                                 open-file limit)",
-                                self.shared.fleet.max_rooms
-                            ),
-                        ));
-                    }
-                    let now = self.shared.env.now_ms();
-                    self.expire_queued(&mut table, now);
-                    match table.admission.request(now, doc) {
-                        BootAdmit::Refuse(code, reason) => return Err((code, reason)),
-                        admit => {
-                            table.records.remove(doc);
-                            table.slots.insert(doc.to_string(), Slot::Booting(vec![tx]));
-                            if admit == BootAdmit::Start {
-                                self.spawn_boot(doc.to_string());
+            let mut inner = self.inner();
+            let now = self.shared.env.now_ms();
+            match input {
+                Some(input) => inner.table.handle(now, input),
+                None => inner.table.handle_timeout(now),
+            }
+            while let Some(output) = inner.table.poll_output() {
+                self.carry_out(&mut inner, output, &mut deferred);
+            }
+        }
+        drop(deferred);
+        let _ = self.wake.0.try_send(());
+    }
+
+    fn carry_out(self: &Arc<Self>, inner: &mut Inner, output: Output, deferred: &mut Deferred) {
+        match output {
+            Output::CallRoomBoot { doc, timeout_ms } => {
+                let me = self.clone();
+                self.shared.env.spawn(async move {
+                    let timeout = Duration::from_millis(timeout_ms);
+                    let reply = call_room_boot(&me.shared, &doc, timeout).await;
+                    me.step(Some(Input::BootReply { doc, reply }));
+                });
+            }
+            Output::StartRoom {
+                doc,
+                incarnation,
+                grant,
+            } => {
+                inner.records.remove(&doc);
+                let me = self.clone();
+                self.shared.env.spawn(async move {
+                    let result = match start_room(&me.shared, &doc, grant).await {
+                        Ok(started) => {
+                            me.watch(LiveRoom {
+                                doc: doc.clone(),
+                                incarnation,
+                                events: started.events,
+                                done: started.done,
+                                moved: started.moved,
+                            });
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    };
+                    me.step(Some(Input::Started {
+                        doc,
+                        incarnation,
+                        result,
+                    }));
+                });
+            }
+            Output::Admit {
+                conn,
+                doc,
+                incarnation,
+            } => {
+                let Some(room) = inner.handles.get(&doc).cloned() else {
+                    // Only a started room admits; keep the count honest regardless.
+                    self.shared
+                        .log
+                        .error(&format!("room {doc} admitted a connection but has no task"));
+                    return;
+                };
+                let admitted = Admitted {
+                    room,
+                    hold: ConnHold {
+                        rooms: self.clone(),
+                        doc,
+                        incarnation,
+                    },
+                };
+                match inner.waiting.remove(&conn) {
+                    Some(answer) => {
+                        if let Err(e) = answer.try_send(Ok(admitted)) {
+                            if let Ok(a) = e.into_inner() {
+                                deferred.admitted.push(a);
                             }
                         }
+                        deferred.answers.push(answer);
+                    }
+                    // It left as it was admitted: its hold reports the close.
+                    None => deferred.admitted.push(admitted),
+                }
+            }
+            Output::Refuse { conn, code, reason } => {
+                if let Some(answer) = inner.waiting.remove(&conn) {
+                    let _ = answer.try_send(Err((code, reason)));
+                    deferred.answers.push(answer);
+                }
+            }
+            Output::Drain { doc, .. } => {
+                if let Some(room) = inner.handles.get(&doc).cloned() {
+                    let me = self.clone();
+                    self.shared.env.spawn(async move {
+                        me.drain(&room).await;
+                    });
+                }
+            }
+            Output::StopRoom { doc, incarnation } => {
+                if let Some(room) = inner.handles.get(&doc) {
+                    if room.incarnation == incarnation {
+                        let (tx, _rx) = async_channel::bounded(1);
+                        let _ = room.events.try_send(Event::Control(Control::Shutdown(tx)));
                     }
                 }
             }
+            Output::MeasureMemory => {
+                let live: Vec<Arc<LiveRoom>> = inner.handles.values().cloned().collect();
+                let me = self.clone();
+                self.shared.env.spawn(async move {
+                    let mut retained = Vec::with_capacity(live.len());
+                    for room in live {
+                        if let Some((bytes, _)) = super::memory_of(&room).await {
+                            retained.push((room.doc.clone(), bytes));
+                        }
+                    }
+                    me.step(Some(Input::Memory { retained }));
+                });
+            }
+            Output::Hibernated { doc, record } => {
+                inner.records.insert(&doc, record);
+                inner.records.bound(MAX_RECORDS);
+                // Under the lock, so no new boot of the doc opens the journal meanwhile
+                // (a journal that holds nothing is a few hundred bytes to read).
+                if let Some(dir) = &self.shared.fleet.data_dir {
+                    retire_empty_journal(dir, &doc, &self.shared.log);
+                }
+            }
+            Output::Log { level, text } => match level {
+                Level::Debug => self.shared.log.debug(&text),
+                Level::Info => self.shared.log.info(&text),
+                Level::Warn => self.shared.log.warn(&text),
+                Level::Error => self.shared.log.error(&text),
+            },
         }
-        let wait = Duration::from_millis(self.shared.fleet.boot_timeout_ms);
-        let timeout = async {
-            smol::Timer::after(wait).await;
-            Err((CLOSE_BOOT_TIMED_OUT.0, CLOSE_BOOT_TIMED_OUT.1.to_string()))
+    }
+
+    /// Keeps a started room's handle, and reports its task's end.
+    fn watch(self: &Arc<Self>, room: LiveRoom) {
+        let room = Arc::new(room);
+        self.inner().handles.insert(room.doc.clone(), room.clone());
+        let me = self.clone();
+        self.shared.env.spawn(async move {
+            let _ = room.done.recv().await;
+            {
+                let mut inner = me.inner();
+                if inner
+                    .handles
+                    .get(&room.doc)
+                    .is_some_and(|r| r.incarnation == room.incarnation)
+                {
+                    inner.handles.remove(&room.doc);
+                }
+            }
+            me.step(Some(Input::Stopped {
+                doc: room.doc.clone(),
+                incarnation: room.incarnation,
+            }));
+        });
+    }
+
+    /// Drains `room` and tells the table (it keeps the final flush seq for the room's
+    /// record, and hibernates a room it asked to drain).
+    pub async fn drain(self: &Arc<Self>, room: &LiveRoom) -> Option<Result<u64, String>> {
+        let drained = room.drain_once().await;
+        if let Some(result) = &drained {
+            self.step(Some(Input::Drained {
+                doc: room.doc.clone(),
+                incarnation: room.incarnation,
+                result: result.clone(),
+            }));
+        }
+        drained
+    }
+
+    /// Runs the table's deadlines until `stop`.
+    pub async fn run_deadlines(self: Arc<Self>, stop: Receiver<()>) {
+        loop {
+            let next = self.inner().table.next_deadline();
+            let now = self.shared.env.now_ms();
+            if next.is_some_and(|at| at <= now) {
+                self.step(None);
+                continue;
+            }
+            let wait = async {
+                match next {
+                    Some(at) => smol::Timer::after(Duration::from_millis(at - now)).await,
+                    None => std::future::pending().await,
+                };
+                false
+            };
+            let woken = async {
+                let _ = self.wake.1.recv().await;
+                false
+            };
+            let stopped = async {
+                let _ = stop.recv().await;
+                true
+            };
+            if wait.or(woken).or(stopped).await {
+                return;
+            }
+        }
+    }
+
+    /// The live room of `doc`, booting it if needed: the table decides, and closes a
+    /// connection that waited `boot_timeout_ms`.
+    pub async fn room_for(self: &Arc<Self>, doc: &str) -> Result<Admitted, Refusal> {
+        let (tx, rx) = async_channel::bounded(1);
+        let conn = {
+            let mut inner = self.inner();
+            inner.next_conn += 1;
+            let conn = inner.next_conn;
+            inner.waiting.insert(conn, tx);
+            conn
         };
-        async {
-            rx.recv()
-                .await
-                .unwrap_or_else(|_| Err((CLOSE_BOOT_FAILED.0, CLOSE_BOOT_FAILED.1.to_string())))
-        }
-        .or(timeout)
-        .await
+        let mut guard = WaitGuard {
+            rooms: self,
+            conn,
+            answered: false,
+        };
+        self.step(Some(Input::Connect {
+            conn,
+            doc: doc.to_string(),
+        }));
+        let answer = rx
+            .recv()
+            .await
+            .unwrap_or_else(|_| Err((CLOSE_BOOT_FAILED.0, CLOSE_BOOT_FAILED.1.to_string())));
+        guard.answered = true;
+        answer
     }
 
     /// Boots `doc` (if it is not up) and waits until it is live: its journal's flush
-    /// records settled, its entries replayed.
+    /// records settled, its entries replayed. The hold keeps it from hibernating.
     ///
     /// `Err(Some(room))`: it booted but stopped before going live (see
     /// [`LiveRoom::moved`]); `Err(None)`: it did not boot.
     pub async fn boot_for_settlement(
         self: &Arc<Self>,
         doc: &str,
-    ) -> Result<Arc<LiveRoom>, (Option<Arc<LiveRoom>>, Refusal)> {
-        let room = self.room_for(doc).await.map_err(|r| (None, r))?;
+    ) -> Result<Admitted, (Option<Arc<LiveRoom>>, Refusal)> {
+        let admitted = self.room_for(doc).await.map_err(|r| (None, r))?;
         let (tx, rx) = async_channel::bounded(1);
         let live = async {
-            room.events
+            admitted
+                .room
+                .events
                 .send(Event::Control(Control::AwaitLive(tx)))
                 .await
                 .ok()?;
             rx.recv().await.ok()
         };
         match live.await {
-            Some(()) => Ok(room),
+            Some(()) => Ok(admitted),
             None => Err((
-                Some(room),
+                Some(admitted.room.clone()),
                 (
                     CLOSE_BOOT_FAILED.0,
                     String::from("the room stopped before it went live"),
@@ -228,275 +421,68 @@ impl Rooms {
         }
     }
 
-    /// Boots `doc` in a slot admission gave it (its slot is `Booting`).
-    fn spawn_boot(self: &Arc<Self>, doc: String) {
-        let me = self.clone();
-        self.shared.env.spawn(async move {
-            let mut end = BootEnd::Done;
-            let result = me.boot(&doc, &mut end).await;
-            let counter = match result {
-                Ok(_) => &me.shared.counters.boots,
-                Err(_) => &me.shared.counters.boot_failures,
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
-            me.booted(&doc, result, end);
-        });
-    }
-
-    /// Drops queued boots whose wait ran out, closing their connections.
-    fn expire_queued(&self, table: &mut Table, now: u64) {
-        for (doc, code, reason) in table.admission.expire(now) {
-            if let Some(Slot::Booting(waiters)) = table.slots.remove(&doc) {
-                for w in waiters {
-                    let _ = w.try_send(Err((code, reason.clone())));
-                }
-            }
+    /// Stops `doc`'s live room (it drains as it shuts down; connections that arrive
+    /// meanwhile wait and boot it again). Returns whether a live room was found.
+    pub fn stop_room(self: &Arc<Self>, doc: &str, why: StopWhy) -> bool {
+        if self.inner().table.live(doc).is_none() {
+            return false;
         }
-    }
-
-    async fn boot(&self, doc: &str, end: &mut BootEnd) -> Result<Arc<LiveRoom>, Refusal> {
-        let shared = &self.shared;
-        let deadline = Instant::now() + Duration::from_millis(shared.fleet.boot_timeout_ms);
-        let grant = call_room_boot(shared, doc, deadline).await.map_err(|f| {
-            match f {
-                rindle_room_core::fleet::BootFailure::Refused(_) => shared.log.error(f.message()),
-                rindle_room_core::fleet::BootFailure::NoRoom(_) => shared.log.info(f.message()),
-                _ => shared.log.warn(&format!("room boot for {doc} failed: {f}")),
-            }
-            *end = BootEnd::of(&f);
-            let (code, reason) = f.close();
-            (code, reason.to_string())
-        })?;
-        let started = start_room(shared, doc, grant).await.map_err(|e| {
-            shared
-                .log
-                .error(&format!("room {doc} failed to start: {e}"));
-            (CLOSE_BOOT_FAILED.0, CLOSE_BOOT_FAILED.1.to_string())
-        })?;
-        Ok(Arc::new(LiveRoom {
+        self.step(Some(Input::Stop {
             doc: doc.to_string(),
-            events: started.events.clone(),
-            epoch: started.epoch,
-            done: started.done.clone(),
-            conns: AtomicUsize::new(0),
-            idle_since: AtomicU64::new(shared.env.now_ms()),
-            final_flush_seq: AtomicU64::new(u64::MAX),
-            moved: started.moved.clone(),
-        }))
-    }
-
-    /// A boot finished: wake its waiters; watch the room for its end; give its slot to
-    /// the next queued boot somebody still waits for.
-    fn booted(self: &Arc<Self>, doc: &str, result: Result<Arc<LiveRoom>, Refusal>, end: BootEnd) {
-        let waiters = {
-            let mut table = self.table();
-            let now = self.shared.env.now_ms();
-            let mut next = table.admission.finished(now, doc, end);
-            while let Some(queued) = next.take() {
-                let waited = match table.slots.get(&queued) {
-                    Some(Slot::Booting(w)) => w.iter().any(|w| !w.is_closed()),
-                    _ => false,
-                };
-                if waited {
-                    self.spawn_boot(queued);
-                } else {
-                    // Everybody gave up on it: no boot, and the slot goes on.
-                    if matches!(table.slots.get(&queued), Some(Slot::Booting(_))) {
-                        table.slots.remove(&queued);
-                    }
-                    next = table.admission.finished(now, &queued, BootEnd::Done);
-                }
-            }
-            let waiters = match table.slots.remove(doc) {
-                Some(Slot::Booting(w)) => w,
-                other => {
-                    // Only a boot puts `Booting`; keep whatever replaced it.
-                    if let Some(slot) = other {
-                        table.slots.insert(doc.to_string(), slot);
-                    }
-                    Vec::new()
-                }
-            };
-            if let Ok(room) = &result {
-                table
-                    .slots
-                    .insert(doc.to_string(), Slot::Live(room.clone()));
-            }
-            waiters
-        };
-        if let Ok(room) = &result {
-            let me = self.clone();
-            let room = room.clone();
-            self.shared.env.spawn(async move {
-                let _ = room.done.recv().await;
-                me.stopped(&room);
-            });
-        }
-        for w in waiters {
-            let _ = w.try_send(result.clone());
-        }
-    }
-
-    /// A room task ended (hibernated, re-booting, fenced, failed): record it, and boot it
-    /// again if connections are waiting.
-    fn stopped(self: &Arc<Self>, room: &Arc<LiveRoom>) {
-        let mut table = self.table();
-        let seq = room.final_flush_seq.load(Ordering::SeqCst);
-        let record = Record {
-            epoch: room.epoch,
-            since_ms: self.shared.env.now_ms(),
-            final_flush_seq: (seq != u64::MAX).then_some(seq),
-        };
-        let slot = table.slots.remove(&room.doc);
-        let ours = match &slot {
-            Some(Slot::Live(r)) | Some(Slot::Stopping { room: r, .. }) => Arc::ptr_eq(r, room),
-            _ => false,
-        };
-        if !ours {
-            // The slot moved on (a newer boot): leave it untouched.
-            if let Some(slot) = slot {
-                table.slots.insert(room.doc.clone(), slot);
-            }
-            return;
-        }
-        match slot {
-            Some(Slot::Stopping { waiters, .. }) if !waiters.is_empty() => {
-                let now = self.shared.env.now_ms();
-                match table.admission.request(now, &room.doc) {
-                    BootAdmit::Refuse(code, reason) => {
-                        for w in waiters {
-                            let _ = w.try_send(Err((code, reason.clone())));
-                        }
-                    }
-                    admit => {
-                        table.slots.insert(room.doc.clone(), Slot::Booting(waiters));
-                        if admit == BootAdmit::Start {
-                            self.spawn_boot(room.doc.clone());
-                        }
-                    }
-                }
-            }
-            _ => {
-                self.shared
-                    .counters
-                    .hibernations
-                    .fetch_add(1, Ordering::Relaxed);
-                self.shared.log.info(&format!(
-                    "room {} hibernated (placement epoch {})",
-                    room.doc, room.epoch
-                ));
-                table.records.insert(&room.doc, record);
-                table.records.bound(MAX_RECORDS);
-            }
-        }
-    }
-
-    /// Starts hibernating (or re-booting) `doc`'s live room: it drains and shuts down;
-    /// connections that arrive meanwhile wait and boot it again. Returns whether a live
-    /// room was found.
-    pub fn stop_room(&self, doc: &str) -> bool {
-        let room = {
-            let mut table = self.table();
-            match table.slots.remove(doc) {
-                Some(Slot::Live(room)) => {
-                    table.slots.insert(
-                        doc.to_string(),
-                        Slot::Stopping {
-                            room: room.clone(),
-                            waiters: Vec::new(),
-                        },
-                    );
-                    room
-                }
-                Some(other) => {
-                    table.slots.insert(doc.to_string(), other);
-                    return false;
-                }
-                None => return false,
-            }
-        };
-        let (tx, _rx) = async_channel::bounded(1);
-        let _ = room.events.try_send(Event::Control(Control::Shutdown(tx)));
+            why,
+        }));
         true
     }
 
-    /// `doc`'s live (or stopping) room, or its hibernation record.
-    pub fn lookup(&self, doc: &str) -> Option<Result<Arc<LiveRoom>, Record>> {
-        let table = self.table();
-        match table.slots.get(doc) {
-            Some(Slot::Live(r)) | Some(Slot::Stopping { room: r, .. }) => Some(Ok(r.clone())),
-            Some(Slot::Booting(_)) => None,
-            None => table.records.get(doc).map(Err),
+    /// `doc`'s started room, or its hibernation record.
+    pub fn lookup(&self, doc: &str) -> Option<Result<Arc<LiveRoom>, HibernationRecord>> {
+        let inner = self.inner();
+        if let Some(room) = inner.handles.get(doc) {
+            return Some(Ok(room.clone()));
         }
+        if inner.table.has_slot(doc) {
+            return None;
+        }
+        inner.records.get(doc).map(Err)
     }
 
-    /// Live rooms with no connection for at least `idle_ms` at `now`.
-    pub fn idle_rooms(&self, now: u64, idle_ms: u64) -> Vec<Arc<LiveRoom>> {
-        let live: Vec<Arc<LiveRoom>> = self
-            .table()
-            .slots
-            .values()
-            .filter_map(|s| match s {
-                Slot::Live(r) => Some(r.clone()),
-                _ => None,
-            })
-            .collect();
-        let views: Vec<LiveRoomView> = live.iter().map(|r| r.view(None)).collect();
-        let idle = idle_to_hibernate(&views, now, idle_ms);
-        live.into_iter().filter(|r| idle.contains(&r.doc)).collect()
-    }
-
-    /// Every live room.
+    /// Every started room.
     pub fn live_rooms(&self) -> Vec<Arc<LiveRoom>> {
-        self.table()
-            .slots
-            .values()
-            .filter_map(|s| match s {
-                Slot::Live(r) | Slot::Stopping { room: r, .. } => Some(r.clone()),
-                _ => None,
-            })
-            .collect()
+        self.inner().handles.values().cloned().collect()
     }
 
-    /// The table, sorted by doc.
+    /// Whether `/readyz` says ready.
+    pub fn is_ready(&self) -> bool {
+        self.inner().table.is_ready()
+    }
+
+    /// Whether new boots are refused for the memory budget.
+    pub fn over_budget(&self) -> bool {
+        self.inner().table.over_budget()
+    }
+
+    /// What the table counted.
+    pub fn counters(&self) -> TableCounters {
+        self.inner().table.counters()
+    }
+
+    /// The table, sorted by doc: slots, then records of docs without one.
     pub fn list(&self) -> Vec<RoomSummary> {
-        let table = self.table();
-        let hibernated = table.records.iter().map(|(doc, rec)| RoomSummary {
-            doc: doc.to_string(),
-            state: RoomState::Hibernated,
-            connections: 0,
-            epoch: rec.epoch,
-            hibernated_at_ms: Some(rec.since_ms),
-        });
-        let rooms = table
-            .slots
-            .iter()
-            .map(|(doc, slot)| {
-                let (state, connections, epoch, hibernated_at_ms) = match slot {
-                    Slot::Booting(_) => (RoomState::Booting, 0, 0, None),
-                    Slot::Live(r) => (
-                        RoomState::Live,
-                        r.conns.load(Ordering::SeqCst),
-                        r.epoch,
-                        None,
-                    ),
-                    Slot::Stopping { room, .. } => (
-                        RoomState::Stopping,
-                        room.conns.load(Ordering::SeqCst),
-                        room.epoch,
-                        None,
-                    ),
-                };
-                RoomSummary {
-                    doc: doc.clone(),
-                    state,
-                    connections,
-                    epoch,
-                    hibernated_at_ms,
-                }
-            })
-            .chain(hibernated)
-            .collect();
+        let inner = self.inner();
+        let mut rooms = inner.table.summaries();
+        rooms.extend(
+            inner
+                .records
+                .iter()
+                .filter(|(doc, _)| !inner.table.has_slot(doc))
+                .map(|(doc, rec)| RoomSummary {
+                    doc: doc.to_string(),
+                    state: rindle_room_core::fleet::RoomState::Hibernated,
+                    connections: 0,
+                    epoch: rec.epoch,
+                    hibernated_at_ms: Some(rec.since_ms),
+                }),
+        );
         sorted(rooms)
     }
 }
@@ -512,10 +498,8 @@ impl Router<Event> for RoomRouter {
     /// A connection to a live room is routed at once; one that would boot a room must
     /// first show a lease subscribe that verifies for the doc (the core's gate).
     fn gate(&self, doc: &str, shown: &[String]) -> Gate {
-        if let Some(Slot::Live(room)) = self.0.table().slots.get(doc) {
-            if !room.done.is_closed() {
-                return Gate::Route;
-            }
+        if self.0.inner().table.live(doc).is_some() {
+            return Gate::Route;
         }
         let keys: Vec<(String, String)> = self
             .0
@@ -532,14 +516,10 @@ impl Router<Event> for RoomRouter {
     fn route(&self, doc: String) -> RouteFuture<Event> {
         let me = self.0.clone();
         Box::pin(async move {
-            let room = me.room_for(&doc).await?;
-            room.conns.fetch_add(1, Ordering::SeqCst);
+            let Admitted { room, hold } = me.room_for(&doc).await?;
             Ok(Route {
                 events: room.events.clone(),
-                hold: Box::new(ConnHold {
-                    room,
-                    clock: me.shared.env.clone(),
-                }),
+                hold: Box::new(hold),
             })
         })
     }

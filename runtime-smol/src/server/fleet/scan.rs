@@ -79,13 +79,13 @@ pub(crate) async fn settle_all(rooms: Arc<Rooms>, unsettled: Vec<Unsettled>) {
     for u in unsettled {
         settle_one(&rooms, &u, &log).await;
     }
-    rooms.shared.ready.store(true, Ordering::SeqCst);
+    rooms.step(Some(rindle_room_core::fleet::Input::Settled));
     log.info("ready");
 }
 
 async fn settle_one(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
-    let room = match rooms.boot_for_settlement(&u.doc).await {
-        Ok(room) => room,
+    let (room, _hold) = match rooms.boot_for_settlement(&u.doc).await {
+        Ok(admitted) => (admitted.room, admitted.hold),
         Err((Some(room), _)) if room.moved.load(Ordering::SeqCst) => {
             return strand(rooms, u, log);
         }
@@ -101,7 +101,7 @@ async fn settle_one(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
             return;
         }
     };
-    let drained = room.drain().await;
+    let drained = rooms.drain(&room).await;
     // A fence settles the drain too: ask once more — a room that stopped in the same
     // step cannot answer, and then its `moved` flag says why.
     let (tx, rx) = async_channel::bounded(1);
