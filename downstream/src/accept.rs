@@ -29,6 +29,8 @@ pub struct SocketGauge {
     pub active: AtomicUsize,
     /// Sockets being answered with 503.
     pub refusing: AtomicUsize,
+    /// Every socket's unsent bytes together (`server.max_unsent_bytes`).
+    pub unsent: crate::Unsent,
 }
 
 /// Decrements a gauge when dropped.

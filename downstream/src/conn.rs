@@ -207,7 +207,8 @@ where
     let (mut sink, mut source) = ws.split();
     let (tx, out_rx) = async_channel::unbounded();
     let (closing, closing_rx) = async_channel::bounded::<()>(1);
-    let backlog = Arc::new(Backlog::default());
+    let backlog = Arc::new(Backlog::new(ctx.gauge.clone()));
+    ctx.gauge.unsent.join(id, &backlog, &tx, &closing);
     let out = ConnOut {
         tx: tx.clone(),
         backlog: backlog.clone(),

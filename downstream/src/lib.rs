@@ -19,6 +19,7 @@
 //! | one message, fragments included | `max_frame_bytes` | close 1009 |
 //! | frames waiting for the owner | [`INBOUND_WINDOW_FRAMES`] and `max_inbound_bytes` | the socket is not read (TCP pushes back) |
 //! | unread outbound frames | the host's send budget and snapshot cap, over [`ConnOut::backlog`] | close 1008 |
+//! | unread outbound frames of every socket together | `server.max_unsent_bytes` over [`Unsent`]: the core's `unsent_cuts` picks the largest | close 1008 |
 //! | a closing socket | `close_grace` | the TCP socket is dropped |
 //!
 //! A websocket violation (a bad frame, invalid UTF-8, a message too big) is answered
@@ -29,6 +30,7 @@ mod conn;
 mod inbound;
 mod out;
 mod route;
+mod unsent;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -42,6 +44,7 @@ pub use accept::{accept_loop, SocketGauge};
 pub use inbound::{InboundSlot, InboundWindow, INBOUND_WINDOW_FRAMES};
 pub use out::ConnOut;
 pub use route::{Gate, Route, RouteFuture, Router};
+pub use unsent::{CutLog, Unsent};
 
 /// A downstream connection's id, unique for the accept loop's lifetime (from 1).
 pub type ConnId = u64;

@@ -73,6 +73,10 @@ pub struct ServerConfig {
     /// once (default 4 MiB, at least `max_frame_bytes`). At the cap the connection stops
     /// reading its socket until the room catches up (TCP pushes back).
     pub max_inbound_bytes: usize,
+    /// The most bytes queued for all downstream sockets of the process together that
+    /// their writers have not sent (default 256 MiB; at least 1 MiB). Past it the
+    /// sockets holding the most are cut (1008), largest first.
+    pub max_unsent_bytes: usize,
     /// The most downstream sockets (upgraded or still in the handshake) held at once.
     /// Past it, upgrades are answered with HTTP 503. Default: the process's open-file
     /// limit minus [`RESERVED_FDS`].
@@ -112,6 +116,7 @@ impl Default for ServerConfig {
             log_format: LogFormat::Text,
             max_frame_bytes: defaults::max_frame_bytes(),
             max_inbound_bytes: defaults::max_inbound_bytes(),
+            max_unsent_bytes: rindle_room_core::host::DEFAULT_MAX_UNSENT_BYTES,
             max_connections: None,
             handshake_timeout_ms: defaults::handshake_timeout_ms(),
             startup_timeout_ms: defaults::startup_timeout_ms(),
@@ -715,6 +720,16 @@ impl Config {
                     "`server.max_inbound_bytes` ({}) must be at least `server.max_frame_bytes` \
                      ({}): one whole frame has to fit (default 4194304 = 4 MiB)",
                     server.max_inbound_bytes, server.max_frame_bytes
+                ),
+            ));
+        }
+        if server.max_unsent_bytes < 1024 * 1024 {
+            return Err(invalid(
+                "server.max_unsent_bytes",
+                format!(
+                    "`server.max_unsent_bytes` ({}) must be at least 1048576 (1 MiB; default \
+                     268435456 = 256 MiB): it bounds every socket's unsent frames together",
+                    server.max_unsent_bytes
                 ),
             ));
         }

@@ -120,3 +120,100 @@ impl Host {
         }
     }
 }
+
+/// The default of `server.max_unsent_bytes`: bytes queued for all sockets of a process
+/// together that their writers have not taken (256 MiB).
+pub const DEFAULT_MAX_UNSENT_BYTES: usize = 256 * 1024 * 1024;
+
+/// Which sockets to cut when the process's unsent bytes pass `cap` (every socket's
+/// backlog together, every room of a box: the per-socket send budget and snapshot cap
+/// bound one socket, this bounds them all). `backlogs` is `(socket, unsent bytes)` of
+/// the sockets not already cut; the largest backlogs go first, until what is left is
+/// at most three quarters of the cap (one cut buys room, not one frame). A socket with
+/// nothing unsent is never cut: a client that reads keeps its socket.
+pub fn unsent_cuts(backlogs: &[(u64, usize)], cap: usize) -> alloc::vec::Vec<u64> {
+    let mut total: usize = backlogs.iter().map(|(_, b)| *b).sum();
+    if total <= cap {
+        return alloc::vec::Vec::new();
+    }
+    let target = cap - cap / 4;
+    let mut by_size: alloc::vec::Vec<(u64, usize)> =
+        backlogs.iter().copied().filter(|(_, b)| *b > 0).collect();
+    by_size.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut cuts = alloc::vec::Vec::new();
+    for (socket, bytes) in by_size {
+        if total <= target {
+            break;
+        }
+        cuts.push(socket);
+        total -= bytes;
+    }
+    cuts
+}
+
+/// The close reason of a socket [`unsent_cuts`] chose (fits a close frame).
+pub fn unsent_cut_reason(held: usize, total: usize, cap: usize) -> alloc::string::String {
+    format!("box backlog over: {total} B unsent, {held} here (server.max_unsent_bytes {cap})")
+}
+
+#[cfg(test)]
+mod unsent_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn under_the_cap_nobody_is_cut() {
+        assert!(unsent_cuts(&[(1, 100), (2, 200)], 300).is_empty());
+    }
+
+    #[test]
+    fn the_largest_backlogs_go_first_until_three_quarters_of_the_cap() {
+        // 1,300 over a cap of 1,000: cut 600 (→ 700 ≤ 750).
+        assert_eq!(
+            unsent_cuts(&[(1, 100), (2, 600), (3, 400), (4, 200)], 1_000),
+            [2]
+        );
+        // 1,150: cutting 600 leaves 550.
+        assert_eq!(unsent_cuts(&[(1, 550), (2, 600)], 1_000), [2]);
+        // Many small ones: several go.
+        assert_eq!(
+            unsent_cuts(&[(1, 300), (2, 300), (3, 300), (4, 300)], 1_000),
+            [1, 2]
+        );
+    }
+
+    #[test]
+    fn the_reason_fits_a_close_frame() {
+        let r = unsent_cut_reason(usize::MAX, usize::MAX, usize::MAX);
+        assert!(r.len() <= 123, "{} bytes: {r}", r.len());
+    }
+
+    proptest! {
+        #[test]
+        fn cuts_bring_the_total_under_three_quarters_and_spare_readers(
+            sizes in proptest::collection::vec(0usize..10_000, 0..40),
+            cap in 1usize..50_000,
+        ) {
+            let backlogs: alloc::vec::Vec<(u64, usize)> =
+                sizes.iter().enumerate().map(|(i, b)| (i as u64, *b)).collect();
+            let cuts = unsent_cuts(&backlogs, cap);
+            let total: usize = sizes.iter().sum();
+            let left: usize = backlogs
+                .iter()
+                .filter(|(id, _)| !cuts.contains(id))
+                .map(|(_, b)| b)
+                .sum();
+            if total <= cap {
+                prop_assert!(cuts.is_empty());
+            } else {
+                prop_assert!(left <= cap - cap / 4);
+                // Each cut was needed: without the last one the rest did not fit.
+                let last = cuts.last().map_or(0, |id| sizes[*id as usize]);
+                prop_assert!(left + last > cap - cap / 4);
+            }
+            for id in &cuts {
+                prop_assert!(sizes[*id as usize] > 0, "a reader was cut");
+            }
+        }
+    }
+}

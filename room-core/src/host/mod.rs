@@ -66,7 +66,9 @@ pub use io::{
     Driver, FlushRecord, Input, IoId, JournalContents, JournalEntry, Level, MutatorOutcome,
     Outcome, Output, SendClass,
 };
-pub use limits::MAX_HELD_MUTATIONS_PER_CONN;
+pub use limits::{
+    unsent_cut_reason, unsent_cuts, DEFAULT_MAX_UNSENT_BYTES, MAX_HELD_MUTATIONS_PER_CONN,
+};
 pub use metrics::Counters;
 pub use newcomer::{
     MAX_FRAMES_AWAITING_LMID, MAX_KNOWN_NEWCOMERS, MAX_NEWCOMER_FETCHES, NEWCOMER_WAIT_MS,

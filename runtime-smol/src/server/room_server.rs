@@ -221,7 +221,7 @@ impl RoomServerBuilder {
             Ok(Err(e)) => return Err(e),
             Err(_) => return Err(String::from("the room stopped during start-up")),
         }
-        let gauge = Arc::new(conn::SocketGauge::default());
+        let gauge = super::settings::socket_gauge(&config, &log);
         let limits = conn::ConnLimits {
             max_frame_bytes: config.server.max_frame_bytes,
             max_inbound_bytes: config.server.max_inbound_bytes,

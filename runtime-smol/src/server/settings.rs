@@ -51,3 +51,21 @@ pub(crate) fn host_config(
     cfg.validate()?;
     Ok(cfg)
 }
+
+/// The process's socket gauge, its unsent-bytes cap set from `server.max_unsent_bytes`
+/// (sockets it cuts are logged on `log`). One per process: every room of a box shares
+/// it, so the cap bounds them all.
+pub(crate) fn socket_gauge(
+    config: &Config,
+    log: &super::log::Logger,
+) -> std::sync::Arc<rindle_room_downstream::SocketGauge> {
+    let gauge = std::sync::Arc::new(rindle_room_downstream::SocketGauge::default());
+    let log = log.clone();
+    gauge.unsent.configure(
+        config.server.max_unsent_bytes,
+        Box::new(move |id, reason| {
+            log.warn(&format!("conn {id} cut (1008, a gap to repair): {reason}"));
+        }),
+    );
+    gauge
+}

@@ -234,7 +234,7 @@ impl FleetServerBuilder {
         };
         // Every upgrade is routed to its room; nothing reaches this channel.
         let (unrouted, _) = async_channel::bounded::<Event>(1);
-        let gauge = Arc::new(conn::SocketGauge::default());
+        let gauge = crate::server::settings::socket_gauge(&config, &log);
         env.spawn(conn::accept_loop(
             listener,
             conn::ConnCtx {
