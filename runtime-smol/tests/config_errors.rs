@@ -68,7 +68,7 @@ fn unknown_options() {
     check(
         &format!("[server]\nprot = 1\n{MINIMAL}"),
         "server.prot",
-        &["unknown option `server.prot` under [server] (expected one of `bind`, `port`, `log_format`, `max_frame_bytes`, `max_inbound_bytes`, `max_connections`, `handshake_timeout_ms`, `startup_timeout_ms`)"],
+        &["unknown option `server.prot` under [server] (expected one of `bind`, `port`, `log_format`, `max_frame_bytes`, `max_inbound_bytes`, `max_unsent_bytes`, `max_connections`, `handshake_timeout_ms`, `startup_timeout_ms`)"],
     );
     check(
         &format!("[serverr]\nport = 1\n{MINIMAL}"),
@@ -533,4 +533,13 @@ fn parse_errors_carry_the_line_and_a_snippet() {
         "{MINIMAL}\n[writes]\nowned_tables = [\"t\"]\n\n[writes]\ncrud = true\n"
     ));
     assert!(e.message().contains("`writes` is defined twice"), "{e}");
+}
+
+#[test]
+fn an_unsent_cap_below_a_mebibyte_is_refused() {
+    check(
+        &format!("[server]\nmax_unsent_bytes = 1000\n{MINIMAL}"),
+        "server.max_unsent_bytes",
+        &["must be at least 1048576", "256 MiB"],
+    );
 }

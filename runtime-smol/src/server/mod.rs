@@ -26,6 +26,7 @@
 //! error texts, same defaults. Start one with [`RoomServer::builder`].
 
 pub(crate) mod actor;
+mod assemble;
 pub mod authority;
 pub mod clock;
 pub(crate) mod control_plane;

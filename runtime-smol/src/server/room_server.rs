@@ -10,7 +10,7 @@ use async_channel::{Receiver, Sender};
 use rindle_room_core::json::tree::JsValue;
 use smol::net::TcpListener;
 
-use super::actor::{Actor, Control, Event, Parts, StartupRetry};
+use super::actor::{Control, Event, StartupRetry};
 use super::authority::Authority;
 use super::clock::{Clock, Env};
 use super::control_plane;
@@ -24,7 +24,6 @@ use crate::journal::file::FileJournal;
 use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::mutators::Registry;
-use rindle_room_core::host::Host;
 use rindle_room_downstream as conn;
 
 /// How long a closing downstream socket waits for the peer's close reply (and for the
@@ -175,52 +174,28 @@ impl RoomServerBuilder {
         let control_addr = control.as_ref().and_then(|(l, _)| l.local_addr().ok());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
         let metrics = Arc::new(Metrics::default());
-        let registry_config = (config.writes.is_some()
-            && (!config.mutators.is_empty() || config.writes.as_ref().is_some_and(|w| w.crud)))
-        .then(|| Arc::new(config.clone()));
-        let host_cfg = super::settings::host_config(
-            &config,
-            upstream.client_id(),
-            authority.is_some(),
-            super::actor::entropy(),
-        )?;
-        let mut host = Host::new(host_cfg)?;
-        host.set_log_level(host_log_level(&log));
-        let (started_tx, started_rx) = async_channel::bounded(1);
-        let (mut actor, rx) = Actor::new(Parts {
+        // A box of one: placed by its configuration, assembled like any fleet room.
+        let room = super::assemble::assemble(super::assemble::RoomParts {
+            upstream_client_id: upstream.client_id(),
+            config: Arc::new(config.clone()),
             env: env.clone(),
             log: log.clone(),
             metrics: metrics.clone(),
-            host,
-            host_registry: self.registry,
-            config: registry_config,
+            registry: self.registry,
             journal,
             authority,
             upstream,
+            adjust: None,
             stop_listeners: stop_tx,
-            started: started_tx,
-            moved: Arc::default(),
-            stranded: None,
-        });
-        if config.server.startup_timeout_ms > 0 {
-            actor.retry_start(StartupRetry {
+            startup_retry: (config.server.startup_timeout_ms > 0).then(|| StartupRetry {
                 since: std::time::Instant::now(),
                 timeout: Duration::from_millis(config.server.startup_timeout_ms),
-            });
-        }
-        let events = actor.sender();
-        let (done_tx, done_rx) = async_channel::bounded::<()>(1);
-        env.spawn(async move {
-            actor.run(rx).await;
-            drop(done_tx);
-        });
-        // Start-up (the journal's flush records, the epoch claim, the first lease) runs
-        // in the host; serve once it is done.
-        match started_rx.recv().await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(String::from("the room stopped during start-up")),
-        }
+            }),
+            stranded: None,
+            on_crash: None,
+        })
+        .await?;
+        let (events, done_rx) = (room.events, room.done);
         let gauge = super::settings::socket_gauge(&config, &log);
         let limits = conn::ConnLimits {
             max_frame_bytes: config.server.max_frame_bytes,

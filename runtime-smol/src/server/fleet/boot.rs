@@ -10,7 +10,7 @@ use std::time::Duration;
 use rindle_room_core::fleet::{
     boot_authorization, boot_body, boot_reply, room_dir_name, BootFailure, BootGrant,
 };
-use rindle_room_core::host::{Host, Placement};
+use rindle_room_core::host::Placement;
 
 use super::upstream::FleetUpstream;
 use super::Shared;
@@ -19,7 +19,8 @@ use crate::config::AuthorityConfig;
 use crate::http;
 use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
-use crate::server::actor::{self, Actor, Parts};
+use crate::server::actor;
+use crate::server::assemble::{assemble, RoomParts};
 use crate::server::authority::Authority;
 use crate::server::deferred_journal::DeferredFileJournal;
 use crate::server::log::Logger;
@@ -167,80 +168,52 @@ pub(crate) async fn start_room(
             })
         }
     };
-    let mut host_cfg = crate::server::settings::host_config(
-        &config,
-        shared.fleet.upstream_client_id.clone(),
-        authority.is_some(),
-        actor::entropy(),
-    )?;
-    if let Some(w) = host_cfg.writes.as_mut() {
-        w.scopes = grant.scopes.clone();
-    }
-    host_cfg.revoked = shared.revocations(shared.env.now_ms());
-    host_cfg.max_room_bytes = shared.fleet.max_room_bytes;
-    if let Some(w) = host_cfg.writes.as_mut() {
-        w.ack_after_flush = shared.fleet.ack == crate::config::AckMode::Flushed;
-    }
-    host_cfg.placement = Some(Placement {
+    let revoked = shared.revocations(shared.env.now_ms());
+    let max_room_bytes = shared.fleet.max_room_bytes;
+    let ack_after_flush = shared.fleet.ack == crate::config::AckMode::Flushed;
+    let placement = Placement {
         epoch: grant.epoch,
         lease_token: grant.upstream_lease_token.clone(),
-    });
-    host_cfg.validate()?;
-    let mut host = Host::new(host_cfg)?;
-    host.set_log_level(crate::server::room_server::host_log_level(&log));
-    let registry_config = (writes
-        && (!config.mutators.is_empty() || config.writes.as_ref().is_some_and(|w| w.crud)))
-    .then(|| Arc::new(config.clone()));
-    let metrics = Arc::new(Metrics::default());
-    let moved = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (started_tx, started_rx) = async_channel::bounded(1);
-    let (stop_tx, _stop_rx) = async_channel::bounded::<()>(1);
-    let (room, rx) = Actor::new(Parts {
+    };
+    let scopes = grant.scopes.clone();
+    let counters = shared.counters.clone();
+    let room = assemble(RoomParts {
+        config: Arc::new(config),
         env: shared.env.clone(),
         log: log.clone(),
-        metrics,
-        host,
-        host_registry: shared.registry.clone(),
-        config: registry_config,
+        metrics: Arc::new(Metrics::default()),
+        registry: shared.registry.clone(),
         journal,
         authority,
         upstream,
-        stop_listeners: stop_tx,
-        started: started_tx,
-        moved: moved.clone(),
+        upstream_client_id: shared.fleet.upstream_client_id.clone(),
+        // The grant places the room: its epoch and lease, scopes, budgets.
+        adjust: Some(Box::new(move |host_cfg| {
+            if let Some(w) = host_cfg.writes.as_mut() {
+                w.scopes = scopes;
+                w.ack_after_flush = ack_after_flush;
+            }
+            host_cfg.revoked = revoked;
+            host_cfg.max_room_bytes = max_room_bytes;
+            host_cfg.placement = Some(placement);
+        })),
+        stop_listeners: async_channel::bounded::<()>(1).0,
+        startup_retry: None,
         stranded: Some({
             let shared = shared.clone();
             Arc::new(move |list| shared.record_stranded(list))
         }),
-    });
-    let events = room.sender();
-    let (done_tx, done_rx) = async_channel::bounded::<()>(1);
-    let crash_log = log.clone();
-    let counters = shared.counters.clone();
-    shared.env.spawn(async move {
-        // A bug in one room must not take the box down: the panic ends this room only
-        // (its sockets drop; its next connection boots it again from its journal).
-        let run = std::panic::AssertUnwindSafe(room.run(rx));
-        if let Err(panic) = futures_lite::FutureExt::catch_unwind(run).await {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| String::from("a panic"));
-            crash_log.error(&format!("the room crashed ({what}); it re-boots on demand"));
-            (counters.crashes).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        drop(done_tx);
-    });
-    match started_rx.recv().await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(e),
-        Err(_) => return Err(String::from("the room stopped during start-up")),
-    }
+        on_crash: Some(Arc::new(move || {
+            counters
+                .crashes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })),
+    })
+    .await?;
     log.info(&format!("booted: placement epoch {}", grant.epoch));
     Ok(Started {
-        events,
-        done: done_rx,
-        moved,
+        events: room.events,
+        done: room.done,
+        moved: room.moved,
     })
 }
