@@ -41,6 +41,22 @@ pub const CLOSE_BOOT_TIMED_OUT: (u16, &str) = (1013, "room boot timed out");
 /// Close code for a boot refused because the box is over its memory budget.
 pub const CLOSE_BOX_BUDGET: (u16, &str) = (1013, "box memory budget exceeded");
 
+/// The subprotocol a room offers upstream with room-boot's affinity ticket.
+pub const UPSTREAM_SUBPROTOCOL: &str = "rindle.v1";
+
+/// The `Sec-WebSocket-Protocol` value that offers an affinity `ticket` upstream: an
+/// edge selects [`UPSTREAM_SUBPROTOCOL`] and routes by the ticket.
+pub fn affinity_offer(ticket: &str) -> String {
+    format!("{UPSTREAM_SUBPROTOCOL}, {ticket}")
+}
+
+/// Whether a refused upstream handshake means "connect again at once without the
+/// ticket, and never offer it again": the ticket was offered and the upstream selected
+/// no subprotocol (rindled itself takes no tickets; only an edge does).
+pub fn drop_ticket_after(offered: bool, no_subprotocol_selected: bool) -> bool {
+    offered && no_subprotocol_selected
+}
+
 /// The delay before retry `attempt` (1 = the first retry) of a failed boot call.
 pub fn boot_backoff_ms(attempt: u32) -> u64 {
     let shift = attempt.saturating_sub(1).min(16);

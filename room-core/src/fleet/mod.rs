@@ -20,9 +20,10 @@ pub use admission::{
     DESCRIPTORS_PER_ROOM, GATE_MAX_BYTES, GATE_MAX_FRAMES, RESERVED_DESCRIPTORS,
 };
 pub use boot_wire::{
-    boot_authorization, boot_backoff_ms, boot_body, boot_reply, BootFailure, BootGrant,
-    FlushEndpoints, BOOT_BACKOFF_MAX_MS, BOOT_BACKOFF_START_MS, CLOSE_BOOT_FAILED,
-    CLOSE_BOOT_TIMED_OUT, CLOSE_BOX_BUDGET, CLOSE_NO_ROOM, DEFAULT_BOOT_PATH,
+    affinity_offer, boot_authorization, boot_backoff_ms, boot_body, boot_reply, drop_ticket_after,
+    BootFailure, BootGrant, FlushEndpoints, BOOT_BACKOFF_MAX_MS, BOOT_BACKOFF_START_MS,
+    CLOSE_BOOT_FAILED, CLOSE_BOOT_TIMED_OUT, CLOSE_BOX_BUDGET, CLOSE_NO_ROOM, DEFAULT_BOOT_PATH,
+    UPSTREAM_SUBPROTOCOL,
 };
 pub use control::{
     ready_body, revoked_body, rooms_body, route_fleet_control, sorted, stats_body, BoxTotals,

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rindle_room_core::fleet::{
-    boot_authorization, boot_body, boot_reply, room_dir_name, BootFailure, BootGrant,
+    affinity_offer, boot_authorization, boot_body, boot_reply, room_dir_name, BootFailure,
+    BootGrant,
 };
 use rindle_room_core::host::Placement;
 
@@ -158,7 +159,7 @@ pub(crate) async fn start_room(
                 protocols: grant
                     .upstream_affinity
                     .as_ref()
-                    .map(|ticket| format!("rindle.v1, {ticket}")),
+                    .map(|ticket| affinity_offer(ticket)),
                 ws_url_setting,
                 client_id: shared.fleet.upstream_client_id.clone(),
                 relet: shared.relet.clone(),

@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use async_channel::Sender;
 
+use rindle_room_core::fleet::drop_ticket_after;
+
 use crate::server::clock::BoxFuture;
 use crate::server::log::Logger;
 use crate::server::upstream::{open_ws, UpstreamConnector, UpstreamLink};
@@ -95,7 +97,7 @@ impl UpstreamConnector for FleetUpstream {
         Box::pin(async move {
             let offer = me.offer();
             match open_ws(&me.ws_url, offer.as_deref()).await {
-                Err(e) if e.no_subprotocol_selected && offer.is_some() => {
+                Err(e) if drop_ticket_after(offer.is_some(), e.no_subprotocol_selected) => {
                     me.drop_ticket();
                     open_ws(&me.ws_url, None).await.map_err(|e| e.message)
                 }
