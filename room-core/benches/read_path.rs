@@ -98,9 +98,10 @@ const ISSUE_COLUMNS: &[&str] = &[
 ];
 
 fn tables() -> Vec<TableSchema> {
+    // Sorted by name, as a hello must be.
     vec![
-        TableSchema::new("user", &["id", "name"], &[0]),
         TableSchema::new("issue", ISSUE_COLUMNS, &[0]),
+        TableSchema::new("user", &["id", "name"], &[0]),
     ]
 }
 

@@ -111,12 +111,26 @@ impl Engine {
             Box::new((Key::from(key), b.exclusive))
         });
         let guard = find_guard(&filter);
-        let guard_index = guard.as_ref().map(|(col, _)| {
-            let (table, scratch) = store.table_mut(q.table);
-            let ix = table.ensure_index(&[*col], scratch);
-            indexes.push((q.table, ix));
-            ix as u32
-        });
+        // A related level reads its partitions through an index on its correlation
+        // columns; it needs no guard index (dispatch finds it by the guard's value).
+        let child_index = match &attach {
+            Some(a) if a.role == Role::Related => {
+                let (table, scratch) = store.table_mut(q.table);
+                let ix = table.ensure_index(&a.link.child, scratch);
+                indexes.push((q.table, ix));
+                Some(ix as u32)
+            }
+            _ => None,
+        };
+        let guard_index = guard
+            .as_ref()
+            .filter(|_| child_index.is_none())
+            .map(|(col, _)| {
+                let (table, scratch) = store.table_mut(q.table);
+                let ix = table.ensure_index(&[*col], scratch);
+                indexes.push((q.table, ix));
+                ix as u32
+            });
         let (parent, link, role, limit, parent_index) = match attach {
             None => (None, None, Role::Root, q.limit, None),
             Some(a) => {
@@ -152,6 +166,7 @@ impl Engine {
             parent_index,
             guard,
             guard_index,
+            child_index,
             window: None,
             rows: HashSet::new(),
             refreshed_in: 0,
@@ -225,6 +240,10 @@ impl Engine {
     }
 
     fn hydrate(&mut self, store: &Store, n: NodeId) {
+        if self.node(n).is_lazy() {
+            // Its partitions are read when demanded.
+            return;
+        }
         if self.node(n).window.is_some() {
             self.read_window(store, n);
             return;

@@ -71,7 +71,7 @@ impl Engine {
     pub(crate) fn refresh(&mut self, store: &Store, n: NodeId, rid: RowId) {
         let node = self.node(n);
         let now = match store.row(node.table, rid) {
-            Some(r) if self.qualifies(node, r) => Some(r.clone()),
+            Some(r) if self.materialized(node, r) && self.qualifies(node, r) => Some(r.clone()),
             _ => None,
         };
         let held = self.held_image(store, n, rid);
@@ -132,6 +132,37 @@ impl Engine {
         if self.changing.as_ref().is_some_and(|(k, _)| *k == key) {
             let stamp = self.change_no;
             self.node_mut(n).refreshed_in = stamp;
+        }
+    }
+
+    /// Whether `row` falls in a partition `node` holds: any, unless the node is lazy
+    /// (then one that some member parent demands or once demanded: a partition read
+    /// stays read, so a lazy node never holds more than an eager one would).
+    fn materialized(&self, node: &Node, row: &Row) -> bool {
+        if !node.is_lazy() {
+            return true;
+        }
+        let mut key = self.scratch.take();
+        let held = join_key_into(&mut key, row, node.part_cols())
+            && node.demand.get(key.as_slice()).is_some();
+        self.scratch.set(key);
+        held
+    }
+
+    /// Reads partition `key` of lazy node `c` (its demand entry is present, at zero):
+    /// every row of the partition, found through the node's correlation index, is
+    /// refreshed in. Nothing is a member yet, so no window event fires.
+    fn materialize(&mut self, store: &Store, c: NodeId, key: &[u8]) {
+        let node = self.node(c);
+        let Some(ix) = node.child_index else {
+            return;
+        };
+        let rids: Vec<RowId> = store
+            .table(node.table)
+            .index_lookup(ix as usize, key)
+            .collect();
+        for rid in rids {
+            self.refresh(store, c, rid);
         }
     }
 
@@ -540,6 +571,17 @@ impl Engine {
 
     /// One more demand for partition `key` of node `c`; the first brings its window in.
     pub(crate) fn demand_inc(&mut self, store: &Store, c: NodeId, key: &[u8]) {
+        let unread = {
+            let node = self.node_mut(c);
+            let unread = node.is_lazy() && node.demand.get(key).is_none();
+            if unread {
+                node.demand.get_or_default(key);
+            }
+            unread
+        };
+        if unread {
+            self.materialize(store, c, key);
+        }
         let first = {
             let node = self.node_mut(c);
             let d = node.demand.get_or_default(key);
@@ -559,13 +601,20 @@ impl Engine {
     pub(crate) fn demand_dec(&mut self, store: &Store, c: NodeId, key: &[u8]) {
         let last = {
             let node = self.node_mut(c);
+            let lazy = node.is_lazy();
             match node.demand.get_mut(key) {
                 Some(d) if *d > 1 => {
                     *d -= 1;
                     false
                 }
                 Some(d) if *d == 1 => {
-                    node.demand.remove(key);
+                    if lazy {
+                        // The partition stays read (and maintained): a parent that
+                        // demands it again costs no second read.
+                        *d = 0;
+                    } else {
+                        node.demand.remove(key);
+                    }
                     true
                 }
                 _ => false,

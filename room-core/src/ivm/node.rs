@@ -1,12 +1,19 @@
 //! A query level as the engine maintains it.
 //!
 //! Every level of a query — the root, each `related` child, each EXISTS child — is one
-//! node over one table. A node keeps **all** rows of its table that qualify (pass its
+//! node over one table. A node keeps the rows of its table that qualify (pass its
 //! `where`, EXISTS gates included, and its `start` bound), partitioned by its correlation
 //! columns and ordered by its completed sort; each partition has a window (`limit`, or
 //! the witness cap of an EXISTS). Which partitions matter is the parent's business: the
 //! node counts **demand** per partition, and a row is a *member* of the result tree while
 //! its partition is demanded and it sits inside that partition's window.
+//!
+//! An EXISTS child keeps **all** its qualifying rows: whether a partition is empty gates
+//! parent rows that are not members yet. A `related` child is **lazy**: it holds only
+//! the partitions some member parent has demanded, each read through a store index on
+//! its correlation columns when its first demand comes (and kept, maintained, after
+//! the last), so a relational query costs what its parents' children cost, not a scan
+//! of every child table.
 
 use alloc::boxed::Box;
 
@@ -121,6 +128,10 @@ pub(crate) struct Node {
     pub guard: Option<(usize, Value)>,
     /// The store index on `guard`'s column.
     pub guard_index: Option<u32>,
+    /// A lazy (`related`) node: the store index on its table by its correlation columns,
+    /// through which a partition is read when first demanded. `None`: the node holds
+    /// every qualifying row (root, EXISTS).
+    pub child_index: Option<u32>,
     /// A windowed root: holds a prefix of its qualifying rows (see [`Windowed`]).
     pub window: Option<Windowed>,
     /// Qualifying rows (held ones, for a windowed root). Their images are the store's
@@ -182,6 +193,11 @@ impl Node {
     /// Whether this node's partitions gate a parent.
     pub fn is_exists(&self) -> bool {
         self.role == Role::Exists
+    }
+
+    /// Whether the node holds only its demanded partitions (see the module docs).
+    pub fn is_lazy(&self) -> bool {
+        self.child_index.is_some()
     }
 }
 
