@@ -25,7 +25,7 @@ const room = native.WasmRoom.open(JSON.stringify(HELLO), 0);
 const ops = [];
 for (let id = 0; id < USERS; id++) ops.push({ table: "user", op: "add", row: userRow(id) });
 for (let id = 0; id < N; id++) ops.push({ table: "issue", op: "add", row: baseIssue(id, USERS) });
-room.apply(JSON.stringify({ epoch: 1, seq: 0, normalizedFp: FP, ops }));
+room.apply(JSON.stringify({ epoch: 1, seq: 0, normalizedFp: FP, ops, cv: 0 }));
 room.subscribe("w1", 1, JSON.stringify(W1_AST), 0);
 const script = w1Script(N);
 
@@ -36,7 +36,7 @@ const perChange = [];
 for (let r = 0; r < REPS; r++) {
   // Texts as the shell makes them (JSON.stringify), outside the timing.
   const texts = [];
-  for (let i = 0; i < UNITS; i++) texts.push(JSON.stringify({ epoch: 1, seq: seq++, normalizedFp: FP, ops: [script.op(u++)] }));
+  for (let i = 0; i < UNITS; i++) texts.push(JSON.stringify({ epoch: 1, seq: seq++, normalizedFp: FP, ops: [script.op(u++)], cv: seq }));
   const t0 = process.hrtime.bigint();
   for (const t of texts) {
     room.apply(t);

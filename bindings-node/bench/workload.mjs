@@ -5,12 +5,46 @@
 export const USERS = 100;
 
 export const ISSUE_COLUMNS = ["id", "title", "open", "created", "creatorID", "modified", "description"];
+// Sorted by name, as a hello must list them.
 export const TABLES = [
-  { name: "user", columns: ["id", "name"], primaryKey: [0] },
   { name: "issue", columns: ISSUE_COLUMNS, primaryKey: [0] },
+  { name: "user", columns: ["id", "name"], primaryKey: [0] },
 ];
-// normalizedFp of TABLES (protocol.md §3.4), computed with shared/tools/fp_vectors.py.
-export const FP = "c8bd6a76198f3f90";
+
+/**
+ * The hello's `normalizedFp` of `tables`: FNV-1a 64 over the table count, then per
+ * table its name, its column count and names, its key-column count and names (each
+ * count a little-endian u32, each text its UTF-8 length as one, then its bytes), as
+ * 16 lowercase hex digits (docs/protocol.md, the hello).
+ */
+export function normalizedFp(tables) {
+  let h = 0xcbf29ce484222325n;
+  const prime = 0x100000001b3n;
+  const mask = 0xffffffffffffffffn;
+  const byte = (b) => {
+    h ^= BigInt(b & 255);
+    h = (h * prime) & mask;
+  };
+  const u32 = (v) => {
+    for (let s = 0; s < 32; s += 8) byte((v >>> s) & 255);
+  };
+  const text = (t) => {
+    const b = Buffer.from(t, "utf8");
+    u32(b.length);
+    for (const x of b) byte(x);
+  };
+  u32(tables.length);
+  for (const t of tables) {
+    text(t.name);
+    u32(t.columns.length);
+    t.columns.forEach(text);
+    u32(t.primaryKey.length);
+    t.primaryKey.forEach((i) => text(t.columns[i]));
+  }
+  return h.toString(16).padStart(16, "0");
+}
+
+export const FP = normalizedFp(TABLES);
 export const HELLO = { epoch: 1, comparatorVersion: 2, tables: TABLES, normalizedFp: FP };
 
 // Rows, positional (the wire).

@@ -74,8 +74,8 @@ const zeroVersion = require("./node_modules/@rocicorp/zero/package.json").versio
 
 // Rows keyed by column (Zero): the same values as the wire rows.
 const keyed = (table, row) => Object.fromEntries(table.columns.map((c, i) => [c, row[i]]));
-const keyedIssue = (row) => keyed(TABLES[1], row);
-const keyedUser = (row) => keyed(TABLES[0], row);
+const keyedIssue = (row) => keyed(TABLES[0], row);
+const keyedUser = (row) => keyed(TABLES[1], row);
 
 // The queries as Zero builder calls: the same queries as the wire ASTs.
 const user = zero.table("user").columns({ id: zero.number(), name: zero.string() }).primaryKey("id");
@@ -142,7 +142,7 @@ class NativeSide {
     if (status.applied !== "snapshot") throw new Error(`snapshot: ${JSON.stringify(status)}`);
   }
   batch(seq, ops) {
-    return { epoch: 1, seq, normalizedFp: FP, ops };
+    return { epoch: 1, seq, normalizedFp: FP, ops, cv: seq };
   }
   subscribe(key, ast) {
     this.subs.set(key, { queryId: this.subs.size + 1 });
