@@ -14,14 +14,16 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 
 use crate::keys::{cells_key_into, join_key_into, Key};
 use crate::schema::TableSchema;
 use crate::value::{Cells, Value};
 
+mod id_set;
 mod ordering;
 mod pk_index;
+use id_set::IdSet;
 #[cfg(test)]
 use ordering::MAX_IDLE_ORDERINGS;
 pub(crate) use ordering::{Ordering, Orderings};
@@ -37,7 +39,7 @@ pub(crate) type RowId = u32;
 struct SecondaryIndex {
     cols: Box<[usize]>,
     users: u32,
-    map: HashMap<Key, HashSet<RowId>>,
+    map: HashMap<Key, IdSet>,
 }
 
 /// One table's rows.
@@ -155,13 +157,9 @@ impl Table {
         for ix in self.indexes.iter_mut().flatten() {
             if join_key_into(scratch, row, &ix.cols) {
                 match ix.map.get_mut(scratch.as_slice()) {
-                    Some(set) => {
-                        set.insert(id);
-                    }
+                    Some(set) => set.insert(id),
                     None => {
-                        let mut set = HashSet::new();
-                        set.insert(id);
-                        ix.map.insert(Key::from(scratch.as_slice()), set);
+                        ix.map.insert(Key::from(scratch.as_slice()), IdSet::new(id));
                     }
                 }
             }
@@ -172,8 +170,7 @@ impl Table {
         for ix in self.indexes.iter_mut().flatten() {
             if join_key_into(scratch, row, &ix.cols) {
                 if let Some(set) = ix.map.get_mut(scratch.as_slice()) {
-                    set.remove(&id);
-                    if set.is_empty() {
+                    if set.remove(id) {
                         ix.map.remove(scratch.as_slice());
                     }
                 }
@@ -255,13 +252,10 @@ impl Table {
             let Some(row) = row else { continue };
             if join_key_into(scratch, row, cols) {
                 match ix.map.get_mut(scratch.as_slice()) {
-                    Some(set) => {
-                        set.insert(id as RowId);
-                    }
+                    Some(set) => set.insert(id as RowId),
                     None => {
-                        let mut set = HashSet::new();
-                        set.insert(id as RowId);
-                        ix.map.insert(Key::from(scratch.as_slice()), set);
+                        ix.map
+                            .insert(Key::from(scratch.as_slice()), IdSet::new(id as RowId));
                     }
                 }
             }
@@ -297,7 +291,7 @@ impl Table {
             .and_then(Option::as_ref)
             .and_then(|ix| ix.map.get(key))
             .into_iter()
-            .flat_map(|set| set.iter().copied())
+            .flat_map(|set| set.iter())
     }
 
     /// How many rows the index holds under `key`.

@@ -5,8 +5,14 @@
 //! ```text
 //! [width: u16] [w: u8] [offset of cell 0 .. offset of cell width-1: w bytes each] [cells]
 //! cell = tag [payload]   tag 0 NULL, 1 false, 2 true, 3 number (8 bytes, the f64's
-//!                        bits), 4 text (its UTF-8 bytes, up to the next cell)
+//!                        bits), 4 text (its UTF-8 bytes, up to the next cell),
+//!                        5 / 6 / 7 an integral number as an i8 / i16 / i32
 //! ```
+//!
+//! A number is stored in the narrowest of those that gives back its exact bits (so
+//! `-0.0`, fractions, NaN and numbers past the i32 range take 8 bytes): ids, counts and
+//! timestamps in seconds cost 2–5 bytes, not 9. The packing stays canonical — one
+//! image per row — so equal rows are equal bytes.
 //!
 //! `w` is the smallest of 1, 2 or 4 that can hold every offset, so a typical row pays
 //! one byte per cell for random access. The store, the queries and the emitted ops all
@@ -26,6 +32,25 @@ const TAG_FALSE: u8 = 1;
 const TAG_TRUE: u8 = 2;
 const TAG_NUM: u8 = 3;
 const TAG_STR: u8 = 4;
+const TAG_I8: u8 = 5;
+const TAG_I16: u8 = 6;
+const TAG_I32: u8 = 7;
+
+/// The payload width of `f` as a compact integer (1, 2 or 4 bytes), if it is one.
+#[inline]
+fn int_width(f: f64) -> Option<usize> {
+    let i = f as i32;
+    if (i as f64).to_bits() != f.to_bits() {
+        return None;
+    }
+    Some(if i8::try_from(i).is_ok() {
+        1
+    } else if i16::try_from(i).is_ok() {
+        2
+    } else {
+        4
+    })
+}
 
 /// A packed row image (see the module docs). Cloning shares the image.
 #[derive(Clone)]
@@ -90,8 +115,16 @@ impl Row {
             let w = *b.get_unchecked(2) as usize;
             let start = offset(b, w, col);
             let tag = *b.get_unchecked(start);
-            if tag == TAG_NUM {
-                let bits = b.as_ptr().add(start + 1).cast::<[u8; 8]>().read_unaligned();
+            let at = b.as_ptr().add(start + 1);
+            if tag >= TAG_I8 {
+                // `write_into` wrote 1, 2 or 4 payload bytes after these tags.
+                CellRef::Num(match tag {
+                    TAG_I8 => f64::from(*at as i8),
+                    TAG_I16 => f64::from(i16::from_le_bytes(at.cast::<[u8; 2]>().read_unaligned())),
+                    _ => f64::from(i32::from_le_bytes(at.cast::<[u8; 4]>().read_unaligned())),
+                })
+            } else if tag == TAG_NUM {
+                let bits = at.cast::<[u8; 8]>().read_unaligned();
                 CellRef::Num(f64::from_bits(u64::from_le_bytes(bits)))
             } else if tag == TAG_STR {
                 let end = if col + 1 < width {
@@ -170,7 +203,7 @@ fn out_of_range(col: usize, width: usize) -> ! {
 fn cell_len(c: CellRef<'_>) -> usize {
     match c {
         CellRef::Null | CellRef::Bool(_) => 1,
-        CellRef::Num(_) => 9,
+        CellRef::Num(f) => 1 + int_width(f).unwrap_or(8),
         CellRef::Str(s) => 1 + s.len(),
     }
 }
@@ -222,11 +255,20 @@ fn write_into<C: Cells + ?Sized>(buf: &mut [MaybeUninit<u8>], cells: &C, w: usiz
                 buf[at].write(if b { TAG_TRUE } else { TAG_FALSE });
                 1
             }
-            CellRef::Num(f) => {
-                buf[at].write(TAG_NUM);
-                put(buf, at + 1, &f.to_bits().to_le_bytes());
-                9
-            }
+            CellRef::Num(f) => match int_width(f) {
+                Some(n) => {
+                    let i = f as i32;
+                    let tag = [TAG_I8, TAG_I16, TAG_I16, TAG_I32][n - 1];
+                    buf[at].write(tag);
+                    put(buf, at + 1, &i.to_le_bytes()[..n]);
+                    1 + n
+                }
+                None => {
+                    buf[at].write(TAG_NUM);
+                    put(buf, at + 1, &f.to_bits().to_le_bytes());
+                    9
+                }
+            },
             CellRef::Str(s) => {
                 buf[at].write(TAG_STR);
                 put(buf, at + 1, s.as_bytes());
@@ -370,6 +412,36 @@ mod tests {
         );
     }
 
+    #[test]
+    fn integral_numbers_take_the_narrowest_exact_form() {
+        let size = |f: f64| Row::from(vec![Value::Num(f)]).0.len() - 4;
+        for (f, bytes) in [
+            (0.0, 2),
+            (-1.0, 2),
+            (127.0, 2),
+            (-128.0, 2),
+            (128.0, 3),
+            (-32_768.0, 3),
+            (32_768.0, 5),
+            (f64::from(i32::MAX), 5),
+            (f64::from(i32::MIN), 5),
+            (2_147_483_648.0, 9),
+            (-0.0, 9),
+            (0.5, 9),
+            (f64::NAN, 9),
+            (f64::INFINITY, 9),
+            (1e300, 9),
+        ] {
+            assert_eq!(size(f), bytes, "{f}");
+            let row = Row::from(vec![Value::Num(f)]);
+            assert_eq!(row.get(0).to_value().cell(), Value::Num(f).cell(), "{f}");
+            match row.get(0) {
+                CellRef::Num(g) => assert_eq!(g.to_bits(), f.to_bits(), "{f}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn any_cells_round_trip(cells in proptest::collection::vec(cell(), 0..40)) {
@@ -389,6 +461,8 @@ mod tests {
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
             any::<f64>().prop_map(Value::Num),
+            any::<i32>().prop_map(|i| Value::Num(f64::from(i))),
+            (-200i32..200).prop_map(|i| Value::Num(f64::from(i))),
             ".{0,40}".prop_map(|s: String| Value::string(s)),
             proptest::collection::vec(any::<char>(), 200..400)
                 .prop_map(|c| Value::string(c.into_iter().collect())),

@@ -1,0 +1,131 @@
+//! The rows of one secondary-index key: most keys of a correlation column (an issue's
+//! comments, a user's issues) hold one row or a few, so those are kept without a hash
+//! set — one inline id, or a short list — and only a key with many rows gets a set.
+//! Building an index over a table then costs an allocation per crowded key, not per key.
+
+use alloc::vec::Vec;
+
+use hashbrown::HashSet;
+
+use super::RowId;
+
+/// A short list's longest length; one more row turns it into a set.
+const FEW: usize = 16;
+
+/// Row ids under one index key (never empty while in an index).
+#[derive(Debug, Clone)]
+pub(crate) enum IdSet {
+    One(RowId),
+    Few(Vec<RowId>),
+    Many(HashSet<RowId>),
+}
+
+impl IdSet {
+    /// A set of one row.
+    pub fn new(id: RowId) -> IdSet {
+        IdSet::One(id)
+    }
+
+    /// Adds `id` (no duplicate is kept).
+    pub fn insert(&mut self, id: RowId) {
+        match self {
+            IdSet::One(x) if *x == id => {}
+            IdSet::One(x) => *self = IdSet::Few(alloc::vec![*x, id]),
+            IdSet::Few(v) if v.contains(&id) => {}
+            IdSet::Few(v) if v.len() < FEW => v.push(id),
+            IdSet::Few(v) => {
+                let mut set: HashSet<RowId> = v.drain(..).collect();
+                set.insert(id);
+                *self = IdSet::Many(set);
+            }
+            IdSet::Many(s) => {
+                s.insert(id);
+            }
+        }
+    }
+
+    /// Removes `id`; whether the set is empty now.
+    pub fn remove(&mut self, id: RowId) -> bool {
+        match self {
+            IdSet::One(x) => *x == id,
+            IdSet::Few(v) => {
+                if let Some(at) = v.iter().position(|&x| x == id) {
+                    v.swap_remove(at);
+                }
+                if v.len() == 1 {
+                    *self = IdSet::One(v[0]);
+                }
+                false
+            }
+            IdSet::Many(s) => {
+                s.remove(&id);
+                s.is_empty()
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            IdSet::One(_) => 1,
+            IdSet::Few(v) => v.len(),
+            IdSet::Many(s) => s.len(),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = RowId> + '_ {
+        let (one, few, many) = match self {
+            IdSet::One(x) => (Some(*x), None, None),
+            IdSet::Few(v) => (None, Some(v.iter().copied()), None),
+            IdSet::Many(s) => (None, None, Some(s.iter().copied())),
+        };
+        one.into_iter()
+            .chain(few.into_iter().flatten())
+            .chain(many.into_iter().flatten())
+    }
+
+    /// Heap bytes.
+    pub fn allocation_size(&self) -> usize {
+        match self {
+            IdSet::One(_) => 0,
+            IdSet::Few(v) => crate::retained::vec(v),
+            IdSet::Many(s) => s.allocation_size(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::collections::BTreeSet;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn behaves_as_a_set(ops in proptest::collection::vec((any::<bool>(), 0u32..40), 1..200)) {
+            let (first_add, first) = ops[0];
+            let _ = first_add;
+            let mut s = IdSet::new(first);
+            let mut model: BTreeSet<RowId> = BTreeSet::from([first]);
+            for (add, id) in ops.into_iter().skip(1) {
+                if model.is_empty() {
+                    s = IdSet::new(id);
+                    model.insert(id);
+                    continue;
+                }
+                if add {
+                    s.insert(id);
+                    model.insert(id);
+                } else {
+                    let empty = s.remove(id);
+                    model.remove(&id);
+                    prop_assert_eq!(empty, model.is_empty());
+                }
+                if !model.is_empty() {
+                    prop_assert_eq!(s.len(), model.len());
+                    let got: BTreeSet<RowId> = s.iter().collect();
+                    prop_assert_eq!(&got, &model);
+                }
+            }
+        }
+    }
+}
