@@ -231,6 +231,14 @@ impl Table {
         Some(old)
     }
 
+    /// Makes room for `additional` more rows (their slots and primary-key entries).
+    pub fn reserve(&mut self, additional: usize) {
+        let additional = additional.saturating_sub(self.free.len());
+        self.rows.reserve(additional);
+        self.by_key
+            .reserve(&self.rows, &self.schema.primary_key, additional);
+    }
+
     /// Registers a user of the index on `cols`, building it if needed.
     pub fn ensure_index(&mut self, cols: &[usize], scratch: &mut Vec<u8>) -> usize {
         if let Some(i) = self

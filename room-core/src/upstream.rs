@@ -195,12 +195,42 @@ impl Room {
     }
 
     fn apply_ops(&mut self, ops: &[NetOp]) -> Result<usize, Error> {
+        self.reserve_for_adds(ops);
         for (i, op) in ops.iter().enumerate() {
             if let Err(why) = self.apply_upstream_op(op) {
                 return Err(self.poison(format!("op {i}: {why}")));
             }
         }
         Ok(ops.len())
+    }
+
+    /// Makes room in each table for the batch's adds up front (a snapshot of 100k rows
+    /// would otherwise grow the primary-key table ~17 times, re-encoding every key each
+    /// time). Batches of a few ops skip it.
+    fn reserve_for_adds(&mut self, ops: &[NetOp]) {
+        if ops.len() < 64 {
+            return;
+        }
+        let mut adds: alloc::vec::Vec<usize> = alloc::vec![0; self.user_tables];
+        let mut last: Option<(&alloc::sync::Arc<str>, usize)> = None;
+        for op in ops {
+            if let NetOp::Add { table, .. } = op {
+                let t = match last {
+                    Some((name, t)) if alloc::sync::Arc::ptr_eq(name, table) || name == table => t,
+                    _ => match self.store.table_id_shared(table) {
+                        Some(t) if t < self.user_tables => t,
+                        _ => continue,
+                    },
+                };
+                last = Some((table, t));
+                adds[t] += 1;
+            }
+        }
+        for (t, n) in adds.into_iter().enumerate() {
+            if n > 0 {
+                self.store.table_mut(t).0.reserve(n);
+            }
+        }
     }
 
     /// Writes one upstream op to the store and maintains every query.

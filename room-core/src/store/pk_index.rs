@@ -120,6 +120,22 @@ impl PkIndex {
         }
     }
 
+    /// Makes room for `additional` more ids without growing on the way (a snapshot's
+    /// rows are counted first: each growth re-encodes every key held).
+    pub fn reserve(&mut self, rows: &[Option<Row>], pk: &[usize], additional: usize) {
+        let (hasher, probe) = (&self.hasher, &self.probe);
+        self.ids.reserve(additional, |&other: &RowId| {
+            let mut buf = probe.take();
+            buf.clear();
+            if let Some(row) = row_of(rows, other) {
+                cells_key_into(&mut buf, row, pk);
+            }
+            let hash = hasher.hash_one(buf.as_slice());
+            probe.set(buf);
+            hash
+        });
+    }
+
     /// Forgets row `id`, whose encoded key is `key`.
     pub fn remove(&mut self, key: &[u8], id: RowId) {
         if let Ok(entry) = self.ids.find_entry(self.hash(key), |&other| other == id) {
