@@ -324,19 +324,32 @@ impl Table {
         if let Some(i) = self.orderings.acquire(guard, order) {
             return i;
         }
-        let index = guard.map(|(col, _)| self.ensure_index(&[col], scratch));
+        // A boolean guard's rows are found by a pass over the table: an index on a
+        // column of two values costs more to build than the pass.
+        let index = guard
+            .filter(|(_, v)| !matches!(v, Value::Bool(_)))
+            .map(|(col, _)| self.ensure_index(&[col], scratch));
         let mut ids: Vec<RowId> = match (guard, index) {
             (Some((_, v)), Some(ix)) if !v.is_null() => {
                 join_key_into(scratch, core::slice::from_ref(v), &[0]);
                 self.index_lookup(ix, scratch).collect()
             }
-            // The index leaves NULL cells out.
+            // A pass over the slab (in id order): a boolean guard, or NULL (the index
+            // leaves NULL cells out), or every row.
             (Some((col, v)), _) => self
-                .by_key
-                .ids()
-                .filter(|&id| self.row(id).is_some_and(|r| r.get(col) == v.cell()))
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.as_ref().is_some_and(|r| r.get(col) == v.cell()))
+                .map(|(id, _)| id as RowId)
                 .collect(),
-            (None, _) => self.by_key.ids().collect(),
+            (None, _) => self
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.is_some())
+                .map(|(id, _)| id as RowId)
+                .collect(),
         };
         ids.sort_unstable();
         let rows = &self.rows;

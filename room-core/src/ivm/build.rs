@@ -122,9 +122,11 @@ impl Engine {
             }
             _ => None,
         };
+        // A boolean guard splits a table in two at best: its rows are read from an
+        // ordering, or by a pass over the table, never through an index worth building.
         let guard_index = guard
             .as_ref()
-            .filter(|_| child_index.is_none())
+            .filter(|(_, v)| child_index.is_none() && !matches!(v, crate::value::Value::Bool(_)))
             .map(|(col, _)| {
                 let (table, scratch) = store.table_mut(q.table);
                 let ix = table.ensure_index(&[*col], scratch);
