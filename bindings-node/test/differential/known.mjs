@@ -449,7 +449,12 @@ function canonicalOrder(ast) {
   }
   for (const i of t.primaryKey) if (!seen.has(t.columns[i])) orderBy.push([t.columns[i], "asc"]);
   const out = { ...ast, orderBy };
-  if (ast.where !== undefined) out.where = foldLiterals(ast.where);
+  if (ast.where !== undefined) {
+    // Both rooms drop an `and` / `or` with no conditions (a root one leaves no filter).
+    const where = dropEmptyJunctions(foldLiterals(ast.where));
+    if (where === undefined) delete out.where;
+    else out.where = where;
+  }
   delete out.alias;
   if (Array.isArray(ast.related) && ast.related.length) out.related = liveRelated(ast).map((r) => ({ ...r, subquery: canonicalOrder(r.subquery) }));
   else delete out.related;
@@ -462,6 +467,13 @@ function incarnationStart(runner) {
     if (runner.calls[i].m === "open" && runner.outcomes[i]?.w?.ok) return i;
   }
   return 0;
+}
+
+/** `c` without its `and` / `or` nodes that have no conditions left (`undefined`: none). */
+function dropEmptyJunctions(c) {
+  if (!c || typeof c !== "object" || !Array.isArray(c.conditions)) return c;
+  const conditions = c.conditions.map(dropEmptyJunctions).filter((x) => x !== undefined);
+  return conditions.length ? { ...c, conditions } : undefined;
 }
 
 /** A condition with literal-only comparisons of one JSON type folded to `{const}`. */
@@ -705,7 +717,7 @@ export const KNOWN = [
     name: "querykey-canonical",
     status: "intended",
     reason:
-      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name or in a literal-only condition with the same value: the native canonical text completes the sort, leaves names out and folds constants, so they share one query key (reused, one materialization); the wasm room keys them apart",
+      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in a literal-only condition with the same value or in an `and` / `or` with no conditions (which both rooms drop): the native canonical text completes the sort, leaves names out, folds constants and drops empty junctions, so they share one query key (reused, one materialization); the wasm room keys them apart",
     claims: (diff, d, runner) =>
       d.call.m === "subscribe" &&
       (/\$\.(reused|queryKey)/.test(diff.shape ?? "") || diff.getter === "materializationCount") &&
