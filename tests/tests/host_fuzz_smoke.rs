@@ -11,19 +11,10 @@ use host_script::run_host_script;
 /// How many scripts run.
 const SCRIPTS: u64 = 2_000;
 
-/// A small deterministic generator (SplitMix64).
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed;
-    (0..len)
-        .map(|_| {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            (z ^ (z >> 31)) as u8
-        })
-        .collect()
-}
+#[path = "support/script_bytes.rs"]
+mod script_bytes;
+
+use script_bytes::bytes;
 
 #[test]
 fn random_input_scripts_never_panic_the_host() {

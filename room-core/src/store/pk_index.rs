@@ -38,6 +38,24 @@ fn row_of(rows: &[Option<Row>], id: RowId) -> Option<&Row> {
     rows.get(id as usize).and_then(Option::as_ref)
 }
 
+/// The hash of stored row `id`'s encoded key (a table growing re-hashes what it holds).
+fn stored_hash(
+    hasher: &DefaultHashBuilder,
+    probe: &core::cell::Cell<Vec<u8>>,
+    rows: &[Option<Row>],
+    pk: &[usize],
+    id: RowId,
+) -> u64 {
+    let mut buf = probe.take();
+    buf.clear();
+    if let Some(row) = row_of(rows, id) {
+        cells_key_into(&mut buf, row, pk);
+    }
+    let hash = hasher.hash_one(buf.as_slice());
+    probe.set(buf);
+    hash
+}
+
 impl PkIndex {
     /// Heap bytes: the id table and the probe buffer.
     pub(crate) fn retained(&self) -> usize {
@@ -101,16 +119,7 @@ impl PkIndex {
                 same
             })
         };
-        let rehash = |&other: &RowId| {
-            let mut buf = probe.take();
-            buf.clear();
-            if let Some(row) = row_of(rows, other) {
-                cells_key_into(&mut buf, row, pk);
-            }
-            let hash = hasher.hash_one(buf.as_slice());
-            probe.set(buf);
-            hash
-        };
+        let rehash = |&other: &RowId| stored_hash(hasher, probe, rows, pk, other);
         match ids.entry(hash, eq, rehash) {
             Entry::Occupied(_) => false,
             Entry::Vacant(v) => {
@@ -125,14 +134,7 @@ impl PkIndex {
     pub fn reserve(&mut self, rows: &[Option<Row>], pk: &[usize], additional: usize) {
         let (hasher, probe) = (&self.hasher, &self.probe);
         self.ids.reserve(additional, |&other: &RowId| {
-            let mut buf = probe.take();
-            buf.clear();
-            if let Some(row) = row_of(rows, other) {
-                cells_key_into(&mut buf, row, pk);
-            }
-            let hash = hasher.hash_one(buf.as_slice());
-            probe.set(buf);
-            hash
+            stored_hash(hasher, probe, rows, pk, other)
         });
     }
 
