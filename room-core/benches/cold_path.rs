@@ -13,7 +13,8 @@
 //!   (mean per query).
 //!
 //! Run: `cargo bench -p rindle-room-core --bench cold_path` (`COLD_PATH_REPS`, default
-//! 5; `COLD_PATH_N`, a comma list, default `10000,100000`). Medians over the
+//! 5; `COLD_PATH_N`, a comma list, default `10000,100000`; `COLD_PATH_W2=0` leaves the
+//! W2 row out, for profiling the first query alone). Medians over the
 //! repetitions, each on a fresh room. Nothing here asserts a timing.
 
 use std::sync::Arc;
@@ -135,6 +136,7 @@ fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
+    let with_w2 = std::env::var("COLD_PATH_W2").map_or(true, |v| v != "0");
     println!("# cold_path: {reps} repetitions, each on a fresh room");
     println!();
     println!("| N | load, ms | cold W1, ms | second W1, ms | W2 hydrate, ms per query |");
@@ -150,6 +152,9 @@ fn main() {
             load.push(ms(t.elapsed()));
             cold.push(subscribe(&mut room, "w1a", W1_AST));
             warm.push(subscribe(&mut room, "w1b", &W1_AST.replace("50", "49")));
+            if !with_w2 {
+                continue;
+            }
             let asts: Vec<String> = (0..W2_QUERIES).map(w2_ast).collect();
             let mut total = 0.0;
             for (i, a) in asts.iter().enumerate() {
@@ -163,7 +168,7 @@ fn main() {
             median(load),
             median(cold),
             median(warm),
-            median(w2)
+            if with_w2 { median(w2) } else { f64::NAN }
         );
     }
 }

@@ -82,6 +82,35 @@ pub(crate) fn sort_key_into<R: Cells + ?Sized>(
     }
 }
 
+/// The first 8 bytes of `row`'s key under `order` (as [`sort_key_into`] writes it),
+/// zero-padded, as a big-endian integer: when two rows' prefixes differ, they compare as
+/// their keys do. A leading number column is encoded without the buffer.
+#[inline(always)]
+pub(crate) fn sort_prefix<R: Cells + ?Sized>(
+    scratch: &mut Vec<u8>,
+    row: &R,
+    order: &[(usize, bool)],
+) -> u64 {
+    if let Some(&(col, desc)) = order.first() {
+        if let CellRef::Num(f) = row.cell(col) {
+            // The tag, then the first 7 of the 8 bytes of the number.
+            let p = (u64::from(TAG_NUM) << 56) | (total_order_bits(f) >> 8);
+            return if desc { !p } else { p };
+        }
+    }
+    scratch.clear();
+    for &(col, desc) in order {
+        push_cell(scratch, row.cell(col), desc);
+        if scratch.len() >= 8 {
+            break;
+        }
+    }
+    let mut bytes = [0u8; 8];
+    let n = scratch.len().min(8);
+    bytes[..n].copy_from_slice(&scratch[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 /// Writes the ascending key of `row`'s cells at `cols` into `out` (cleared first).
 #[inline]
 pub(crate) fn cells_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols: &[usize]) {
@@ -109,6 +138,36 @@ pub(crate) fn join_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sort_prefix_is_the_first_8_bytes_of_the_key() {
+        let rows = [
+            [Value::num(3.5), Value::string("ab".into())],
+            [Value::num(-1.0), Value::Null],
+            [Value::Null, Value::string("abcdefghijk".into())],
+            [Value::Bool(true), Value::num(2.0)],
+            [Value::string("x".into()), Value::Bool(false)],
+        ];
+        let mut scratch = Vec::new();
+        let mut key = Vec::new();
+        for row in &rows {
+            for order in [
+                [(0, false), (1, false)],
+                [(0, true), (1, true)],
+                [(1, false), (0, true)],
+            ] {
+                sort_key_into(&mut key, &row[..], &order);
+                let mut want = [0u8; 8];
+                let n = key.len().min(8);
+                want[..n].copy_from_slice(&key[..n]);
+                assert_eq!(
+                    sort_prefix(&mut scratch, &row[..], &order),
+                    u64::from_be_bytes(want),
+                    "{row:?} {order:?}"
+                );
+            }
+        }
+    }
     use crate::value::compare;
     use core::cmp::Ordering;
 

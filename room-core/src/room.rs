@@ -119,6 +119,15 @@ impl Room {
         self.engine.small_group = rows;
     }
 
+    /// Testing knob: a table ordering built for a windowed query from now on holds its
+    /// first `rows` rows (by default 256, or what its first reader asks for if more),
+    /// and is widened when a reader gets past them. Results do not depend on it; the window
+    /// tests run with orderings of one or two rows.
+    #[doc(hidden)]
+    pub fn set_ordering_first_rows(&mut self, rows: usize) {
+        self.store.set_ordering_first_rows(rows);
+    }
+
     /// How many queries are materialized (after dedup).
     pub fn materialization_count(&self) -> usize {
         self.server.served.len()

@@ -26,7 +26,7 @@ mod pk_index;
 use id_set::IdSet;
 #[cfg(test)]
 use ordering::MAX_IDLE_ORDERINGS;
-pub(crate) use ordering::{Ordering, Orderings};
+pub(crate) use ordering::{Members, Ordering, Orderings};
 use pk_index::PkIndex;
 
 pub use crate::value::Row;
@@ -312,13 +312,15 @@ impl Table {
     }
 
     /// Registers a user of the ordering of the rows with `guard`'s value (or of every
-    /// row) under `order`, building it if needed. A guarded ordering holds a use of the
-    /// secondary index on its guard column while it is built, so that the orderings of
-    /// other values find their rows without a scan.
+    /// row) under `order`, building it if needed (holding at least its first `want`
+    /// rows). A guarded ordering holds a use of the secondary index on its guard column
+    /// while it is built, so that the orderings of other values find their rows without
+    /// a scan.
     pub fn ensure_ordering(
         &mut self,
         guard: Option<(usize, &Value)>,
         order: &[(usize, bool)],
+        want: usize,
         scratch: &mut Vec<u8>,
     ) -> usize {
         if let Some(i) = self.orderings.acquire(guard, order) {
@@ -329,42 +331,53 @@ impl Table {
         let index = guard
             .filter(|(_, v)| !matches!(v, Value::Bool(_)))
             .map(|(col, _)| self.ensure_index(&[col], scratch));
-        let mut ids: Vec<RowId> = match (guard, index) {
-            (Some((_, v)), Some(ix)) if !v.is_null() => {
-                join_key_into(scratch, core::slice::from_ref(v), &[0]);
-                self.index_lookup(ix, scratch).collect()
-            }
-            // A pass over the slab (in id order): a boolean guard, or NULL (the index
-            // leaves NULL cells out), or every row.
-            (Some((col, v)), _) => self
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.as_ref().is_some_and(|r| r.get(col) == v.cell()))
-                .map(|(id, _)| id as RowId)
-                .collect(),
-            (None, _) => self
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.is_some())
-                .map(|(id, _)| id as RowId)
-                .collect(),
+        let members = Members {
+            slab: &self.rows,
+            ids: self.indexed_members(guard, index, scratch),
+            guard: guard.map(|(c, v)| (c, v.cell())),
         };
-        ids.sort_unstable();
-        let rows = &self.rows;
-        let found = ids.into_iter().filter_map(|id| {
-            rows.get(id as usize)
-                .and_then(Option::as_ref)
-                .map(|r| (id, r))
-        });
         self.orderings.add(
             guard.map(|(c, v)| (c, v.clone())),
             order,
             index,
-            found,
+            (&members, want),
             scratch,
         )
+    }
+
+    /// The ids of the rows with `guard`'s value, in id order, through the guard `index`
+    /// when there is one (and the value is not NULL: the index leaves NULL cells out);
+    /// `None` when a pass over the slab finds them instead.
+    fn indexed_members(
+        &self,
+        guard: Option<(usize, &Value)>,
+        index: Option<usize>,
+        scratch: &mut Vec<u8>,
+    ) -> Option<Vec<RowId>> {
+        match (guard, index) {
+            (Some((_, v)), Some(ix)) if !v.is_null() => {
+                join_key_into(scratch, core::slice::from_ref(v), &[0]);
+                let mut ids: Vec<RowId> = self.index_lookup(ix, scratch).collect();
+                ids.sort_unstable();
+                Some(ids)
+            }
+            _ => None,
+        }
+    }
+
+    /// Widens ordering `index`, which holds only the front of its rows (a reader got
+    /// past its bound): it then holds four times as many, or all.
+    pub fn widen_ordering(&self, index: usize, scratch: &mut Vec<u8>) {
+        let Some(o) = self.orderings.get(index) else {
+            return;
+        };
+        let guard = o.guard.as_ref().map(|(c, v)| (*c, v));
+        let members = Members {
+            slab: &self.rows,
+            ids: self.indexed_members(guard, o.index, scratch),
+            guard: guard.map(|(c, v)| (c, v.cell())),
+        };
+        o.widen(&members, scratch);
     }
 
     /// Drops one user of an ordering (see [`Orderings::release`]).
@@ -490,6 +503,14 @@ impl Store {
         self.tables[t].id_by_key(&self.scratch)
     }
 
+    /// Testing knob: orderings built from now on keep their first `rows` rows (by
+    /// default 256, or what the first reader asks for if more) before readers widen them.
+    pub fn set_ordering_first_rows(&mut self, rows: usize) {
+        for t in &mut self.tables {
+            t.orderings.first_rows = Some(rows.max(1));
+        }
+    }
+
     /// Empties the first `tables` tables: their rows, ids and the contents of their
     /// indexes and orderings (which stay registered).
     pub fn clear_tables(&mut self, tables: usize) {
@@ -552,6 +573,7 @@ impl crate::ast::Catalog for Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::CellRef;
     use alloc::vec;
 
     fn row(cells: &[Value]) -> Row {
@@ -629,12 +651,18 @@ mod tests {
         let a = t.insert(cells(1.0, 0.0, 5.0), scratch).unwrap();
         let order = [(2, true), (0, false)];
         let zero = Value::num(0.0);
-        let o = t.ensure_ordering(Some((1, &zero)), &order, scratch);
-        let all = t.ensure_ordering(None, &order, scratch);
+        let o = t.ensure_ordering(Some((1, &zero)), &order, 0, scratch);
+        let all = t.ensure_ordering(None, &order, 0, scratch);
         let b = t.insert(cells(2.0, 0.0, 7.0), scratch).unwrap();
         let c = t.insert(cells(3.0, 1.0, 9.0), scratch).unwrap();
         let ids = |t: &Table, o: usize| -> Vec<RowId> {
-            t.ordering(o).unwrap().map.values().copied().collect()
+            t.ordering(o)
+                .unwrap()
+                .held()
+                .map
+                .values()
+                .copied()
+                .collect()
         };
         // s descending; the guarded ordering holds only g = 0.
         assert_eq!(ids(t, o), vec![b, a]);
@@ -650,7 +678,7 @@ mod tests {
         assert_eq!(ids(t, o), vec![c]);
         assert_eq!(ids(t, all), vec![c, b]);
         // The same ordering is shared; an idle one stays built.
-        assert_eq!(t.ensure_ordering(Some((1, &zero)), &order, scratch), o);
+        assert_eq!(t.ensure_ordering(Some((1, &zero)), &order, 0, scratch), o);
         t.release_ordering(o);
         t.release_ordering(o);
         t.release_ordering(all);
@@ -658,7 +686,7 @@ mod tests {
         // Past MAX_IDLE_ORDERINGS idle orderings, the one idle longest goes.
         for g in 0..MAX_IDLE_ORDERINGS {
             let v = Value::num(10.0 + g as f64);
-            let i = t.ensure_ordering(Some((1, &v)), &order, scratch);
+            let i = t.ensure_ordering(Some((1, &v)), &order, 0, scratch);
             t.release_ordering(i);
         }
         assert_eq!(t.ordering_count(), MAX_IDLE_ORDERINGS);
@@ -668,5 +696,45 @@ mod tests {
                 .is_none_or(|x| x.guard != Some((1, zero.clone()))),
             "the ordering idle longest was dropped"
         );
+    }
+
+    #[test]
+    fn a_partial_ordering_keeps_its_front_and_widens_to_all() {
+        let mut store = Store::new(vec![TableSchema::new("t", &["id", "s"], &[0])]);
+        store.set_ordering_first_rows(2);
+        let (t, scratch) = store.table_mut(0);
+        for id in 0..20 {
+            let r = row(&[Value::num(id as f64), Value::num((id * 7 % 20) as f64)]);
+            t.insert(r, scratch).unwrap();
+        }
+        let o = t.ensure_ordering(None, &[(1, false), (0, false)], 0, scratch);
+        let s_of = |t: &Table| -> Vec<f64> {
+            let o = t.ordering(o).unwrap();
+            let held = o.held();
+            held.map
+                .values()
+                .map(|&id| match t.row(id).unwrap().get(1) {
+                    CellRef::Num(n) => n,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(s_of(t), vec![0.0, 1.0]);
+        // A row past the bound is not kept; one before it is.
+        t.insert(row(&[Value::num(30.0), Value::num(50.0)]), scratch)
+            .unwrap();
+        t.insert(row(&[Value::num(31.0), Value::num(0.5)]), scratch)
+            .unwrap();
+        assert_eq!(s_of(t), vec![0.0, 0.5, 1.0]);
+        // Widening keeps four times as many, then (past half the rows) all of them.
+        t.widen_ordering(o, scratch);
+        assert_eq!(s_of(t).len(), 8);
+        assert!(t.ordering(o).unwrap().held().bound.is_some());
+        t.widen_ordering(o, scratch);
+        assert_eq!(s_of(t).len(), 22);
+        assert!(t.ordering(o).unwrap().held().bound.is_none());
+        t.insert(row(&[Value::num(32.0), Value::num(60.0)]), scratch)
+            .unwrap();
+        assert_eq!(s_of(t).last(), Some(&60.0));
     }
 }

@@ -101,6 +101,9 @@ struct Scenario {
     /// The room's small-group knob: 0 reads every guarded window through an ordering,
     /// 1024 through the guard index.
     small_group: usize,
+    /// The room's ordering knob: how many rows a new ordering holds before a reader
+    /// widens it (0: the room's default).
+    first_rows: usize,
     rows: Vec<(u8, u8, u8)>,
     queries: Vec<GenQuery>,
     steps: Vec<Step>,
@@ -133,12 +136,14 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     ];
     (
         prop_oneof![Just(0usize), Just(1024usize)],
+        prop_oneof![Just(0usize), Just(1usize), Just(2usize)],
         prop::collection::vec((0u8..24, 0u8..4, 0u8..6), 0..16),
         prop::collection::vec(query, 1..5),
         prop::collection::vec(step, 1..40),
     )
-        .prop_map(|(small_group, rows, queries, steps)| Scenario {
+        .prop_map(|(small_group, first_rows, rows, queries, steps)| Scenario {
             small_group,
+            first_rows,
             rows,
             queries,
             steps,
@@ -264,6 +269,9 @@ fn run(sc: &Scenario) -> Result<(), TestCaseError> {
     }
     let mut h = Harness::open(vec![schema()], snapshot);
     h.room.set_window_small_group(sc.small_group);
+    if sc.first_rows > 0 {
+        h.room.set_ordering_first_rows(sc.first_rows);
+    }
     let mut r = Run {
         sc,
         h,
@@ -325,6 +333,7 @@ proptest! {
 fn a_trimmed_window_reads_on_when_it_empties() {
     let sc = Scenario {
         small_group: 0,
+        first_rows: 1,
         rows: vec![(0, 0, 2)],
         queries: vec![GenQuery {
             guard: Some(0),

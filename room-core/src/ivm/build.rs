@@ -305,8 +305,13 @@ impl Engine {
         let (table, scratch) = store.table_mut(q.table);
         // The ordering is built (or found) while the level still holds its guard index,
         // so a guarded ordering finds its rows through it instead of building it again.
-        let ordering =
-            table.ensure_ordering(guard.as_ref().map(|(c, v)| (*c, v)), &q.order, scratch);
+        let want = q.limit.map_or(0, Windowed::target);
+        let ordering = table.ensure_ordering(
+            guard.as_ref().map(|(c, v)| (*c, v)),
+            &q.order,
+            want,
+            scratch,
+        );
         if let Some(ix) = node.guard_index.map(|i| i as usize) {
             table.release_index(ix);
             if let Some(at) = indexes.iter().position(|&u| u == (q.table, ix)) {

@@ -283,21 +283,44 @@ impl Engine {
                     let Some(ordering) = table.ordering(o as usize) else {
                         return;
                     };
-                    let lower = match last {
-                        Some(last) => Bound::Excluded(last.as_bytes()),
-                        None => Bound::Included(&w.from[..]),
-                    };
-                    let mut complete = true;
-                    for (_, &rid) in ordering.map.range::<[u8], _>((lower, Bound::Unbounded)) {
-                        if found.len() >= want {
-                            complete = false;
-                            break;
+                    // Where reading resumes: past the last row seen, once a partial
+                    // ordering had to be widened.
+                    let mut seen: Option<Key> = None;
+                    loop {
+                        let lower = match (&seen, last) {
+                            (Some(seen), _) => Bound::Excluded(seen.as_bytes()),
+                            (None, Some(last)) => Bound::Excluded(last.as_bytes()),
+                            (None, None) => Bound::Included(&w.from[..]),
+                        };
+                        let held = ordering.held();
+                        let mut at = None;
+                        let mut full = false;
+                        for (key, &rid) in held.map.range::<[u8], _>((lower, Bound::Unbounded)) {
+                            if found.len() >= want {
+                                full = true;
+                                break;
+                            }
+                            at = Some(key);
+                            if fresh(&rid) {
+                                found.extend(qualifying(rid));
+                            }
                         }
-                        if fresh(&rid) {
-                            found.extend(qualifying(rid));
+                        if full {
+                            break false;
                         }
+                        if held.bound.is_none() {
+                            break true;
+                        }
+                        // The held rows ran out before the ordering's end: widen it and
+                        // read on from the last row seen.
+                        if let Some(at) = at {
+                            seen = Some(at.clone());
+                        }
+                        drop(held);
+                        let mut scratch = self.scratch.take();
+                        table.widen_ordering(o as usize, &mut scratch);
+                        self.scratch.set(scratch);
                     }
-                    complete
                 }
                 (None, Some((_, v)), Some(ix)) => {
                     // Few rows: the guard value's qualifying rows past the last held

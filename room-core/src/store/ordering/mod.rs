@@ -5,6 +5,14 @@
 //! touch the rows they return, not the table. An ordering is keyed by the rows' sort key
 //! under its order, which ends with the primary key, so keys are unique.
 //!
+//! An ordering may hold only the front of its order: a build keeps the first
+//! [`FIRST_ROWS`] rows or so (or what its first reader asks for; see [`select`]), with a
+//! *bound*: it then holds exactly the rows whose key is at most the bound. A write past
+//! the bound is not kept; a reader that reaches the bound widens the ordering
+//! ([`Table::widen_ordering`](super::Table::widen_ordering)) to four times as many rows,
+//! until it holds every row. So the first query on a large table pays a linear pass, not
+//! a sort of the table, and a write far down the order costs the ordering nothing.
+//!
 //! The table keeps its orderings current on every write; a write touches only the
 //! orderings of its rows' guard values (one hash probe per guard column in use), so an
 //! ordering costs nothing to writes that do not concern it. An ordering outlives its
@@ -15,6 +23,7 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+use core::cell::{Ref, RefCell};
 
 use hashbrown::HashMap;
 
@@ -25,8 +34,34 @@ use super::Row;
 
 use super::RowId;
 
+mod select;
+pub(crate) use select::Members;
+
 /// How many orderings without a user a table keeps built.
 pub(crate) const MAX_IDLE_ORDERINGS: usize = 4;
+
+/// How many rows a build keeps at least (when the ordering has more).
+pub(crate) const FIRST_ROWS: usize = 256;
+
+/// The rows an ordering holds.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    /// The rows by sort key.
+    pub map: BTreeMap<Key, RowId>,
+    /// `None`: every row of the ordering is held. `Some(b)`: exactly the rows whose key
+    /// is at most `b`; a reader that gets past the last one must widen the ordering.
+    pub bound: Option<Key>,
+    /// How many rows the last build or widening kept at least.
+    keep: usize,
+}
+
+impl Held {
+    /// Whether a row with sort key `key` belongs in the held rows.
+    #[inline]
+    fn admits(&self, key: &[u8]) -> bool {
+        self.bound.as_ref().is_none_or(|b| key <= b.as_bytes())
+    }
+}
 
 /// One ordering: the rows with `guard`'s value (or every row) by sort key.
 #[derive(Debug)]
@@ -39,7 +74,8 @@ pub(crate) struct Ordering {
     users: u32,
     /// When the last user left (the table's release counter), for eviction.
     idle_since: u64,
-    pub map: BTreeMap<Key, RowId>,
+    /// Widened by readers holding only `&Table` (see [`Ordering::widen`]).
+    held: RefCell<Held>,
 }
 
 impl Ordering {
@@ -49,12 +85,33 @@ impl Ordering {
 
     fn insert(&mut self, id: RowId, row: &Row, scratch: &mut Vec<u8>) {
         sort_key_into(scratch, row, &self.order);
-        self.map.insert(Key::from(scratch.as_slice()), id);
+        let held = self.held.get_mut();
+        if held.admits(scratch) {
+            held.map.insert(Key::from(scratch.as_slice()), id);
+        }
     }
 
     fn remove(&mut self, row: &Row, scratch: &mut Vec<u8>) {
         sort_key_into(scratch, row, &self.order);
-        self.map.remove(scratch.as_slice());
+        self.held.get_mut().map.remove(scratch.as_slice());
+    }
+
+    /// The rows held now.
+    ///
+    /// # Panics
+    ///
+    /// While [`Ordering::widen`] runs (it is never called with this borrowed: a reader
+    /// drops the held rows before it widens).
+    pub fn held(&self) -> Ref<'_, Held> {
+        self.held.borrow()
+    }
+
+    /// Rebuilds the held rows from its `members`, keeping four times as many as the
+    /// last build kept.
+    pub fn widen(&self, members: &Members<'_>, scratch: &mut Vec<u8>) {
+        let keep = self.held.borrow().keep.saturating_mul(4);
+        let held = build(members, &self.order, keep, scratch);
+        *self.held.borrow_mut() = held;
     }
 
     /// Whether a change from `old` to `new` moves the row in this ordering.
@@ -66,6 +123,9 @@ impl Ordering {
 /// A table's orderings, and which of them a row belongs to.
 #[derive(Debug, Default)]
 pub(crate) struct Orderings {
+    /// Testing knob: how many rows every build keeps, whatever its reader asks for
+    /// (`None`: [`FIRST_ROWS`] or what the reader asks for, if more).
+    pub first_rows: Option<usize>,
     slots: Vec<Option<Ordering>>,
     /// Orderings of every row.
     unguarded: Vec<usize>,
@@ -75,14 +135,32 @@ pub(crate) struct Orderings {
     release_tick: u64,
 }
 
+/// The held rows of a build that keeps at least `keep` of the `members`.
+fn build(
+    members: &Members<'_>,
+    order: &[(usize, bool)],
+    keep: usize,
+    scratch: &mut Vec<u8>,
+) -> Held {
+    let keep = keep.max(1);
+    let chosen = select::first_rows(members, order, keep, scratch);
+    Held {
+        map: chosen.entries.into_iter().collect(),
+        bound: chosen.bound,
+        keep,
+    }
+}
+
 impl Ordering {
     /// Heap bytes (see [`crate::retained`]).
     fn retained(&self) -> usize {
         use crate::retained as r;
+        let held = self.held.borrow();
         r::slice(&self.order)
             + self.guard.as_ref().map_or(0, |(_, v)| r::value(v))
-            + r::btree_map(&self.map)
-            + self.map.keys().map(r::key).sum::<usize>()
+            + r::btree_map(&held.map)
+            + held.map.keys().map(r::key).sum::<usize>()
+            + held.bound.as_ref().map_or(0, r::key)
     }
 }
 
@@ -129,30 +207,28 @@ impl Orderings {
         Some(i)
     }
 
-    /// Adds an ordering built from `rows` (the rows with the guard value, or all), with
-    /// one user.
-    pub fn add<'a>(
+    /// Adds an ordering built from its `members` (the rows with the guard value, or all), with
+    /// one user. It holds at least the first `keep` rows (and [`FIRST_ROWS`]).
+    pub fn add(
         &mut self,
         guard: Option<(usize, Value)>,
         order: &[(usize, bool)],
         index: Option<usize>,
-        rows: impl Iterator<Item = (RowId, &'a Row)>,
+        (members, keep): (&Members<'_>, usize),
         scratch: &mut Vec<u8>,
     ) -> usize {
-        let mut entries: Vec<(Key, RowId)> = rows
-            .map(|(id, row)| {
-                sort_key_into(scratch, row, order);
-                (Key::from(scratch.as_slice()), id)
-            })
-            .collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let ordering = Ordering {
             guard: guard.clone(),
             order: order.into(),
             index,
             users: 1,
             idle_since: 0,
-            map: entries.into_iter().collect(),
+            held: RefCell::new(build(
+                members,
+                order,
+                self.first_rows.unwrap_or(keep.max(FIRST_ROWS)),
+                scratch,
+            )),
         };
         let i = match self.slots.iter().position(Option::is_none) {
             Some(i) => {
@@ -287,10 +363,15 @@ impl Orderings {
         }
     }
 
-    /// Empties every ordering (they stay registered).
+    /// Empties every ordering (they stay registered). Each holds nothing and admits
+    /// nothing until a reader widens it: the rows loaded next are not sorted for it.
     pub fn clear(&mut self) {
         for o in self.slots.iter_mut().flatten() {
-            o.map.clear();
+            let held = o.held.get_mut();
+            held.map.clear();
+            held.bound = Some(Key::default());
+            // The first widening keeps as many as the last build did.
+            held.keep /= 4;
         }
     }
 }
