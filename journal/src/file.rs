@@ -47,10 +47,11 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use super::record::{crc32c, RecordKind, FILE_HEADER, HEADER_LEN, MAGIC, MAX_PAYLOAD, VERSION};
 
+use super::group_sync::GroupSync;
 use super::payload::{
     decode, decode_entry, encode_binding, encode_doc, encode_entry, push_json_string, validate,
     BindingWire, DocWire, EntryKey, FlushWire, SeqOnly, Snapshot,
@@ -190,6 +191,9 @@ pub struct FileJournal {
     compact_path: PathBuf,
     recovered: RecoveryReport,
     inner: Mutex<Inner>,
+    /// The box's shared sync, when appends are covered by it instead of their own
+    /// `fdatasync` (see [`FileJournal::sync_through`]).
+    group: Option<Arc<GroupSync>>,
 }
 
 #[derive(Debug)]
@@ -302,7 +306,22 @@ impl FileJournal {
             }),
             path,
             compact_path,
+            group: None,
         })
+    }
+
+    /// Covers this journal's appends by the box's `group` sync instead of an
+    /// `fdatasync` of its own. Returns false (and changes nothing) when the file is not
+    /// on the group's filesystem.
+    pub fn sync_through(&mut self, group: Arc<GroupSync>) -> bool {
+        let covered = match self.inner.get_mut() {
+            Ok(inner) => group.covers(&inner.file),
+            Err(_) => false,
+        };
+        if covered {
+            self.group = Some(group);
+        }
+        covered
     }
 
     /// Opens the journal of `doc`'s room (fleet mode): a new or empty journal gets a
@@ -396,8 +415,9 @@ impl FileJournal {
 
     /// THE write path: every append-type call (`append`, `append_flush`,
     /// `confirm_flush`) goes through here — one `write_all` of the whole batch, then one
-    /// `sync_data`, both under the lock, so batches never interleave and nothing returns
-    /// `Ok` before it is on disk.
+    /// `sync_data` (or the box's group sync, which returns after a `syncfs` that began
+    /// after the write), both under the lock, so batches never interleave and nothing
+    /// returns `Ok` before it is on disk.
     fn commit(&self, op: &str, frames: &[u8]) -> io::Result<()> {
         if frames.is_empty() {
             return Ok(());
@@ -405,7 +425,11 @@ impl FileJournal {
         let mut inner = self.lock_writable()?;
         let result = (&inner.file)
             .write_all(frames)
-            .and_then(|()| inner.file.sync_data());
+            .and_then(|()| match &self.group {
+                // The lock stays held: this journal's batches never interleave.
+                Some(group) => group.sync(),
+                None => inner.file.sync_data(),
+            });
         match result {
             Ok(()) => {
                 inner.len += frames.len() as u64;

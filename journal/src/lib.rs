@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod file;
+pub mod group_sync;
 pub mod memory;
 mod payload;
 mod record;

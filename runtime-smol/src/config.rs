@@ -26,7 +26,7 @@ use crate::mutators::declarative::{self, MutatorSpec};
 
 mod fleet;
 use crate::mutators::{crud, Registry};
-pub use fleet::{AckMode, FleetConfig, ENV_SHELL_SECRET};
+pub use fleet::{AckMode, FleetConfig, JournalSync, ENV_SHELL_SECRET};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, Deserialize)]

@@ -280,6 +280,7 @@ shell_secret = "{SHELL_SECRET}"
 instance = "box-{id}"
 data_dir = "{data}"
 ack = "{ack}"
+journal_sync = "box"
 idle_evict_ms = 600000
 
 [control]

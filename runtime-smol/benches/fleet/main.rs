@@ -24,6 +24,13 @@
 //!
 //! Journals are in memory (no `data_dir`): 10,000 open journal files would not fit the
 //! file-descriptor limit beside 10,000 upstream sockets. `FLEET_BIN` overrides the binary.
+//!
+//! `FLEET_PHASE=sync` runs instead the **durable writes** comparison: `FLEET_ACTIVE`
+//! rooms with file journals (`data_dir` under `FLEET_DATA_DIR`, default the target
+//! directory — a real disk, not a tmpfs), one writer each as in phase 3, on a box with
+//! `fleet.journal_sync = "room"` (an `fdatasync` per room per group of appends) and on
+//! one with `"box"` (one `syncfs` for every room's appends), `FLEET_SYNC_ROUNDS` (2)
+//! alternating rounds on fresh docs; mutations/s and syncs per run, and the ratio.
 
 mod fakes;
 
@@ -65,6 +72,17 @@ struct BoxProc {
 
 impl BoxProc {
     fn start(bin: &PathBuf, dir: &std::path::Path, api: &str, idle_ms: u64) -> BoxProc {
+        BoxProc::start_with(bin, dir, api, idle_ms, "")
+    }
+
+    /// A box whose `[fleet]` section also has the `fleet` lines.
+    fn start_with(
+        bin: &PathBuf,
+        dir: &std::path::Path,
+        api: &str,
+        idle_ms: u64,
+        fleet: &str,
+    ) -> BoxProc {
         std::fs::create_dir_all(dir).unwrap();
         let config = dir.join("fleet.toml");
         std::fs::write(
@@ -73,6 +91,7 @@ impl BoxProc {
                 "[server]\nport = 0\n\
                  [fleet]\napi_url = \"{api}\"\nshell_secret = \"{}\"\ninstance = \"bench\"\n\
                  idle_evict_ms = {idle_ms}\nmax_rooms = 100000\nboot_timeout_ms = 60000\n\
+                 {fleet}\n\
                  [control]\nauth_token = \"{CONTROL}\"\n\
                  [downstream.token_keys]\n{KID} = \"{KEY}\"\n\
                  [writes]\nowned_tables = [\"note\"]\ncrud = true\n",
@@ -133,6 +152,20 @@ impl BoxProc {
             .unwrap_or(0)
     }
 
+    /// A counter from `/metrics` (0 when absent).
+    async fn metric(&self, name: &str) -> u64 {
+        let url = format!("http://127.0.0.1:{}/metrics", self.control);
+        let headers = [(String::from("authorization"), format!("Bearer {CONTROL}"))];
+        let res =
+            rindle_room_smol::http::request("GET", &url, &headers, b"", Duration::from_secs(60))
+                .await
+                .expect("metrics");
+        String::from_utf8_lossy(&res.body)
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     async fn stats(&self) -> serde_json::Value {
         let url = format!("http://127.0.0.1:{}/stats", self.control);
         let headers = [(String::from("authorization"), format!("Bearer {CONTROL}"))];
@@ -158,11 +191,17 @@ impl BoxProc {
 
 /// User + system CPU seconds from a `/proc/…/stat` file (100 ticks per second).
 fn cpu_of(path: &str) -> f64 {
+    let (user, system) = cpu_split(path);
+    user + system
+}
+
+/// User and system CPU seconds from a `/proc/…/stat` file.
+fn cpu_split(path: &str) -> (f64, f64) {
     let stat = std::fs::read_to_string(path).unwrap_or_default();
     let after = stat.rsplit(')').next().unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();
     let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (tick(11) + tick(12)) / 100.0
+    (tick(11) / 100.0, tick(12) / 100.0)
 }
 
 type Ws = WebSocketStream<TcpStream>;
@@ -320,6 +359,94 @@ async fn writer(
     Ok(())
 }
 
+/// Connects one writer per doc, then times their `n` mutations each: mutations/s and
+/// the wall time.
+async fn timed_writes(port: u16, docs: &[String], n: usize) -> (f64, Duration) {
+    let (ready_tx, ready_rx) = async_channel::unbounded();
+    let (go_tx, go_rx) = async_channel::bounded::<()>(1);
+    let writers: Vec<_> = docs
+        .iter()
+        .map(|d| {
+            let (ready, go) = (ready_tx.clone(), go_rx.clone());
+            smol::spawn(writer(port, d.clone(), n, ready, go))
+        })
+        .collect();
+    for _ in 0..docs.len() {
+        ready_rx.recv().await.expect("every writer gets ready");
+    }
+    let started = Instant::now();
+    drop(go_tx);
+    for w in writers {
+        w.await.expect("a writer finished");
+    }
+    let wall = started.elapsed();
+    ((docs.len() * n) as f64 / wall.as_secs_f64(), wall)
+}
+
+/// The durable-writes comparison (`FLEET_PHASE=sync`): per-room fdatasync against the
+/// box-level syncfs, alternating, on fresh docs each run.
+async fn sync_phase(bin: &PathBuf, api: &str, active: usize, mutations: usize) {
+    let rounds = env_num("FLEET_SYNC_ROUNDS", 2);
+    let root = std::env::var("FLEET_DATA_DIR").map_or_else(
+        |_| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fleet-sync-bench"),
+        PathBuf::from,
+    );
+    let _ = std::fs::remove_dir_all(&root);
+    // (mode, mutations/s, box-level syncs, box CPU (user, system) s, wall)
+    type Run<'a> = (&'a str, f64, u64, (f64, f64), Duration);
+    let mut runs: Vec<Run> = Vec::new();
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            ["room", "box"]
+        } else {
+            ["box", "room"]
+        };
+        for mode in order {
+            let dir = root.join(format!("{mode}-{round}"));
+            let data = dir.join("data");
+            let fleet = format!(
+                "data_dir = \"{}\"\njournal_sync = \"{mode}\"",
+                data.display()
+            );
+            let b = BoxProc::start_with(bin, &dir, api, 3_600_000, &fleet);
+            let docs: Vec<String> = (0..active)
+                .map(|i| format!("sync{round}{mode}/{i:05}"))
+                .collect();
+            eprintln!("journal_sync = {mode}: {active} writers × {mutations} mutations…");
+            let stat = format!("/proc/{}/stat", b.child.id());
+            let cpu0 = cpu_split(&stat);
+            let (rate, wall) = timed_writes(b.port, &docs, mutations).await;
+            let cpu1 = cpu_split(&stat);
+            let syncs = b.metric("rindle_fleet_journal_syncs_total").await;
+            b.stop();
+            let _ = std::fs::remove_dir_all(&dir);
+            runs.push((mode, rate, syncs, (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1), wall));
+        }
+    }
+    let median = |mode: &str| {
+        let mut v: Vec<f64> = runs.iter().filter(|r| r.0 == mode).map(|r| r.1).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!("## Durable writes: {active} rooms with file journals, {mutations} mutations each (≤ 8 in flight)\n");
+    println!("| run | journal_sync | mutations/s | box-level syncs | box CPU user / system, s | wall, s |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    for (i, (mode, rate, syncs, (user, system), wall)) in runs.iter().enumerate() {
+        println!(
+            "| {} | {mode} | {rate:.0} | {syncs} | {user:.2} / {system:.2} | {:.2} |",
+            i + 1,
+            wall.as_secs_f64()
+        );
+    }
+    println!(
+        "\nmedian: room {:.0}/s, box {:.0}/s — box / room = {:.2}×",
+        median("room"),
+        median("box"),
+        median("box") / median("room")
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// Waits until `/stats` counts `n` hibernated rooms (panics past `deadline`), then the
 /// two seconds the sweeper takes to hand freed pages back.
 async fn all_hibernated(h: &BoxProc, n: u64, deadline: Instant) {
@@ -351,6 +478,10 @@ fn main() {
         let stats = Arc::new(fakes::FakeStats::default());
         let upstream = fakes::start_upstream(stats.clone()).await;
         let api = fakes::start_api(upstream, stats.clone()).await;
+        if std::env::var("FLEET_PHASE").is_ok_and(|p| p == "sync") {
+            sync_phase(&bin, &api, active, mutations).await;
+            return;
+        }
         let docs: Vec<String> = (0..rooms).map(|i| format!("bench/{i:05}")).collect();
 
         // 1. Cold boots and live memory.

@@ -23,6 +23,21 @@ pub enum AckMode {
     Flushed,
 }
 
+/// How the rooms' journal appends reach the disk.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum JournalSync {
+    /// Each room's journal `fdatasync`s its own appends.
+    #[default]
+    Room,
+    /// One `syncfs` of the data directory's filesystem covers the appends of every
+    /// room made while the last one ran (box-level group commit; Linux 5.8+, else
+    /// `room` with a log line). Every ack still follows the sync that covers it. Pays
+    /// where syncs are slow and the filesystem holds little else (`syncfs` writes back
+    /// everything dirty on it).
+    Box,
+}
+
 /// `[fleet]`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +90,9 @@ pub struct FleetConfig {
     /// When acks go out: `journaled` (default) or `flushed`.
     #[serde(default)]
     pub ack: AckMode,
+    /// How journal appends are synced: `room` (default) or `box`.
+    #[serde(default)]
+    pub journal_sync: JournalSync,
 }
 
 /// `[fleet]` defaults.

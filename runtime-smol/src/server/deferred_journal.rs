@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::journal::file::FileJournal;
+use crate::journal::group_sync::GroupSync;
 use crate::journal::{FlushRecord, Journal, JournalContents, JournalEntry};
 
 /// A file journal created at its first write (see the module docs).
@@ -16,6 +17,8 @@ pub(crate) struct DeferredFileJournal {
     path: PathBuf,
     /// A fleet room's doc: the file is created with its doc record first.
     doc: Option<String>,
+    /// The box's shared sync, for the file once it exists.
+    group: Option<Arc<GroupSync>>,
     file: Mutex<Option<Arc<FileJournal>>>,
 }
 
@@ -42,15 +45,22 @@ impl DeferredFileJournal {
         Ok(DeferredFileJournal {
             path: path.to_path_buf(),
             doc: None,
+            group: None,
             file: Mutex::new(None),
         })
     }
 
     /// A fleet room's journal at `path` (which must not exist yet), created with `doc`'s
     /// record first at the first write: a room nobody writes to leaves no directory.
-    pub(crate) fn for_doc(path: &Path, doc: &str) -> Result<DeferredFileJournal, String> {
+    /// Its appends are covered by the box's `group` sync when there is one.
+    pub(crate) fn for_doc(
+        path: &Path,
+        doc: &str,
+        group: Option<Arc<GroupSync>>,
+    ) -> Result<DeferredFileJournal, String> {
         let mut j = DeferredFileJournal::new(path)?;
         j.doc = Some(doc.to_string());
+        j.group = group;
         Ok(j)
     }
 
@@ -66,10 +76,15 @@ impl DeferredFileJournal {
         if let Some(f) = slot.as_ref() {
             return Ok(f.clone());
         }
-        let f = Arc::new(match &self.doc {
+        let mut f = match &self.doc {
             Some(doc) => FileJournal::open_for_doc(&self.path, doc)?,
             None => FileJournal::open(&self.path)?,
-        });
+        };
+        if let Some(group) = &self.group {
+            // A file on another filesystem syncs its own appends.
+            f.sync_through(group.clone());
+        }
+        let f = Arc::new(f);
         *slot = Some(f.clone());
         Ok(f)
     }

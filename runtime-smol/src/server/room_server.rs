@@ -21,6 +21,7 @@ use super::upstream::{UpstreamConnector, WsUpstream};
 use crate::authority::HttpAuthority;
 use crate::config::{Config, JournalConfig};
 use crate::journal::file::FileJournal;
+use crate::journal::group_sync::GroupSync;
 use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::mutators::Registry;
@@ -253,22 +254,24 @@ fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, S
         JournalConfig::File { path } if !path.exists() => {
             Arc::new(super::deferred_journal::DeferredFileJournal::new(path)?)
         }
-        JournalConfig::File { path } => open_file_journal(path, None, log)?,
+        JournalConfig::File { path } => open_file_journal(path, None, None, log)?,
     })
 }
 
 /// Opens a file journal (for `doc`'s fleet room: checked to name it, or started with
-/// its doc record), logging a torn tail it cut.
+/// its doc record), logging a torn tail it cut; its appends are covered by the box's
+/// `group` sync when there is one (and the file is on its filesystem).
 pub(crate) fn open_file_journal(
     path: &std::path::Path,
     doc: Option<&str>,
+    group: Option<&Arc<GroupSync>>,
     log: &Logger,
 ) -> Result<Arc<dyn Journal>, String> {
     let opened = match doc {
         Some(doc) => FileJournal::open_for_doc(path, doc),
         None => FileJournal::open(path),
     };
-    let journal = opened.map_err(|e| {
+    let mut journal = opened.map_err(|e| {
         if e.kind() == std::io::ErrorKind::InvalidData {
             // Corruption or an unreadable record: the message says what to do.
             format!("cannot open the journal: {e}")
@@ -280,6 +283,15 @@ pub(crate) fn open_file_journal(
             )
         }
     })?;
+    if let Some(group) = group {
+        if !journal.sync_through(group.clone()) {
+            log.warn(&format!(
+                "journal {} is on another filesystem than fleet.data_dir: it syncs its own \
+                 appends",
+                path.display()
+            ));
+        }
+    }
     let r = journal.recovered();
     if r.truncated_bytes > 0 {
         log.warn(&format!(

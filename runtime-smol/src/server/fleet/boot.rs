@@ -126,11 +126,20 @@ pub(crate) async fn start_room(
         (true, Some(dir)) => {
             let path = dir.join("rooms").join(room_dir_name(doc)).join("journal");
             if path.exists() {
-                Some(open_file_journal(&path, Some(doc), &log)?)
+                Some(open_file_journal(
+                    &path,
+                    Some(doc),
+                    shared.group_sync.as_ref(),
+                    &log,
+                )?)
             } else {
                 // No directory until the room's first write: a visitor who only reads
                 // leaves nothing on disk.
-                Some(Arc::new(DeferredFileJournal::for_doc(&path, doc)?))
+                Some(Arc::new(DeferredFileJournal::for_doc(
+                    &path,
+                    doc,
+                    shared.group_sync.clone(),
+                )?))
             }
         }
     };

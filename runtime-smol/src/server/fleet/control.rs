@@ -235,7 +235,25 @@ fn metrics(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> Stri
             t.rooms[state_index(state)]
         );
     }
-    let families: [(&str, &str, &str, u64); 7] = [
+    let sync = rooms
+        .shared
+        .group_sync
+        .as_ref()
+        .map(|g| g.stats())
+        .unwrap_or_default();
+    let families: [(&str, &str, &str, u64); 9] = [
+        (
+            "rindle_fleet_journal_syncs_total",
+            "counter",
+            "Box-level journal syncs (one syncfs each; fleet.journal_sync = \"box\").",
+            sync.syncs,
+        ),
+        (
+            "rindle_fleet_journal_synced_appends_total",
+            "counter",
+            "Journal appends the box-level syncs covered.",
+            sync.covered,
+        ),
         (
             "rindle_fleet_boots_refused_for_budget",
             "gauge",

@@ -33,7 +33,8 @@ use smol::net::TcpListener;
 use super::actor::{Control, Event};
 use super::clock::Env;
 use super::log::Logger;
-use crate::config::{Config, FleetConfig, LogFormat};
+use crate::config::{Config, FleetConfig, JournalSync, LogFormat};
+use crate::journal::group_sync::GroupSync;
 use crate::mutators::Registry;
 use rindle_room_core::fleet::StrandedMutation;
 use rindle_room_downstream as conn;
@@ -80,12 +81,40 @@ pub(crate) struct Shared {
     pub stranded_total: std::sync::atomic::AtomicU64,
     /// A room found that the upstream takes no affinity ticket and said so (once a box).
     pub ticket_refusal_logged: Arc<std::sync::atomic::AtomicBool>,
+    /// The box-level journal sync (`fleet.journal_sync = "box"` with a `data_dir`).
+    pub group_sync: Option<Arc<GroupSync>>,
 }
 
 /// The box's counters the room table does not keep (`/stats`, `/metrics`).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub crashes: AtomicU64,
+}
+
+/// The box-level journal sync, when the configuration asks for one and the kernel can
+/// give it (else each journal syncs itself, and the log says why).
+fn open_group_sync(fleet: &FleetConfig, log: &Logger) -> Option<Arc<GroupSync>> {
+    let dir = fleet.data_dir.as_ref()?;
+    if fleet.journal_sync != JournalSync::Box {
+        return None;
+    }
+    match GroupSync::open(dir) {
+        Ok(g) => {
+            log.info(&format!(
+                "journal appends of every room under {} share one syncfs at a time \
+                 (fleet.journal_sync = \"box\")",
+                dir.display()
+            ));
+            Some(Arc::new(g))
+        }
+        Err(e) => {
+            log.warn(&format!(
+                "each room's journal syncs its own appends: {e} ({})",
+                dir.display()
+            ));
+            None
+        }
+    }
 }
 
 impl Shared {
@@ -205,6 +234,7 @@ impl FleetServerBuilder {
             .local_addr()
             .map_err(|e| format!("the listener has no address: {e}"))?;
         let (relet_tx, relet_rx) = async_channel::unbounded::<String>();
+        let group_sync = open_group_sync(&fleet, &log);
         let shared = Arc::new(Shared {
             instance: fleet.instance_id(),
             fleet,
@@ -221,6 +251,7 @@ impl FleetServerBuilder {
             stranded: std::sync::Mutex::new(Vec::new()),
             stranded_total: std::sync::atomic::AtomicU64::new(0),
             ticket_refusal_logged: Arc::default(),
+            group_sync,
         });
         let rooms = Rooms::new(shared.clone());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
