@@ -785,8 +785,9 @@ export const KNOWN = [
       (diff.getter === "dirtyLen" && d.call.m === "flushConflict" && runner.lastW?.ok && runner.lastN?.ok && upstreamTouchedWritten(runner)) ||
       (d.call.m === "beginFlush" &&
         d.phase === "call" &&
-        /^\$\.changes(\[\]\.(old|op)|#len)/.test(diff.shape ?? "") &&
-        (upstreamTouchedWritten(runner) || /^\$\.changes\[\]\.old\[\]/.test(diff.shape ?? ""))),
+        // The batch hash differs with the changes it covers: the shape may start with it.
+        /^(\$\.batchHash )?\$\.changes(\[\]\.(old|op)|#len)/.test(diff.shape ?? "") &&
+        (upstreamTouchedWritten(runner) || /^(\$\.batchHash )?\$\.changes\[\]\.old\[\]/.test(diff.shape ?? ""))),
   },
   {
     name: "wasm-stale-view",
