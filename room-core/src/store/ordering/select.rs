@@ -50,7 +50,7 @@ impl Members<'_> {
                 }
             }
             (None, Some((col, cell))) => {
-                all.reserve(self.slab.len() / 2);
+                all.reserve(self.slab.len());
                 for (id, row) in self.slab.iter().enumerate() {
                     if let Some(row) = row {
                         if row.get(col) == cell {
