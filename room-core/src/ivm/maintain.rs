@@ -150,18 +150,46 @@ impl Engine {
     }
 
     /// Reads partition `key` of lazy node `c` (its demand entry is present, at zero):
-    /// every row of the partition, found through the node's correlation index, is
-    /// refreshed in. Nothing is a member yet, so no window event fires.
+    /// every qualifying row of the partition, found through the node's correlation
+    /// index, is held. Nothing is a member yet, so no window event fires; the rows are
+    /// keyed, sorted and put in the partition at once. (A row the node still holds in
+    /// another partition — its correlation cell is changing — moves through
+    /// [`Engine::refresh`].)
     fn materialize(&mut self, store: &Store, c: NodeId, key: &[u8]) {
         let node = self.node(c);
         let Some(ix) = node.child_index else {
             return;
         };
-        let rids: Vec<RowId> = store
-            .table(node.table)
-            .index_lookup(ix as usize, key)
-            .collect();
+        let table = store.table(node.table);
+        let mut sk = self.scratch.take();
+        let mut fresh: Vec<(Key, RowId)> = Vec::new();
+        let mut moving: Vec<RowId> = Vec::new();
+        for rid in table.index_lookup(ix as usize, key) {
+            if node.rows.contains(&rid) {
+                moving.push(rid);
+                continue;
+            }
+            // The index finds rows by their correlation cells: each is in partition
+            // `key`, which the node now holds.
+            let Some(row) = table.row(rid).filter(|r| self.qualifies(node, r)) else {
+                continue;
+            };
+            sort_key_into(&mut sk, row, &node.order);
+            fresh.push((Key::from(sk.as_slice()), rid));
+        }
+        self.scratch.set(sk);
+        fresh.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let rids: Vec<RowId> = fresh.iter().map(|&(_, rid)| rid).collect();
+        let node = self.node_mut(c);
+        node.rows.extend(rids.iter().copied());
+        let limit = node.limit;
+        if !fresh.is_empty() {
+            node.parts.get_or_default(key).fill_sorted(fresh, limit);
+        }
         for rid in rids {
+            self.note_refreshed(c, rid);
+        }
+        for rid in moving {
             self.refresh(store, c, rid);
         }
     }

@@ -139,6 +139,26 @@ impl Part {
         self.set.pop_last().map(|(_, r)| r)
     }
 
+    /// Fills an empty partition with `entries` (sorted by key, keys unique) at once, as
+    /// inserting them one by one would leave it (the window events are not reported).
+    /// A partition that holds rows gets them inserted one by one.
+    pub fn fill_sorted(&mut self, entries: Vec<(Key, RowId)>, limit: Option<u32>) {
+        if !self.set.is_empty() {
+            let mut ev = Vec::new();
+            for (key, rid) in entries {
+                self.insert(key, rid, limit, &mut ev);
+                ev.clear();
+            }
+            return;
+        }
+        if let Some(l) = limit.filter(|&l| l > 0) {
+            let n = entries.len().min(l as usize);
+            self.win_len = n as u32;
+            self.boundary = n.checked_sub(1).map(|i| entries[i].0.clone());
+        }
+        self.set = entries.into_iter().collect();
+    }
+
     /// Adds a row (its key must be new) and reports window changes.
     pub fn insert(&mut self, key: Key, rid: RowId, limit: Option<u32>, ev: &mut Vec<WindowEvent>) {
         let limit = match limit {
@@ -270,6 +290,39 @@ mod tests {
 
     fn window(p: &Part, limit: Option<u32>) -> Vec<RowId> {
         p.window(limit).collect()
+    }
+
+    #[test]
+    fn a_filled_partition_equals_one_built_by_inserts() {
+        for limit in [None, Some(0), Some(1), Some(3), Some(10)] {
+            for n in [0u8, 1, 2, 3, 7] {
+                let keys: Vec<u8> = (0..n).map(|i| (i * 5) % 11).collect();
+                let mut by_insert = Part::default();
+                let mut ev = Vec::new();
+                for &x in &keys {
+                    by_insert.insert(k(x), RowId::from(x), limit, &mut ev);
+                }
+                let mut sorted: Vec<(Key, RowId)> =
+                    keys.iter().map(|&x| (k(x), RowId::from(x))).collect();
+                sorted.sort_by(|a, b| a.0.cmp(&b.0));
+                let mut filled = Part::default();
+                filled.fill_sorted(sorted, limit);
+                assert_eq!(
+                    window(&filled, limit),
+                    window(&by_insert, limit),
+                    "{limit:?} {n}"
+                );
+                assert_eq!(filled.win_len, by_insert.win_len, "{limit:?} {n}");
+                assert_eq!(filled.boundary, by_insert.boundary, "{limit:?} {n}");
+                assert_eq!(filled.len(), by_insert.len());
+                // And they go on alike.
+                let (mut e1, mut e2) = (Vec::new(), Vec::new());
+                by_insert.insert(k(4), 400, limit, &mut e1);
+                filled.insert(k(4), 400, limit, &mut e2);
+                assert_eq!(e1, e2);
+                assert_eq!(window(&filled, limit), window(&by_insert, limit));
+            }
+        }
     }
 
     #[test]
