@@ -128,6 +128,15 @@ impl Room {
         self.store.set_ordering_first_rows(rows);
     }
 
+    /// Testing knob: a `related` level with a `limit` holds, of each partition, the
+    /// first `rows` rows (at least the limit; by default twice the limit) and reads on
+    /// when removals leave fewer than the limit. Results do not depend on it; the
+    /// differential oracle runs with fronts of one row.
+    #[doc(hidden)]
+    pub fn set_related_front_rows(&mut self, rows: usize) {
+        self.engine.front_rows = Some(rows);
+    }
+
     /// How many queries are materialized (after dedup).
     pub fn materialization_count(&self) -> usize {
         self.server.served.len()

@@ -113,7 +113,13 @@ impl<'a> Run<'a> {
             }
         }
         let tables = schema.tables.iter().map(|t| t.schema.clone()).collect();
-        let h = Harness::open(tables, snapshot);
+        let mut h = Harness::open(tables, snapshot);
+        // Half the cases hold only a one-row front of each related partition, so
+        // partitions go partial, read on and trim all the time.
+        if sc.rows.len().is_multiple_of(2) {
+            h.room.set_related_front_rows(1);
+            trace.push("related fronts of 1 row".to_string());
+        }
         Run {
             sc,
             schema,

@@ -24,6 +24,7 @@ use crate::keys::{join_key_into, sort_key_into};
 use crate::store::{Row, RowId, Store};
 
 use super::footprint::{Before, Footprint};
+use super::lazy::past_front;
 use super::node::{Filter, Node, Windowed};
 use super::part::WindowEvent;
 use super::{Engine, NodeId};
@@ -127,7 +128,7 @@ impl Engine {
 
     /// Node `n` now holds row `rid` with the store's image: if that is the row the
     /// change being applied rewrites, the node no longer holds its old image.
-    fn note_refreshed(&mut self, n: NodeId, rid: RowId) {
+    pub(super) fn note_refreshed(&mut self, n: NodeId, rid: RowId) {
         let key = (self.node(n).table as u32, rid);
         if self.changing.as_ref().is_some_and(|(k, _)| *k == key) {
             let stamp = self.change_no;
@@ -147,51 +148,6 @@ impl Engine {
             && node.demand.get(key.as_slice()).is_some();
         self.scratch.set(key);
         held
-    }
-
-    /// Reads partition `key` of lazy node `c` (its demand entry is present, at zero):
-    /// every qualifying row of the partition, found through the node's correlation
-    /// index, is held. Nothing is a member yet, so no window event fires; the rows are
-    /// keyed, sorted and put in the partition at once. (A row the node still holds in
-    /// another partition — its correlation cell is changing — moves through
-    /// [`Engine::refresh`].)
-    fn materialize(&mut self, store: &Store, c: NodeId, key: &[u8]) {
-        let node = self.node(c);
-        let Some(ix) = node.child_index else {
-            return;
-        };
-        let table = store.table(node.table);
-        let mut sk = self.scratch.take();
-        let mut fresh: Vec<(Key, RowId)> = Vec::new();
-        let mut moving: Vec<RowId> = Vec::new();
-        for rid in table.index_lookup(ix as usize, key) {
-            if node.rows.contains(&rid) {
-                moving.push(rid);
-                continue;
-            }
-            // The index finds rows by their correlation cells: each is in partition
-            // `key`, which the node now holds.
-            let Some(row) = table.row(rid).filter(|r| self.qualifies(node, r)) else {
-                continue;
-            };
-            sort_key_into(&mut sk, row, &node.order);
-            fresh.push((Key::from(sk.as_slice()), rid));
-        }
-        self.scratch.set(sk);
-        fresh.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let rids: Vec<RowId> = fresh.iter().map(|&(_, rid)| rid).collect();
-        let node = self.node_mut(c);
-        node.rows.extend(rids.iter().copied());
-        let limit = node.limit;
-        if !fresh.is_empty() {
-            node.parts.get_or_default(key).fill_sorted(fresh, limit);
-        }
-        for rid in rids {
-            self.note_refreshed(c, rid);
-        }
-        for rid in moving {
-            self.refresh(store, c, rid);
-        }
     }
 
     /// Whether `row` qualifies for `node`: inside the `start` bound and passing the filter.
@@ -239,18 +195,18 @@ impl Engine {
         let mut sk = self.take_buf();
         let mut events = core::mem::take(&mut self.events);
         events.clear();
-        let (emptied, demanded) = {
+        let (emptied, demanded, was_partial) = {
             let node = self.node_mut(n);
             // Held rows always have a non-NULL partition key (they were inserted with it).
             let _ = join_key_into(&mut pk, old, node.part_cols());
             sort_key_into(&mut sk, old, &node.order);
             let limit = node.limit;
-            let emptied = match node.parts.get_mut(pk.as_slice()) {
+            let (emptied, was_partial) = match node.parts.get_mut(pk.as_slice()) {
                 Some(part) => {
                     part.remove(&sk, rid, limit, &mut events);
-                    part.is_empty()
+                    (part.is_empty(), part.is_partial())
                 }
-                None => false,
+                None => (false, false),
             };
             if emptied {
                 node.parts.remove(pk.as_slice());
@@ -258,6 +214,7 @@ impl Engine {
             (
                 emptied,
                 node.demand.get(pk.as_slice()).is_some_and(|d| *d > 0),
+                was_partial,
             )
         };
         if demanded {
@@ -268,6 +225,7 @@ impl Engine {
         if emptied && self.node(n).is_exists() {
             self.queue_parents(store, n, &pk);
         }
+        self.after_leave(store, n, &pk, was_partial);
         self.put_buf(pk);
         self.put_buf(sk);
         let node = self.node(n);
@@ -426,7 +384,14 @@ impl Engine {
 
     /// Holds a row that qualifies. `read` says it comes from [`Engine::read_window`];
     /// any other row of a windowed level that sorts past the last held row is not held.
-    fn enter_part(&mut self, store: &Store, n: NodeId, rid: RowId, new: Row, read: bool) {
+    pub(super) fn enter_part(
+        &mut self,
+        store: &Store,
+        n: NodeId,
+        rid: RowId,
+        new: Row,
+        read: bool,
+    ) {
         let mut pk = self.take_buf();
         let mut sk = self.take_buf();
         let mut events = core::mem::take(&mut self.events);
@@ -457,6 +422,12 @@ impl Engine {
                     return;
                 }
             }
+            if !read && past_front(node, &pk, &sk) {
+                self.events = events;
+                self.put_buf(pk);
+                self.put_buf(sk);
+                return;
+            }
             node.rows.insert(rid);
             let limit = node.limit;
             let part = node.parts.get_or_default(pk.as_slice());
@@ -475,6 +446,7 @@ impl Engine {
         if was_empty && self.node(n).is_exists() {
             self.queue_parents(store, n, &pk);
         }
+        self.trim_part(n, &pk);
         self.put_buf(pk);
         self.put_buf(sk);
         self.trim_window(n);

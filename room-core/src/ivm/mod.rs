@@ -6,6 +6,7 @@
 
 mod build;
 pub(crate) mod footprint;
+mod lazy;
 mod maintain;
 pub(crate) mod node;
 pub(crate) mod part;
@@ -76,6 +77,9 @@ pub(crate) struct Engine {
     /// Guard values with at most this many rows are read through the guard index
     /// ([`build::SMALL_GROUP`] unless a test says otherwise).
     pub(crate) small_group: usize,
+    /// Testing knob: the rows a lazy level's partition front keeps (at least its
+    /// `limit`); `None`: [`node::Windowed::target`].
+    pub(crate) front_rows: Option<usize>,
 }
 
 /// A reusable key buffer behind a `Cell`: `take` it, use it, `set` it back.
@@ -166,6 +170,7 @@ impl Engine {
     pub fn new(tables: usize) -> Engine {
         let mut e = Engine {
             small_group: build::SMALL_GROUP,
+            front_rows: None,
             ..Engine::default()
         };
         e.dispatch.resize_with(tables, TableDispatch::default);

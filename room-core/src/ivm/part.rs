@@ -102,6 +102,10 @@ pub(crate) struct Part {
     win_len: u32,
     /// The key of the window's last row; `None` when the window is empty.
     boundary: Option<Key>,
+    /// Whether the partition holds only a front of its qualifying rows: exactly those
+    /// whose key is at most its last held key, never fewer than the window (see
+    /// the `lazy` module of the engine).
+    partial: bool,
 }
 
 impl Part {
@@ -123,6 +127,18 @@ impl Part {
     #[inline]
     pub fn len(&self) -> usize {
         self.set.len()
+    }
+
+    /// Whether only a front of the partition's rows is held.
+    #[inline]
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+
+    /// Records whether only a front of the partition's rows is held.
+    #[inline]
+    pub fn set_partial(&mut self, partial: bool) {
+        self.partial = partial;
     }
 
     /// The key of the last row held.

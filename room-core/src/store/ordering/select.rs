@@ -2,18 +2,13 @@
 //!
 //! A windowed query reads a few dozen rows from the front of its ordering; sorting every
 //! row of a large table to serve them is what made the first query on a freshly loaded
-//! room slow. Instead, each row gets the first 8 bytes of its sort key as an integer (its
-//! *prefix*); a linear-time selection finds the `keep`-th smallest prefix, and only the
-//! rows at or below it get full keys and a sort.
-//!
-//! Why that is exact: keys compare as bytes, so a smaller prefix (the first 8 bytes,
-//! zero-padded) means a smaller key. Every row left out has a prefix above the chosen
-//! one, so it sorts after every row kept: the kept rows are exactly the rows whose key is
-//! at most the last kept key, the ordering's *bound*.
+//! room slow. The rows' sort-key prefixes pick the front ([`crate::keys::keep_front`]);
+//! the kept rows are exactly those whose key is at most the last kept key, the
+//! ordering's *bound*.
 
 use alloc::vec::Vec;
 
-use crate::keys::{sort_key_into, sort_prefix, Key};
+use crate::keys::{keep_front, keyed_by_prefix, sort_prefix, Key};
 use crate::value::CellRef;
 
 use super::super::{Row, RowId};
@@ -80,40 +75,14 @@ pub(super) fn first_rows(
     keep: usize,
     scratch: &mut Vec<u8>,
 ) -> Chosen {
-    let keep = keep.max(1);
     let mut all = members.prefixes(order, scratch);
-    let total = all.len();
-    if total > keep.saturating_mul(2) {
-        let (_, nth, rest) = all.select_nth_unstable_by_key(keep - 1, |e| e.0);
-        let cut = nth.0;
-        // Rows tied with the chosen prefix are kept too: the bound falls between
-        // prefixes, never inside one.
-        let mut tied = 0;
-        for i in 0..rest.len() {
-            if rest[i].0 == cut {
-                rest.swap(tied, i);
-                tied += 1;
-            }
-        }
-        all.truncate(keep + tied);
-    }
-    let kept_all = all.len() == total;
-    // By prefix first: only rows that tie on it compare their keys.
-    all.sort_unstable_by_key(|e| e.0);
-    let mut entries: Vec<(Key, RowId)> = Vec::with_capacity(all.len());
-    let mut from = 0;
-    for (i, &(p, id)) in all.iter().enumerate() {
-        let Some(Some(row)) = members.slab.get(id as usize) else {
-            continue;
-        };
-        if i > 0 && all[i - 1].0 != p {
-            entries[from..].sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            from = entries.len();
-        }
-        sort_key_into(scratch, row, order);
-        entries.push((Key::from(scratch.as_slice()), id));
-    }
-    entries[from..].sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let kept_all = keep_front(&mut all, keep);
+    let entries = keyed_by_prefix(
+        all,
+        |id: RowId| members.slab.get(id as usize).and_then(Option::as_ref),
+        order,
+        scratch,
+    );
     let bound = if kept_all {
         None
     } else {
@@ -125,6 +94,7 @@ pub(super) fn first_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::sort_key_into;
     use crate::value::Value;
     use alloc::string::String;
     use alloc::vec;
