@@ -39,6 +39,7 @@ pub(crate) fn total_order_bits(f: f64) -> u64 {
 }
 
 /// Appends the encoding of one cell.
+#[inline]
 pub(crate) fn push_cell(out: &mut Vec<u8>, v: CellRef<'_>, desc: bool) {
     let start = out.len();
     match v {

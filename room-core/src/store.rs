@@ -14,6 +14,7 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use hashbrown::hash_map::EntryRef;
 use hashbrown::HashMap;
 
 use crate::keys::{cells_key_into, join_key_into, Key};
@@ -33,6 +34,9 @@ pub use crate::value::Row;
 
 /// A row's handle within its table.
 pub(crate) type RowId = u32;
+
+/// How many rows an index build reads before it sizes its map by what it found.
+const INDEX_SAMPLE: usize = 1024;
 
 /// A secondary index: rows by the (non-NULL) cells of a column set.
 #[derive(Debug)]
@@ -256,18 +260,30 @@ impl Table {
             users: 1,
             map: HashMap::new(),
         };
+        // Slots, live or free: an estimate is all this needs.
+        let live = self.rows.len();
+        let mut seen = 0;
         for (id, row) in self.rows.iter().enumerate() {
             let Some(row) = row else { continue };
+            seen += 1;
+            if seen == INDEX_SAMPLE && live > 2 * INDEX_SAMPLE {
+                // The keys of the first rows predict how many the table has: the map
+                // is sized once instead of doubling its way there.
+                let estimate = ix.map.len() * (live / INDEX_SAMPLE);
+                ix.map.reserve(estimate.saturating_sub(ix.map.len()));
+            }
             if join_key_into(scratch, row, cols) {
-                match ix.map.get_mut(scratch.as_slice()) {
-                    Some(set) => set.insert(id as RowId),
-                    None => {
-                        ix.map
-                            .insert(Key::from(scratch.as_slice()), IdSet::new(id as RowId));
+                // One hash and probe: the entry is found or made where it was looked for.
+                match ix.map.entry_ref(scratch.as_slice()) {
+                    EntryRef::Occupied(mut e) => e.get_mut().push_new(id as RowId),
+                    EntryRef::Vacant(e) => {
+                        let key = Key::from(e.key());
+                        e.insert_with_key(key, IdSet::new(id as RowId));
                     }
                 }
             }
         }
+        ix.map.values_mut().for_each(IdSet::settle);
         match self.indexes.iter().position(Option::is_none) {
             Some(i) => {
                 self.indexes[i] = Some(ix);
