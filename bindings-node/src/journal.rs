@@ -2,7 +2,7 @@
 //! journal written by the smol server boots the Node shell and back — one format, one
 //! implementation. Every write runs on libuv's thread pool (its `fsync` never blocks the
 //! event loop) and resolves only once durable. `shell/shell.js` wraps it as
-//! `fileJournal(path)` with seed 000's `RoomJournal` methods.
+//! `fileJournal(path)` with the published room's `RoomJournal` methods.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 // Type-checked by `npm run typecheck` (tsc --noEmit), never run: every declaration of
-// index.d.ts used the way a seed-002 shell uses it, with the types seed 000 gives.
+// index.d.ts used the way the published room's Node shell uses it, with the published
+// types.
 import {
   initRoomWasm,
   mintRoomToken,

@@ -1,14 +1,14 @@
 //! The payloads of journal records: compact JSON objects (UTF-8), so a journal stays
 //! inspectable (`rindle-room journal check`, `examples/journal_dump.rs`).
 //!
-//! * **entry** — seed 000 `RoomJournalEntry`:
+//! * **entry** — the published room's `RoomJournalEntry`:
 //!   `{"clientID":…,"mid":…,"name":…,"args":…,"sub":…,"outcome":…}` plus the legacy
 //!   `"rejected":true` for both non-applied outcomes. `args` is embedded as the JSON
 //!   value itself, byte for byte as given; args text that is not a single JSON value
 //!   (without surrounding whitespace) is stored as a JSON string with `"argsText":true`.
 //!   On read, `outcome` wins when present, else `rejected: true` means rejected, else
-//!   applied (seed 000 `journalEntryOutcome`); a missing `sub` reads as `""`.
-//! * **flush** — seed 000 `RoomFlushRecord`: `{"seq":…,"epoch":…,"body":…}`.
+//!   applied (the published room's `journalEntryOutcome`); a missing `sub` reads as `""`.
+//! * **flush** — the published room's `RoomFlushRecord`: `{"seq":…,"epoch":…,"body":…}`.
 //! * **confirm** — the authority settled a flush: `{"seq":…}`.
 //! * **snapshot** — written first by compaction so the highest flush seq survives the
 //!   records it dropped: `{"maxFlushSeq":…}`.

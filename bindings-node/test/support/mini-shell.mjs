@@ -1,5 +1,5 @@
 // A minimal room shell written against the wasm WasmRoom's calling pattern, exactly as
-// @rindle/room's shell.js (seed 002) calls it: `WasmRoom.open(JSON.stringify(hello), …)`
+// @rindle/room's Node shell (shell.js) calls it: `WasmRoom.open(JSON.stringify(hello), …)`
 // on nhello, `JSON.parse(room.apply(JSON.stringify(batch)))` on nbatch, one
 // `commitAll` drain after every change, `verifyRoomToken` + `subscribe` for
 // downstream queries, `beginMutation` → mutator over `tx*` → `commitMutation` →
