@@ -468,7 +468,7 @@ export interface RoomShell {
 
 /** Boots a room shell on the native room: binds the ports, claims the placement epoch
  *  (with an authority), mints the upstream lease and connects upstream. Await
- *  `shell.awaitLive()` for the seed. */
+ *  `shell.awaitLive()` for the upstream snapshot. */
 export declare function createRoomShell(opts: RoomShellOptions): Promise<RoomShell>;
 
 // Fleet placement (docs/fleet.md): the reference `locateRoom` for an API server.

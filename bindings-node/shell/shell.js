@@ -618,7 +618,7 @@ class Shell {
 /** Boots a room shell: binds the ports, starts the host (start-up I/O: the journal's
  *  flush records and the epoch claim with an authority, the upstream lease), and
  *  resolves once the upstream connection is underway — await `shell.awaitLive()` for
- *  the seed. A failed start-up rejects and frees the ports. */
+ *  the upstream snapshot. A failed start-up rejects and frees the ports. */
 async function createRoomShell(opts) {
   const shell = new Shell(opts);
   try {

@@ -21,7 +21,7 @@ use rindle_room_core::host::json::{contents_json, entry_from_json};
 pub enum JournalOp {
     /// Read everything: the host's boot contents as JSON.
     ReadAll,
-    /// Append seed-shaped entries (JSON).
+    /// Append entries in the published journal's shape (JSON).
     Append(String),
     /// Journal a flush record (JSON `{seq, epoch, body}`).
     AppendFlush(String),
@@ -146,7 +146,7 @@ impl NativeFileJournal {
         self.task(JournalOp::ReadAll)
     }
 
-    /// Appends seed-shaped entries (JSON), durably.
+    /// Appends entries in the published journal's shape (JSON), durably.
     #[napi]
     pub fn append(&self, entries_json: String) -> AsyncTask<JournalTask> {
         self.task(JournalOp::Append(entries_json))

@@ -17,7 +17,7 @@
 //!   change seen from JavaScript); each object holds a [`NodeRoom`];
 //! - `mintRoomTokenJson(opts_json)`, `verifyRoomTokenJson(token, opts_json)` and
 //!   `scopeSpecsHashJson(specs_json)`: the core's token functions, JSON text in and
-//!   out, which `index.js` wraps with the seed's signatures.
+//!   out, which `index.js` wraps with the published signatures.
 //!
 //! Errors: see `boundary.rs`. In short, every core error becomes a JS `Error` whose
 //! `code` is [`ErrorCode::name`] and whose message is the core's; arguments of the

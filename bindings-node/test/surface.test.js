@@ -83,14 +83,14 @@ test("WasmRoom has every method the published room lists, and the static open", 
   assert.equal(typeof WasmRoom.prototype[Symbol.dispose], "function");
 });
 
-test("WasmRoom has no public method beyond the seed's", () => {
+test("WasmRoom has no public method beyond the published ones", () => {
   const extra = Object.getOwnPropertyNames(WasmRoom.prototype).filter(
     (m) => m !== "constructor" && !m.startsWith("__") && !SEED_METHODS.includes(m),
   );
   assert.deepEqual(extra, []);
 });
 
-test("the module exports the seed's names; NativeRoom is WasmRoom", () => {
+test("the module exports the published names; NativeRoom is WasmRoom", () => {
   assert.deepEqual(Object.keys(mod).sort(), [...SEED_EXPORTS].sort());
   assert.equal(mod.NativeRoom, WasmRoom);
   assert.ok(new mod.RoomTokenError("expired") instanceof Error);
@@ -108,7 +108,7 @@ test("initRoomWasm is an async no-op that accepts the wasm arguments", async () 
   assert.equal(await mod.initRoomWasm(new Uint8Array(8)), undefined);
 });
 
-test("optional arguments may be omitted, as the seed's callers do", () => {
+test("optional arguments may be omitted, as the published callers do", () => {
   const room = WasmRoom.open(JSON.stringify(HELLO), 30_000);
   assert.equal(room.cv(), undefined);
   room.apply(JSON.stringify(SNAPSHOT));

@@ -20,7 +20,7 @@ type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ?
   : false;
 type Assert<T extends true> = T;
 
-/** Seed 000's exact return and parameter types. */
+/** The published exact return and parameter types. */
 export type Checks = [
   Assert<Equal<ReturnType<WasmRoom["txGet"]>, string | undefined>>,
   Assert<Equal<ReturnType<WasmRoom["beginFlush"]>, string | undefined>>,
@@ -127,6 +127,6 @@ export async function tokens(): Promise<void> {
 // The constructor is private, as in the wasm class.
 // @ts-expect-error
 new WasmRoom();
-// Seed 000 types JSON parameters as text: an object is a type error.
+// The published typings take JSON parameters as text: an object is a type error.
 // @ts-expect-error
 WasmRoom.open({ epoch: 1 }, 0);

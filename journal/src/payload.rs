@@ -46,7 +46,7 @@ pub(crate) fn validate(
 // ---------------------------------------------------------------------------------------
 // Payload encoding.
 
-/// Encodes an entry as seed-000-shaped JSON (see the module docs).
+/// Encodes an entry as JSON in the published room's shape (see the module docs).
 pub(crate) fn encode_entry(entry: &JournalEntry) -> String {
     let mut out = String::with_capacity(64 + entry.args.len() + entry.name.len());
     out.push_str("{\"clientID\":");
@@ -195,7 +195,7 @@ pub(crate) fn decode<T: DeserializeOwned>(
 
 pub(crate) fn decode_entry(path: &Path, offset: u64, payload: &[u8]) -> io::Result<JournalEntry> {
     let wire: EntryWire = decode(path, offset, payload)?;
-    // Seed 000 `journalEntryOutcome`: outcome when present, else the legacy rejected
+    // The published `journalEntryOutcome`: outcome when present, else the legacy rejected
     // flag, else applied.
     let outcome = match wire.outcome.as_deref() {
         Some("applied") => Outcome::Applied,

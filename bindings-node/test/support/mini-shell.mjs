@@ -6,8 +6,8 @@
 // journal → `ack`, and `beginFlush` → authority → `flushOk` / `flushConflict`.
 // Sockets are replaced by plain objects with a `sent` array, the journal by an array.
 //
-// The only line that differs from a wasm shell is the import below (the seed imports
-// from "./wasm.js" and "./token.js").
+// The only line that differs from a wasm shell is the import below (the published
+// shell imports from "./wasm.js" and "./token.js").
 import {
   initRoomWasm,
   WasmRoom,

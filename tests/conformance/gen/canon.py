@@ -8,7 +8,8 @@ core):
   code units (RFC 8785 §3.2.3), no whitespace, numbers and strings as ECMAScript
   `JSON.stringify` prints them (RFC 8785 §3.2.2; `lib.py` already spells those);
 - `fnv1a32_hex(data)`: FNV-1a 32 (basis 0x811c9dc5, prime 0x01000193), 8 lowercase hex
-  (docs/design/authority.md: Scope specs hash and canonical JSON) — `scope_specs_hash(specs)` runs it over the UTF-16 code units
+  (docs/design/authority.md: Scope specs hash and canonical JSON) —
+  `scope_specs_hash(specs)` runs it over the UTF-16 code units
   of JCS, one step per unit, as the JavaScript API server reads the text;
 - `batch_hash(changes)`: first 16 lowercase hex chars of SHA-256 over the UTF-8 of the
   JCS text of `changes`;

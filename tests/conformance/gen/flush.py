@@ -513,7 +513,8 @@ def flush_ok_cv_takes_newer_upstream_image():
         "flush_ok_cv_takes_newer_upstream_image",
         "flushOk(cv) after the feed raced ahead of the settlement (the "
         "room's settlement rule): while a batch is in flight, every upstream image of a "
-        "key it carries is logged with its upstream batch's cv (an upstream op on a dirty key still only "
+        "key it carries is logged with its upstream batch's cv (an upstream op on a dirty "
+        "key still only "
         "moves the "
         "CAS base: commitAll ships nothing). flushOk(101) says the authority committed the "
         "batch at cv 101, so the newest logged image of an upstream batch with cv > 101 "

@@ -25,7 +25,8 @@ def _open(s, tables, rows):
 def window_limit():
     s = Scenario(
         "window_limit",
-        "Root limit over the PK-completed sort (the sort is completed with the primary key; the limit applies after the filter): orderBy priority "
+        "Root limit over the PK-completed sort (the limit applies after the filter): "
+        "orderBy priority "
         "desc, then id asc, limit 2. A row entering the window displaces the last one as "
         "remove + add, ops still in pk order (so an add can precede a remove); "
         "an in-window change that keeps the row in is an edit; a change outside the "

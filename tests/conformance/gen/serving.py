@@ -128,8 +128,8 @@ def per_subscriber_envelopes():
 def resubscribe_replaces_envelope():
     s = Scenario(
         "resubscribe_replaces_envelope",
-        "Seed 000 subscribe: re-subscribing an existing sub replaces its envelope — the new "
-        "epoch, seq restarting at 0 with the complete current footprint (protocol.md "
+        "subscribe: re-subscribing an existing sub replaces its envelope — the new "
+        "epoch, seq restarting at 0 with the complete current footprint, "
         "one subscriber not two. Changes made before the re-subscribe are in the "
         "new snapshot and are not sent again (net change since the subscriber's last "
         "frame). The same AST is still materialized, so it is reused; a re-subscribe with "
@@ -168,7 +168,7 @@ def unsubscribe_and_sweep():
     tables = [NOTE, tag]
     s = Scenario(
         "unsubscribe_and_sweep",
-        "Seed 000: unsubscribe returns whether the sub was attached (idempotent: false the "
+        "unsubscribe returns whether the sub was attached (idempotent: false the "
         "second time, false for an unknown sub); a detached sub gets no frames; its query "
         "stays materialized and a quick re-subscribe reuses it; sweep(now) reclaims only "
         "queries with no subscribers idle longer than idle_ttl_ms (1000 here; boundaries "

@@ -7,8 +7,8 @@ Every token text is minted here with Python's hmac/hashlib/base64 (canon.mint):
 kid[, scopesHash]})) + `.` + b64url(HMAC-SHA256(UTF-8 secret, "rt1.<payload segment>")),
 unpadded. verifyRoomToken returns the payload it verified: JSON.stringify of the parsed
 payload, i.e. compact, member order as the token carries it. Refusals are checked in
-the verification order — shape, payload decode, kid known, signature, v = 1, doc, exp > now — each
-with its exact `lease token refused: <reason>` text. These static calls need no room.
+the verification order — shape, payload decode, kid known, signature, v = 1, doc,
+exp > now — each with its exact `lease token refused: <reason>` text. These static calls need no room.
 """
 
 import json

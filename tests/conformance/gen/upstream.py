@@ -56,7 +56,8 @@ def hello_refusals():
     good = hello([NOTE])
     s = Scenario(
         "hello_refusals",
-        "open() refuses every hello that breaks a rule of the hello — comparatorVersion other than 2, a "
+        "open() refuses every hello that breaks a rule of the hello — comparatorVersion "
+        "other than 2, a "
         "normalizedFp that is not the fingerprint of the tables as sent ("
         "table order matters), an empty/out-of-range/non-integer primary key, a duplicate "
         "column, a duplicate table, an empty table name — plus non-object input and a "

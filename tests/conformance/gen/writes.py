@@ -3,9 +3,10 @@ staging, read-your-writes, commit and fan-out), the lmid ledger (lmidSubscribe, 
 seedDurable) — docs/compat.md (headCv, the write plane), the published WasmRoom API,
 docs/design/authority.md (Scope specs and the commit gate).
 
-Counters used below, derived from the upstream rules: the snapshot sets headCv 1; every upstream apply
-+1; a mutation commit +1 only when it changed the head (a net-empty commit returns the
-current headCv); an ack or seedDurable that wrote ledger rows +1 (one per call);
+Counters used below, derived from the upstream rules: the snapshot sets headCv 1; every
+upstream apply +1; a mutation commit +1 only when it changed the head (a net-empty
+commit returns the current headCv); an ack or seedDurable that wrote ledger rows +1 (one
+per call);
 a deopt or a reject changes nothing. Every nbatch carries cv = headCv at its drain.
 
 Error substrings: where the spec fixes the text (the mutation gap) the whole message is
