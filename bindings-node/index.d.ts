@@ -1,5 +1,5 @@
 // Typings of @rindle/room-native. The names, parameters and return types are those of
-// @rindle/room's wasm `WasmRoom`, `initRoomWasm` and token helpers (seed 000), so a
+// @rindle/room 0.9's wasm `WasmRoom`, `initRoomWasm` and token helpers, so a
 // shell type-checks unchanged after switching its import. Checked by
 // `npm run typecheck` (test/typings.ts uses every declaration).
 
@@ -184,8 +184,8 @@ export declare class RoomTokenError extends Error {
 }
 
 // ---------------------------------------------------------------------------------
-// The room shell (seed 000 `createRoomShell` and its options; behaviour of seed 002),
-// driving the native room above over the `ws` package.
+// The room shell (the published room's `createRoomShell`, its options and its Node
+// shell's behaviour), driving the core's room host over the `ws` package.
 // ---------------------------------------------------------------------------------
 
 /** A bare wire cell. */
@@ -428,13 +428,13 @@ export interface DownstreamOptions {
    *  it is terminated. */
   sendBudgetBytes?: number;
   /** The largest message a client may send, in bytes (default 1 MiB): a larger one
-   *  closes the socket with 1009. Not in seed 000. */
+   *  closes the socket with 1009. Not in the published options. */
   maxFrameBytes?: number;
   /** How long a TCP connection may take to send its upgrade request (default 5000 ms);
-   *  then it is dropped. Not in seed 000. */
+   *  then it is dropped. Not in the published options. */
   handshakeTimeoutMs?: number;
   /** How many downstream sockets may be open at once, upgraded or upgrading (default
-   *  10,000); past it an upgrade is answered with HTTP 503. Not in seed 000. */
+   *  10,000); past it an upgrade is answered with HTTP 503. Not in the published options. */
   maxConnections?: number;
 }
 
@@ -468,7 +468,7 @@ export interface RoomShell {
 
 /** Boots a room shell on the native room: binds the ports, claims the placement epoch
  *  (with an authority), mints the upstream lease and connects upstream. Await
- *  `shell.awaitLive()` for the seed. */
+ *  `shell.awaitLive()` for the upstream snapshot. */
 export declare function createRoomShell(opts: RoomShellOptions): Promise<RoomShell>;
 
 // Fleet placement (docs/fleet.md): the reference `locateRoom` for an API server.

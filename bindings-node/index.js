@@ -6,10 +6,12 @@
 // JSON.stringify, `now` defaulting to Date.now()), the `RoomTokenError` class, and
 // `initRoomWasm` as a no-op. Every rule lives in the Rust core.
 //
-// Beside the engine, the whole room shell of @rindle/room (seed 002) in JavaScript:
-// `createRoomShell` (shell/shell.js, loaded on first use: it needs the `ws` package),
-// the journals (`memoryJournal`, the durable `fileJournal`), the HTTP authority and
-// `journalEntryOutcome` / `fatalAuthorityError`.
+// Beside the engine, the room shell with the published room's `createRoomShell` API:
+// shell/shell.js (loaded on first use: it needs the `ws` package) is a JavaScript driver
+// of the core's room host (the addon's `RoomHost`, the state machine the smol server
+// drives too) — sockets, the journal, the authority's HTTP calls, mutators and one
+// timer; every room rule is the host's. Also the journals (`memoryJournal`, the durable
+// `fileJournal`), the HTTP authority and `journalEntryOutcome` / `fatalAuthorityError`.
 const native = require("./binding.js");
 const { journalEntryOutcome, memoryJournal } = require("./shell/journal.js");
 const { fileJournal } = require("./shell/file-journal.js");
@@ -88,7 +90,7 @@ function scopeSpecsHash(specs) {
   return native.scopeSpecsHashJson(text);
 }
 
-/** Boots a room shell over the native room (seed 000 `createRoomShell`). */
+/** Boots a room shell over the native room host (the published room's `createRoomShell`). */
 async function createRoomShell(opts) {
   return require("./shell/shell.js").createRoomShell(opts);
 }

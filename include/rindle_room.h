@@ -150,7 +150,7 @@ enum rindle_room_result
   RINDLE_ROOM_RESULT_MALFORMED_INPUT = 100,
   // An argument is out of its documented range (a negative time, a NaN epoch, …).
   RINDLE_ROOM_RESULT_INVALID_ARGUMENT = 101,
-  // The upstream hello breaks a D3 rule (comparator version, table shape, …).
+  // The upstream hello breaks a rule of `open` (comparator version, table shape, …).
   RINDLE_ROOM_RESULT_INVALID_HELLO = 110,
   // A `normalizedFp` does not match the tables it describes.
   RINDLE_ROOM_RESULT_FINGERPRINT_MISMATCH = 111,

@@ -38,7 +38,7 @@ pub enum rindle_room_result {
     MalformedInput = 100,
     /// An argument is out of its documented range (a negative time, a NaN epoch, …).
     InvalidArgument = 101,
-    /// The upstream hello breaks a D3 rule (comparator version, table shape, …).
+    /// The upstream hello breaks a rule of `open` (comparator version, table shape, …).
     InvalidHello = 110,
     /// A `normalizedFp` does not match the tables it describes.
     FingerprintMismatch = 111,

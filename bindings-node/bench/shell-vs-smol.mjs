@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Node shell vs smol server (issue 7): the JS room shell of @rindle/room-native (its
+// Node shell vs smol server: the JS room shell of @rindle/room-native (its
 // own process, release addon) against the `rindle-room` binary of runtime-smol (release),
 // both following the same fake rindled (JS, in this process) with the write plane on
 // (in-memory journal, no authority) and CRUD mutators, with N downstream subscribers

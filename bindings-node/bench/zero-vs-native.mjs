@@ -9,9 +9,10 @@
 //   The room's JSON boundary (parsing the batch, rendering the frames, moving both
 //   across Node-API as JS strings) is inside the timing; the batch texts are rendered
 //   before it, as in the Rust JSON figures of docs/BENCHMARKS.md.
-// - native, shell pattern: what seed 002's shell does per upstream frame, starting from
-//   and ending with JS objects: JSON.stringify(batch) → room.apply → JSON.parse(status)
-//   → room.commitAll() → JSON.parse(frames) → route each {sub, batch}.
+// - native, shell pattern: what the published room's Node shell does per upstream
+//   frame, starting from and ending with JS objects: JSON.stringify(batch) →
+//   room.apply → JSON.parse(status) → room.commitAll() → JSON.parse(frames) → route
+//   each {sub, batch}.
 // - Zero: source.push(change) drained, then the delegate's commit (every view flushes
 //   and calls its listener), driven as docs/BENCHMARKS.md describes (the section
 //   naming this script).

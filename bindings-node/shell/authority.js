@@ -1,6 +1,7 @@
 "use strict";
-// The write authority (seed 000 `RoomAuthority`): the API server's
-// `/apply-row-change-txn`, `/claim-room-epoch` and `/room-lmids` trio (authority.md §4).
+// The write authority (the published room's `RoomAuthority`): the API server's
+// `/apply-row-change-txn`, `/claim-room-epoch` and `/room-lmids` trio
+// (docs/design/authority.md, "The apply call").
 //
 // `httpAuthority` is transport only: the request bodies and the mapping of every reply
 // (a value, a plain throw the shell retries with the same body, or a throw marked

@@ -1,5 +1,5 @@
 "use strict";
-// `fileJournal(path)`: the durable room journal (seed 000 `RoomJournal`), the server's
+// `fileJournal(path)`: the durable room journal (the published room's `RoomJournal`), the server's
 // own file format and implementation (`rindle-room-journal`, through the addon's
 // `NativeFileJournal`): one append-only file of checksummed records, every write
 // fsynced before its promise resolves, a torn tail cut at open, damage followed by
@@ -61,7 +61,7 @@ function fileJournal(path) {
       return { records: c.flushes, maxSeq: c.maxFlushSeq };
     },
     /** Drops the entries the authority holds (`mid <= durable[clientID]`) and the
-     *  settled flush records. Not in seed 000: the shell calls it when offered. */
+     *  settled flush records. Not in the published interface: the shell calls it when offered. */
     async compact(durable) {
       await nativeView.compact(JSON.stringify(durable));
     },

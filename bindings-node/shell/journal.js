@@ -1,5 +1,5 @@
 "use strict";
-// The room journal (seed 000 `RoomJournal`): the durable sidecar an ack means (§8.1).
+// The room journal (the published room's `RoomJournal`): the durable sidecar an ack means.
 // `memoryJournal()` survives nothing beyond the process; `fileJournal(path)` is durable:
 // every append is written and fsynced before its promise resolves.
 

@@ -1,17 +1,19 @@
 "use strict";
-// The room shell of @rindle/room-native (seed 000 `createRoomShell`): a driver of the
-// core's room host (`RoomHost`, the same host the smol server drives). Every room rule —
-// incarnations, leases and revocation, the lmid query, limits, the write path with its
-// group commit and acks, outcomes, the write-behind flush, drain, the control plane's
-// answers — is the host's. This file is plumbing:
+// The room shell of @rindle/room-native (the published room's `createRoomShell`): a
+// driver of the core's room host (`RoomHost`, the same host the smol server drives).
+// Every room rule — incarnations, leases and revocation, the lmid query, limits, the
+// write path with its group commit and acks, outcomes, the write-behind flush, drain,
+// the control plane's answers — is the host's. This file is plumbing:
 //
 // - sockets: the downstream listener is native (the smol server's websocket layer, in
 //   the addon, off the JS thread: `RoomHost.listen`): frames to clients never pass
 //   through JavaScript, and client events come back in batches (`pumpSockets`). The
 //   upstream link is a `ws` client; each of its events becomes a host input;
-// - the journal (seed 000 `RoomJournal`: `fileJournal(path)` — the server's own format —,
-//   `memoryJournal()`, or the host application's), one operation at a time, in order;
-// - the authority (seed 000 `RoomAuthority`) and the upstream lease mint (`fetch`);
+// - the journal (the published `RoomJournal` interface: `fileJournal(path)` — the
+//   server's own format —, `memoryJournal()`, or the host application's), one
+//   operation at a time, in order;
+// - the authority (the published `RoomAuthority` interface) and the upstream lease
+//   mint (`fetch`);
 // - mutators: the host calls `runMutator` synchronously, with the keyed `MutationTx`
 //   served by the core (`tx*` in the addon);
 // - one timer, set to the host's next deadline; the control plane's HTTP server, routed
@@ -178,8 +180,8 @@ function assertSyncMutatorReturn(returned, name) {
 /** `undefined` in an `edit`'s new cells keeps the current value. */
 const KEEP = { $keep: true };
 
-/** The keyed `MutationTx` a mutator writes through (seed 000): the core's keyed layer,
- *  on the host's open transaction (its checks, its messages). */
+/** The keyed `MutationTx` a mutator writes through (the published room's): the core's
+ *  keyed layer, on the host's open transaction (its checks, its messages). */
 const TX = Object.freeze({
   row: (table, pk) => {
     const text = native.txRow(table, JSON.stringify(pk));
@@ -616,7 +618,7 @@ class Shell {
 /** Boots a room shell: binds the ports, starts the host (start-up I/O: the journal's
  *  flush records and the epoch claim with an authority, the upstream lease), and
  *  resolves once the upstream connection is underway — await `shell.awaitLive()` for
- *  the seed. A failed start-up rejects and frees the ports. */
+ *  the upstream snapshot. A failed start-up rejects and frees the ports. */
 async function createRoomShell(opts) {
   const shell = new Shell(opts);
   try {

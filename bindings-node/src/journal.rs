@@ -2,7 +2,7 @@
 //! journal written by the smol server boots the Node shell and back — one format, one
 //! implementation. Every write runs on libuv's thread pool (its `fsync` never blocks the
 //! event loop) and resolves only once durable. `shell/shell.js` wraps it as
-//! `fileJournal(path)` with seed 000's `RoomJournal` methods.
+//! `fileJournal(path)` with the published room's `RoomJournal` methods.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use rindle_room_core::host::json::{contents_json, entry_from_json};
 pub enum JournalOp {
     /// Read everything: the host's boot contents as JSON.
     ReadAll,
-    /// Append seed-shaped entries (JSON).
+    /// Append entries in the published journal's shape (JSON).
     Append(String),
     /// Journal a flush record (JSON `{seq, epoch, body}`).
     AppendFlush(String),
@@ -146,7 +146,7 @@ impl NativeFileJournal {
         self.task(JournalOp::ReadAll)
     }
 
-    /// Appends seed-shaped entries (JSON), durably.
+    /// Appends entries in the published journal's shape (JSON), durably.
     #[napi]
     pub fn append(&self, entries_json: String) -> AsyncTask<JournalTask> {
         self.task(JournalOp::Append(entries_json))

@@ -1,7 +1,7 @@
 //! # rindle-room-node
 //!
 //! The Node face of the Rindle room: a Node-API addon (`rindle_room.node`) whose
-//! `WasmRoom` class is a drop-in for the wasm `WasmRoom` of `@rindle/room` (seed 000),
+//! `WasmRoom` class is a drop-in for the wasm `WasmRoom` of `@rindle/room` 0.9,
 //! method for method, name for name, JSON for JSON. Every method converts its
 //! arguments and calls the [`JsonRoom`] method of the same name, so the JSON is the
 //! core's, byte for byte: this crate decides no rule.
@@ -17,7 +17,7 @@
 //!   change seen from JavaScript); each object holds a [`NodeRoom`];
 //! - `mintRoomTokenJson(opts_json)`, `verifyRoomTokenJson(token, opts_json)` and
 //!   `scopeSpecsHashJson(specs_json)`: the core's token functions, JSON text in and
-//!   out, which `index.js` wraps with the seed's signatures.
+//!   out, which `index.js` wraps with the published signatures.
 //!
 //! Errors: see `boundary.rs`. In short, every core error becomes a JS `Error` whose
 //! `code` is [`ErrorCode::name`] and whose message is the core's; arguments of the
@@ -101,8 +101,9 @@ pub fn scope_specs_hash_json(env: &Env, specs_json: Arg) -> napi::Result<String>
     cx.settle(guard(|| Ok(contract::scope_specs_hash(&specs)?)))
 }
 
-/// The fleet's rendezvous score of `box` for `doc` (fleet.md F8), as a decimal string
-/// (a u64 does not fit a JS number): what the reference `locateRoom` ranks boxes by.
+/// The fleet's rendezvous score of `box` for `doc` (docs/fleet.md, "Placement across
+/// boxes"), as a decimal string (a u64 does not fit a JS number): what the reference
+/// `locateRoom` ranks boxes by.
 #[napi(js_name = "rendezvousScore")]
 pub fn rendezvous_score(env: &Env, doc: Arg, box_id: Arg) -> napi::Result<String> {
     let cx = Cx::new(env, "rendezvousScore");

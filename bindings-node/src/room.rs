@@ -75,7 +75,7 @@ impl NodeRoom {
     }
 }
 
-/// The lifecycle, upstream and serving methods, in seed 000's order.
+/// The lifecycle, upstream and serving methods, in the published `WasmRoom`'s order.
 pub(crate) static METHODS: &[Method] = &[
     method!("free", free),
     method!("apply", apply),

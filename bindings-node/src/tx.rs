@@ -1,4 +1,4 @@
-//! The keyed `MutationTx` a JavaScript room mutator writes through (seed 000), served
+//! The keyed `MutationTx` a JavaScript room mutator writes through (the published room's), served
 //! by the core's own keyed layer: while the host runs a mutator (and only then), the
 //! open transaction is this thread's *current transaction*, and the `tx*` functions
 //! below act on it. `shell/shell.js` hands the mutator a small object whose methods

@@ -1,4 +1,4 @@
-//! The write plane of the `WasmRoom` class (seed 000): enabling it, the mutation
+//! The write plane of the `WasmRoom` class: enabling it, the mutation
 //! transaction, acks and watermarks, and the write-behind flush. Same shape as
 //! `room.rs`: convert the arguments, run the [`JsonRoom`] method, return its result.
 //!
@@ -8,7 +8,7 @@ use napi::sys;
 
 use crate::class::{method, Call, Method};
 
-/// The write-plane methods, in seed 000's order.
+/// The write-plane methods, in the published `WasmRoom`'s order.
 pub(crate) static METHODS: &[Method] = &[
     method!("enableWrites", enable_writes),
     method!("enableWritesV2", enable_writes_v2),

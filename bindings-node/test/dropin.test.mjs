@@ -1,8 +1,8 @@
 // The drop-in test: test/support/mini-shell.mjs is a minimal room shell written against
-// seed 002's calling pattern for the wasm WasmRoom (upstream frames in, `commitAll`
-// out, tokens, the write path, the flush). It imports "@rindle/room-native" and runs
-// unchanged; this test feeds it upstream frames and downstream clients and checks what
-// each client receives.
+// the calling pattern the published room's Node shell uses for the wasm WasmRoom
+// (upstream frames in, `commitAll` out, tokens, the write path, the flush). It imports
+// "@rindle/room-native" and runs unchanged; this test feeds it upstream frames and
+// downstream clients and checks what each client receives.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
@@ -55,7 +55,7 @@ async function bootedShell(authorityLog) {
   return shell;
 }
 
-test("a seed-002-style shell boots, serves, fans out and writes on the native room", async () => {
+test("a shell written like the published one boots, serves, fans out and writes", async () => {
   const authority = [];
   const shell = await bootedShell(authority);
   assert.deepEqual(shell.log, ["upstream hello: epoch 1", "upstream snapshot: 4 rows @ cv 100"]);

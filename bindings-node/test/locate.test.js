@@ -1,6 +1,7 @@
 "use strict";
-// The reference locateRoom (fleet.md F8) agrees with the native core's rendezvous score
-// and room path, spreads docs over boxes, and moves only a removed box's docs.
+// The reference locateRoom (docs/fleet.md, "Placement across boxes") agrees with the
+// native core's rendezvous score and room path, spreads docs over boxes, and moves only
+// a removed box's docs.
 
 const test = require("node:test");
 const assert = require("node:assert/strict");

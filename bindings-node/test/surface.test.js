@@ -1,5 +1,5 @@
 "use strict";
-// The exported surface is seed 000's: the WasmRoom class with every method (same
+// The exported surface is @rindle/room 0.9's: the WasmRoom class with every method (same
 // names, static `open`, `free`, `[Symbol.dispose]`), `initRoomWasm`, the token helpers,
 // `RoomTokenError`, and `NativeRoom` as an alias; in CommonJS and ESM alike, with the
 // committed index.d.ts declaring the same names.
@@ -14,7 +14,7 @@ const { HELLO, SNAPSHOT } = require("./support/fixtures.js");
 
 const { WasmRoom } = mod;
 
-/** Every instance method of seed 000's `WasmRoom` (plus `free` and the dispose hook). */
+/** Every instance method of the published `WasmRoom` (plus `free` and the dispose hook). */
 const SEED_METHODS = [
   "free",
   "ack",
@@ -60,7 +60,7 @@ const SEED_EXPORTS = [
   "verifyRoomToken",
   "scopeSpecsHash",
   "RoomTokenError",
-  // The shell (issue 7): seed 000's createRoomShell, memoryJournal, httpAuthority,
+  // The shell: the published room's createRoomShell, memoryJournal, httpAuthority,
   // fatalAuthorityError, journalEntryOutcome, and this package's durable fileJournal.
   "createRoomShell",
   "memoryJournal",
@@ -68,13 +68,13 @@ const SEED_EXPORTS = [
   "httpAuthority",
   "fatalAuthorityError",
   "journalEntryOutcome",
-  // Fleet placement (issue 14): the reference locateRoom for an API server.
+  // Fleet placement: the reference locateRoom for an API server.
   "locateRoom",
   "rendezvousScore",
   "roomPath",
 ];
 
-test("WasmRoom has every method seed 000 lists, and the static open", () => {
+test("WasmRoom has every method the published room lists, and the static open", () => {
   assert.equal(WasmRoom.name, "WasmRoom");
   assert.equal(typeof WasmRoom.open, "function");
   for (const m of SEED_METHODS) {
@@ -83,14 +83,14 @@ test("WasmRoom has every method seed 000 lists, and the static open", () => {
   assert.equal(typeof WasmRoom.prototype[Symbol.dispose], "function");
 });
 
-test("WasmRoom has no public method beyond the seed's", () => {
+test("WasmRoom has no public method beyond the published ones", () => {
   const extra = Object.getOwnPropertyNames(WasmRoom.prototype).filter(
     (m) => m !== "constructor" && !m.startsWith("__") && !SEED_METHODS.includes(m),
   );
   assert.deepEqual(extra, []);
 });
 
-test("the module exports the seed's names; NativeRoom is WasmRoom", () => {
+test("the module exports the published names; NativeRoom is WasmRoom", () => {
   assert.deepEqual(Object.keys(mod).sort(), [...SEED_EXPORTS].sort());
   assert.equal(mod.NativeRoom, WasmRoom);
   assert.ok(new mod.RoomTokenError("expired") instanceof Error);
@@ -108,7 +108,7 @@ test("initRoomWasm is an async no-op that accepts the wasm arguments", async () 
   assert.equal(await mod.initRoomWasm(new Uint8Array(8)), undefined);
 });
 
-test("optional arguments may be omitted, as the seed's callers do", () => {
+test("optional arguments may be omitted, as the published callers do", () => {
   const room = WasmRoom.open(JSON.stringify(HELLO), 30_000);
   assert.equal(room.cv(), undefined);
   room.apply(JSON.stringify(SNAPSHOT));

@@ -3,7 +3,8 @@
 // from the token format of docs/protocol.md (the way @rindle/room's token.ts signs, crypto.subtle only) and the
 // native helpers must accept each other's tokens, and mint the same bytes.
 //
-// D8: `rt1.` + b64url(UTF-8 JSON payload) + `.` + b64url(HMAC-SHA256(UTF-8 secret,
+// The token bytes (docs/design/decisions.md, "Tokens and canonical JSON"):
+// `rt1.` + b64url(UTF-8 JSON payload) + `.` + b64url(HMAC-SHA256(UTF-8 secret,
 // ASCII "rt1.<payload segment>")), base64url unpadded; payload
 // {v:1, doc, ast, sub, iat, exp, kid, scopesHash?}. Verify: shape → payload → kid known
 // → signature (constant time) → v = 1 → doc → exp > now.

@@ -1,5 +1,5 @@
 // Type-checked by `npm run typecheck` (tsc --noEmit), never run: every shell declaration
-// of index.d.ts (seed 000's createRoomShell and its options, the journals, the
+// of index.d.ts (the published room's createRoomShell and its options, the journals, the
 // authority), used the way a host uses them.
 import {
   createRoomShell,
@@ -46,7 +46,8 @@ export type ShellChecks = [
   Assert<Equal<ReturnType<RoomShell["cv"]>, number | undefined>>,
 ];
 
-// Mutators with typed args register (args is `never` in RoomMutator, as in seed 000).
+// Mutators with typed args register (args is `never` in RoomMutator, as in the published
+// typings).
 const addNote = (tx: MutationTx, args: { id: number; body: string }, ctx: RoomMutatorCtx): void => {
   const existing: KeyedRow | undefined = tx.row("note", { id: args.id });
   if (existing) throw new Error("exists");

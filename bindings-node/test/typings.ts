@@ -1,5 +1,6 @@
 // Type-checked by `npm run typecheck` (tsc --noEmit), never run: every declaration of
-// index.d.ts used the way a seed-002 shell uses it, with the types seed 000 gives.
+// index.d.ts used the way the published room's Node shell uses it, with the published
+// types.
 import {
   initRoomWasm,
   mintRoomToken,
@@ -19,7 +20,7 @@ type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ?
   : false;
 type Assert<T extends true> = T;
 
-/** Seed 000's exact return and parameter types. */
+/** The published exact return and parameter types. */
 export type Checks = [
   Assert<Equal<ReturnType<WasmRoom["txGet"]>, string | undefined>>,
   Assert<Equal<ReturnType<WasmRoom["beginFlush"]>, string | undefined>>,
@@ -126,6 +127,6 @@ export async function tokens(): Promise<void> {
 // The constructor is private, as in the wasm class.
 // @ts-expect-error
 new WasmRoom();
-// Seed 000 types JSON parameters as text: an object is a type error.
+// The published typings take JSON parameters as text: an object is a type error.
 // @ts-expect-error
 WasmRoom.open({ epoch: 1 }, 0);

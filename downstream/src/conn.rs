@@ -243,7 +243,7 @@ where
         loop {
             let text = match source.next().await {
                 Some(Ok(Message::Text(t))) => t.as_str().to_string(),
-                // `String(buffer)` in the seed: binary frames are read as UTF-8 text.
+                // `String(buffer)` in the published shell: binary frames are read as UTF-8 text.
                 Some(Ok(Message::Binary(b))) => String::from_utf8_lossy(&b).into_owned(),
                 // The peer's close (or its reply to ours): tungstenite answers it on the
                 // next read, which then ends the stream.

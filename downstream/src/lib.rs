@@ -79,7 +79,7 @@ pub enum ConnEvent {
         /// Its outbound side.
         out: ConnOut,
     },
-    /// A text frame (a binary one read as UTF-8, lossily, as the seed's `String(data)`).
+    /// A text frame (a binary one read as UTF-8, lossily, as the published shell's `String(data)`).
     /// Drop `slot` once the frame is handled: it frees the connection's inbound window.
     Frame {
         /// The connection.

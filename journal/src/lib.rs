@@ -1,6 +1,6 @@
 //! # rindle-room-journal
 //!
-//! The write path's durable sidecar (seed 000 `RoomJournal`): journaled mutation
+//! The write path's durable sidecar (the published room's `RoomJournal`): journaled mutation
 //! envelopes with their recorded outcomes, and journaled flush batches.
 //!
 //! Implementations: [`memory::MemoryJournal`] (tests, demos) and [`file::FileJournal`]

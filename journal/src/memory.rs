@@ -1,4 +1,4 @@
-//! The in-memory journal (seed 000 `memoryJournal`): the same semantics as
+//! The in-memory journal (the published room's `memoryJournal`): the same semantics as
 //! [`FileJournal`](super::file::FileJournal), durable only as long as the process.
 //!
 //! A [`MemoryJournal`] is a cheap, cloneable handle: every clone shares one journal, so a

@@ -1,14 +1,14 @@
 //! The payloads of journal records: compact JSON objects (UTF-8), so a journal stays
 //! inspectable (`rindle-room journal check`, `examples/journal_dump.rs`).
 //!
-//! * **entry** — seed 000 `RoomJournalEntry`:
+//! * **entry** — the published room's `RoomJournalEntry`:
 //!   `{"clientID":…,"mid":…,"name":…,"args":…,"sub":…,"outcome":…}` plus the legacy
 //!   `"rejected":true` for both non-applied outcomes. `args` is embedded as the JSON
 //!   value itself, byte for byte as given; args text that is not a single JSON value
 //!   (without surrounding whitespace) is stored as a JSON string with `"argsText":true`.
 //!   On read, `outcome` wins when present, else `rejected: true` means rejected, else
-//!   applied (seed 000 `journalEntryOutcome`); a missing `sub` reads as `""`.
-//! * **flush** — seed 000 `RoomFlushRecord`: `{"seq":…,"epoch":…,"body":…}`.
+//!   applied (the published room's `journalEntryOutcome`); a missing `sub` reads as `""`.
+//! * **flush** — the published room's `RoomFlushRecord`: `{"seq":…,"epoch":…,"body":…}`.
 //! * **confirm** — the authority settled a flush: `{"seq":…}`.
 //! * **snapshot** — written first by compaction so the highest flush seq survives the
 //!   records it dropped: `{"maxFlushSeq":…}`.
@@ -46,7 +46,7 @@ pub(crate) fn validate(
 // ---------------------------------------------------------------------------------------
 // Payload encoding.
 
-/// Encodes an entry as seed-000-shaped JSON (see the module docs).
+/// Encodes an entry as JSON in the published room's shape (see the module docs).
 pub(crate) fn encode_entry(entry: &JournalEntry) -> String {
     let mut out = String::with_capacity(64 + entry.args.len() + entry.name.len());
     out.push_str("{\"clientID\":");
@@ -195,7 +195,7 @@ pub(crate) fn decode<T: DeserializeOwned>(
 
 pub(crate) fn decode_entry(path: &Path, offset: u64, payload: &[u8]) -> io::Result<JournalEntry> {
     let wire: EntryWire = decode(path, offset, payload)?;
-    // Seed 000 `journalEntryOutcome`: outcome when present, else the legacy rejected
+    // The published `journalEntryOutcome`: outcome when present, else the legacy rejected
     // flag, else applied.
     let outcome = match wire.outcome.as_deref() {
         Some("applied") => Outcome::Applied,

@@ -1,4 +1,4 @@
-//! Read-path benchmarks (issue 2): the cost of keeping queries current and serving
+//! Read-path benchmarks: the cost of keeping queries current and serving
 //! them, through the typed [`Room`] API and through the [`JsonRoom`] contract.
 //!
 //! - **W1** — 100 users, N issues, one query `issue where open = true order by created

@@ -1,10 +1,11 @@
-//! The wire query AST (protocol.md §1), parsed and validated against the room's tables
-//! (the query surface of docs/protocol.md).
+//! The wire query AST, parsed and validated against the room's tables (docs/design/wire.md,
+//! "The query AST"; what a room serves: docs/design/decisions.md, "Query surface").
 //!
 //! Parsing resolves every name to an index, completes each level's `orderBy` with the
 //! primary key, compiles leaves to [`Pred`]s and folds literal-only comparisons. What
-//! the room does not serve is refused with an error whose message starts
-//! `unsupported query:`. Unknown object keys are ignored.
+//! the room does not serve is refused in the published room's words
+//! (`Query(Build(Unsupported(…)))`, or `ast: not a wire Ast: …` for a malformed AST).
+//! Unknown object keys are ignored.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -102,11 +103,12 @@ pub enum Cond {
 pub struct Exists {
     /// The correlation.
     pub link: Link,
-    /// The child level (no `start`, no `related`; its `limit` is ignored, D4).
+    /// The child level (no `start`, no `related`; its `limit` is ignored: the witness cap
+    /// replaces it).
     pub query: Query,
     /// `NOT EXISTS`.
     pub negated: bool,
-    /// `flip: true` — result-identical, but every matching child is a witness (D4).
+    /// `flip: true` — result-identical, but every matching child is a witness.
     pub flipped: bool,
     /// `system: "permissions"` — gates, never ships witnesses.
     pub permissions: bool,
@@ -403,7 +405,7 @@ impl Parser<'_> {
             Some(_) => return Err(Error::ast_shape("`related` must be an array")),
         }
         self.depth -= 1;
-        // The EXISTS cap replaces any user limit (D4).
+        // The EXISTS witness cap replaces any user limit.
         let limit = if level == Level::Exists { None } else { limit };
         Ok(Query {
             table,

@@ -48,7 +48,7 @@ impl Output {
     }
 }
 
-/// Every method name [`call`] understands, in seed-000 spelling.
+/// Every method name [`call`] understands, in the published `WasmRoom`'s spelling.
 pub const METHODS: &[&str] = &[
     "open",
     "apply",

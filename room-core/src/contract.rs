@@ -1,9 +1,10 @@
-//! The `WasmRoom` JSON contract (seed 000): every method takes and returns JSON text
-//! exactly as the wasm class does. The C ABI, the Node binding and the server wrap this
-//! type, so their JSON is byte-identical by construction.
+//! The `WasmRoom` JSON contract of `@rindle/room` 0.9: every method takes and returns
+//! JSON text exactly as the wasm class does. The C ABI, the Node binding and the server
+//! wrap this type, so their JSON is byte-identical by construction.
 //!
 //! Numbers that JavaScript passes as `number` (epochs, times) arrive as `f64` and are
-//! checked here; JSON output formats numbers as `JSON.stringify` does (D2).
+//! checked here; JSON output formats numbers as `JSON.stringify` does
+//! (docs/design/decisions.md, "Values and JSON numbers").
 
 use alloc::borrow::Cow;
 use alloc::format;

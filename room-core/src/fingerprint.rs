@@ -1,4 +1,5 @@
-//! FNV-1a fingerprints: `normalizedFp` (protocol.md §3.4) and the flat `schemaFp`
+//! FNV-1a fingerprints: `normalizedFp` (docs/design/wire.md, "The normalized protocol")
+//! and the flat `schemaFp`
 //! primitives it shares.
 
 use alloc::string::String;

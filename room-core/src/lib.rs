@@ -6,7 +6,7 @@
 //!
 //! Two faces of the same engine:
 //! - [`Room`], the typed API;
-//! - [`contract::JsonRoom`], the exact `WasmRoom` JSON contract (seed 000) that the C
+//! - [`contract::JsonRoom`], the exact `WasmRoom` JSON contract of `@rindle/room` 0.9 that the C
 //!   ABI, the Node binding and the server all wrap, so all three produce byte-identical
 //!   JSON.
 //!
@@ -29,9 +29,12 @@
 //!
 //! Bad input never panics: every error is an [`Error`] with a stable [`ErrorCode`].
 //!
-//! The crate denies `unsafe` everywhere but one module, `value::text`: a text cell's
-//! string in 15 bytes (inline when short, one exact-size allocation when long), which
-//! makes a cell two words. Its handful of `unsafe` blocks each carry their invariant.
+//! The crate denies `unsafe` everywhere but two modules, each with its `SAFETY` comments:
+//! - `value::text`: a text cell's string in 15 bytes (inline when short, one exact-size
+//!   allocation when long), which makes a cell two words — allocation, copy, the slice
+//!   and `&str` views, and deallocation;
+//! - `value::row`: a row image packed into one shared allocation — the uninitialized
+//!   buffer it is written into, and unchecked reads of the header, offsets and cells.
 
 #![no_std]
 #![deny(missing_docs)]

@@ -1,5 +1,5 @@
-//! The 14 simple operators with their NULL semantics (protocol.md §1.4) and LIKE/ILIKE
-//! matching (§1.5).
+//! The 14 simple operators with their NULL semantics and LIKE/ILIKE matching
+//! (docs/design/wire.md, "The query AST").
 //!
 //! A predicate compares one cell against one literal. NULL never satisfies a comparison
 //! except through `IS`/`IS NOT`; a `null` literal makes every operator but `IS`/`IS NOT`

@@ -1,5 +1,5 @@
 //! Retained bytes: what a room holds on the heap, by walking its structures with their
-//! capacities — the input of the fleet's memory budgets (fleet.md F6).
+//! capacities — the input of the fleet's memory budgets (docs/fleet.md, "Memory budgets").
 //!
 //! Every structure reports the heap bytes it owns (`retained()` next to its fields);
 //! these helpers size the containers. Hash tables report their exact allocation

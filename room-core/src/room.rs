@@ -69,8 +69,8 @@ impl Room {
     /// orderings, every materialized query, subscriber and serving state, and the write
     /// plane — walked structure by structure with their capacities (see
     /// `retained.rs`), not estimated from row counts and not read from the allocator.
-    /// A fleet box's memory budgets rest on it (fleet.md F6). It walks every row: call it
-    /// when a budget is checked, not per operation.
+    /// A fleet box's memory budgets rest on it (docs/fleet.md, "Memory budgets"). It
+    /// walks every row: call it when a budget is checked, not per operation.
     pub fn retained_bytes(&self) -> usize {
         self.store.retained()
             + self.engine.retained()
@@ -89,8 +89,10 @@ impl Room {
         self.cv
     }
 
-    /// The room's own commit counter (D3): 0 before the snapshot, 1 after it, +1 per
-    /// upstream apply and per local commit that changed the head.
+    /// The room's own commit counter: 0 before the snapshot, then the snapshot's `cv`;
+    /// per live batch the greater of `head_cv + 1` and the batch's `cv`; +1 per local
+    /// commit that changed the head (docs/design/decisions.md, "Upstream hello and
+    /// batches").
     pub fn head_cv(&self) -> u64 {
         self.head_cv
     }
@@ -497,8 +499,8 @@ impl Room {
         frames
     }
 
-    /// The rows a subscriber's query currently holds, as `(table, row)` in D5 op order
-    /// (tests and diagnostics).
+    /// The rows a subscriber's query currently holds, as `(table, row)` in op order
+    /// (table name, then primary key), for tests and diagnostics.
     pub fn footprint(&self, sub: &str) -> Option<Vec<(Arc<str>, Row)>> {
         let s = self.server.subs.get(sub)?;
         Some(

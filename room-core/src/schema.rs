@@ -37,7 +37,7 @@ impl TableSchema {
         self.columns.iter().position(|c| &**c == name)
     }
 
-    /// Checks the D3 rules: a non-empty name, non-empty unique column names, and a
+    /// Checks the hello's table rules: a non-empty name, non-empty unique column names, and a
     /// non-empty primary key of valid, distinct indices.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |why: String| Err(Error::new(ErrorCode::InvalidHello, why));
@@ -133,7 +133,7 @@ pub(crate) fn safe_uint(n: &serde_json::Number) -> Option<u64> {
 }
 
 impl Hello {
-    /// Parses and validates a hello from JSON text (D3). Nothing is constructed from a
+    /// Parses and validates a hello from JSON text. Nothing is constructed from a
     /// hello that fails any rule; the error names the offending field.
     pub fn from_json(text: &str) -> Result<Hello, Error> {
         let json: serde_json::Value = serde_json::from_str(text).map_err(|e| {
@@ -230,7 +230,8 @@ impl Hello {
         Ok(hello)
     }
 
-    /// Checks every D3 rule on an already-typed hello.
+    /// Checks every rule of `open` on an already-typed hello (docs/design/decisions.md,
+    /// "Upstream hello and batches").
     pub fn validate(&self) -> Result<(), Error> {
         if self.comparator_version != COMPARATOR_VERSION {
             return Err(Error::new(

@@ -12,7 +12,7 @@ use crate::ivm::PipelineId;
 use crate::schema::TableSchema;
 use crate::store::{Row, Store};
 
-/// One normalized op (protocol.md §3.3).
+/// One normalized op (docs/design/wire.md, "The normalized protocol").
 #[derive(Clone, Debug, PartialEq)]
 pub enum NetOp {
     /// The key entered the footprint with this image.
@@ -118,7 +118,8 @@ pub struct Frame {
     pub batch: Batch,
 }
 
-/// The downstream hello of one subscription (D5).
+/// The downstream hello of one subscription (docs/design/decisions.md, "Downstream hello
+/// and op netting").
 #[derive(Clone, Debug)]
 pub struct DownstreamHello {
     /// The subscriber's epoch.
@@ -233,7 +234,7 @@ impl<'s> PkCols<'s> {
     }
 }
 
-/// The D5 op order: table name (bytes), then primary key (comparator order).
+/// The op order: table name (bytes), then primary key (comparator order).
 fn op_order(pks: &PkCols<'_>, a: &NetOp, b: &NetOp) -> Ordering {
     // Ops of one table share its name (the room's own `Arc<str>`).
     if !Arc::ptr_eq(a.table(), b.table()) {
@@ -252,7 +253,7 @@ fn op_order(pks: &PkCols<'_>, a: &NetOp, b: &NetOp) -> Ordering {
     Ordering::Equal
 }
 
-/// Orders ops (D5) and folds two ops on one key into one: a key removed and re-added
+/// Orders ops and folds two ops on one key into one: a key removed and re-added
 /// within a drain gets a fresh row id, so it arrives as a remove of the old id and an
 /// add of the new one.
 pub(crate) fn sort_ops(store: &Store, mut ops: Vec<NetOp>) -> Vec<NetOp> {

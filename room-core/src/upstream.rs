@@ -1,5 +1,6 @@
-//! The upstream leg of a room: applying the daemon's batches to the base store (D3), and
-//! how they meet the room's own writes (D6).
+//! The upstream leg of a room: applying the daemon's batches to the base store, and how
+//! they meet the room's own writes (docs/design/decisions.md, "Upstream hello and
+//! batches" and "Write plane").
 
 use alloc::format;
 
@@ -27,7 +28,7 @@ pub struct UpstreamBatch {
     pub ops: Vec<NetOp>,
 }
 
-/// The outcome of [`Room::apply`] (D3).
+/// The outcome of [`Room::apply`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ApplyStatus {
     /// The seq-0 snapshot loaded `rows` rows; the room is live.
@@ -235,10 +236,11 @@ impl Room {
 
     /// Writes one upstream op to the store and maintains every query.
     ///
-    /// With a write plane, an op on a **dirty** key only replaces that key's CAS base
-    /// (D6: the head image is the room's own), and on a **writable** table an op that
-    /// disagrees with the head only about the key's existence is reconciled instead of
-    /// poisoning: the room's own writes echo back from upstream after a flush (see
+    /// With a write plane, the echo of the room's own flushed write is recognized and
+    /// changes nothing the room has written since; any other image of a key the room
+    /// holds dirty is someone else's write and wins (docs/design/decisions.md, "Write
+    /// plane"). On a **writable** table an op that disagrees with the head only about
+    /// the key's existence is reconciled instead of poisoning (see
     /// `docs/decisions-local.md`).
     fn apply_upstream_op(&mut self, op: &NetOp) -> Result<(), String> {
         let name = op.table();

@@ -1,6 +1,7 @@
-//! `Room::retained_bytes` against a counting global allocator (fleet.md F6: within 10 %
-//! of the bytes the allocator attributes to the room), through the JSON contract a host
-//! drives: a snapshot, hundreds of subscriptions, live batches, writes, unsubscribes.
+//! `Room::retained_bytes` against a counting global allocator (docs/fleet.md, "Memory
+//! budgets": within 10 % of the bytes the allocator attributes to the room), through the
+//! JSON contract a host drives: a snapshot, hundreds of subscriptions, live batches,
+//! writes, unsubscribes.
 
 #[path = "../benches/support/counting_alloc.rs"]
 #[allow(dead_code)]

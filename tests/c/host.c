@@ -363,7 +363,7 @@ static void session(void) {
   rindle_room_buf unused = {0};
   CHECK(rindle_room_host_poll(host, &unused, NULL) == RINDLE_ROOM_RESULT_NULL_ARGUMENT);
 
-  /* A client frame that is not JSON is ignored, as the seed does; the client stays.
+  /* A client frame that is not JSON is ignored, as the published shell does; the client stays.
      The only output is the host's debug line saying so. */
   conn_frame(host, 1, "not json");
   for (size_t i = 0; i < n_outputs; i++) CHECK(strstr(outputs[i], "\"log\"") != NULL);

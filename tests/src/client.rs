@@ -1,10 +1,10 @@
-//! A strict model of one downstream subscriber (docs/protocol.md, `nhello` / `nbatch`): it folds
-//! the hello, the seq-0 snapshot and every later batch into a map `(table, pk) → row`,
-//! and refuses anything a conforming room must never send.
+//! A strict model of one downstream subscriber (docs/protocol.md, `nhello` / `nbatch`):
+//! it folds the hello, the seq-0 snapshot and every later batch into a map
+//! `(table, pk) → row`, and refuses anything a conforming room must never send.
 //!
 //! Stricter than the real client on purpose: a lone `add` of a key already held, a
 //! `remove` or `edit` of a key not held, an `edit` whose `old` is not the held image, an
-//! empty batch, ops out of D5 order or two ops on one key, a table not in the hello, a
+//! empty batch, ops out of op order or two ops on one key, a table not in the hello, a
 //! wrong epoch or fingerprint, or a seq that does not advance by exactly one are all
 //! errors.
 
@@ -90,7 +90,7 @@ impl ClientModel {
             if let Some(prev) = &previous {
                 if self.key_order(prev, &key) != Ordering::Less {
                     return Err(format!(
-                        "ops out of D5 order or repeated: {prev:?} then {key:?}"
+                        "ops out of order or repeated: {prev:?} then {key:?}"
                     ));
                 }
             }
@@ -100,7 +100,7 @@ impl ClientModel {
         Ok(())
     }
 
-    /// The held rows as footprint members, in D5 order.
+    /// The held rows as footprint members, in op order.
     pub fn members(&self) -> Vec<Member> {
         let mut out: Vec<(String, Vec<Value>)> = Vec::new();
         for ((table, _), row) in &self.rows {

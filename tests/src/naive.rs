@@ -1,9 +1,9 @@
-//! A deliberately naive footprint evaluator (the footprint of docs/protocol.md), the correctness oracle of the
-//! IVM engine.
+//! A deliberately naive footprint evaluator, the correctness oracle of the IVM engine.
 //!
 //! It recomputes a query's footprint from scratch over plain copies of every table: no
 //! indexes, no incremental state, no cleverness — loops over `Vec`s that can be checked by
-//! reading them next to D4 and protocol.md §1. Leaf predicates are evaluated here too,
+//! reading them next to docs/design/decisions.md, "Footprints", and docs/design/wire.md,
+//! "The query AST". Leaf predicates are evaluated here too,
 //! from the operator and the literal as written (not through the core's compiled
 //! [`Pred`](rindle_room_core::predicate::Pred)), so the oracle also checks predicate
 //! compilation. Only the comparator ([`compare`], [`compare_rows`]) is shared with the
@@ -19,7 +19,7 @@ use rindle_room_core::{Room, TableSchema};
 /// A footprint member: the table's name and the full row image.
 pub type Member = (String, Vec<Value>);
 
-/// How many witnesses a non-flipped EXISTS ships per parent (D4).
+/// How many witnesses a non-flipped EXISTS ships per parent.
 pub const WITNESS_CAP: usize = 3;
 
 /// One table's schema and rows.
@@ -77,7 +77,7 @@ pub fn visits(db: &Db, q: &Query) -> Vec<Visit> {
 }
 
 /// The footprint of `q`: the distinct `(table, row)` members of its result tree, sorted
-/// by table name (bytes), then primary key (comparator order) — the D5 op order.
+/// by table name (bytes), then primary key (comparator order) — the op order.
 pub fn footprint(db: &Db, q: &Query) -> Vec<Member> {
     distinct_sorted(db, visits(db, q))
 }
@@ -127,7 +127,7 @@ fn cond_tables(c: &Cond, out: &mut Vec<usize>) {
     }
 }
 
-/// Sorts members in D5 order: table name bytes, then primary-key cells.
+/// Sorts members in op order: table name bytes, then primary-key cells.
 pub fn sort_members(db: &Db, members: &mut [Member]) {
     members.sort_by(|a, b| {
         let by_name = a.0.as_bytes().cmp(b.0.as_bytes());
@@ -309,7 +309,8 @@ pub fn eval(db: &Db, cond: &Cond, row: &[Value]) -> bool {
     }
 }
 
-/// One `cell <op> literal` test with the NULL semantics of protocol.md §1.4.
+/// One `cell <op> literal` test with the NULL semantics of docs/design/wire.md, "The query
+/// AST".
 pub fn leaf(op: SimpleOp, lit: &Lit, cell: &Value) -> bool {
     match op {
         SimpleOp::Is => identical(cell, lit),

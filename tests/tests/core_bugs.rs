@@ -1,5 +1,5 @@
 //! Minimal reproductions of core bugs the differential oracle found, kept as regression
-//! tests. Each states its input, the expected footprint (D4, by the naive evaluator) and
+//! tests. Each states its input, the expected footprint (by the naive evaluator) and
 //! what the room returned before the fix.
 
 use rindle_room_core::value::Value;

@@ -1,4 +1,5 @@
-//! Crash-replay equivalence (seed 002 `finishBoot` / `runMutation`, docs/architecture.md, the write plane).
+//! Crash-replay equivalence: the boot and mutation paths of the published room's Node shell
+//! (docs/design/authority.md, "Placement epochs and drain-before-downgrade").
 //!
 //! Room A, the live incarnation, runs a random envelope stream and journals every
 //! processed envelope `{clientID, mid, name, args, outcome}` exactly as the shell does
@@ -52,7 +53,7 @@ fn config() -> ProptestConfig {
 
 type R<T> = Result<T, String>;
 
-/// One journaled envelope (seed 000 `RoomJournalEntry`, without `sub`).
+/// One journaled envelope (a `RoomJournalEntry`, without `sub`).
 #[derive(Clone, Debug)]
 struct Entry {
     client: String,

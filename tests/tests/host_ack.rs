@@ -1,4 +1,5 @@
-//! The room host without sockets, acknowledgement modes (fleet.md F4): with
+//! The room host without sockets, acknowledgement modes (docs/fleet.md,
+//! "Acknowledgement modes"): with
 //! `ack = "flushed"` an author's lmid is released only once the flush carrying its
 //! mutation commits; with the default `ack = "journaled"` a fenced room reports the
 //! acknowledged mutations the authority never confirmed as stranded. Virtual clock,

@@ -1,6 +1,6 @@
-//! Pins the naive evaluator — and through it the room — to the hand-read spec: the NULL
-//! table of protocol.md §1.4 (including D1's `NOT IN` with a `null` element), the LIKE
-//! rules of §1.5, and the `start` edge cases of §1.7. The oracle only proves "room ==
+//! Pins the naive evaluator — and through it the room — to the hand-read rules of
+//! docs/design/wire.md, "The query AST": the NULL table (including `NOT IN` with a `null`
+//! element), the LIKE rules, and the `start` edge cases. The oracle only proves "room ==
 //! naive"; these cases prove "naive == spec".
 //!
 //! Every case runs twice: on the naive evaluator, and as a one-table room subscription
@@ -51,7 +51,7 @@ const CASES: &[(&str, &str, &[usize])] = &[
     ("IN", "[1, null, \"a\"]", &[1, 4]),
     ("IN", "[]", &[]),
     ("IN", "null", &[]),
-    // D1: the null element never matches, so `2 NOT IN [1, null]` holds.
+    // The null element never matches, so `2 NOT IN [1, null]` holds.
     ("NOT IN", "[1, null]", &[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
     ("NOT IN", "[]", &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
     ("LIKE", "\"a%\"", &[4, 6, 7]),
@@ -116,7 +116,7 @@ fn leaf_predicates_follow_the_spec_tables() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// §1.7: a bound that omits the pk tie-breaker compares NULL there — under an ascending
+/// A `start` bound that omits the pk tie-breaker compares NULL there — under an ascending
 /// pk every tie survives even `exclusive`; a NULL under `desc` sorts last.
 #[test]
 fn start_bounds_follow_the_spec_edge_cases() {
@@ -166,10 +166,11 @@ fn start_bounds_follow_the_spec_edge_cases() {
     }
 }
 
-/// D4's witness rule on protocol.md §4.6's worked example, plus the cap, flip,
-/// permissions, NOT EXISTS and OR variants.
+/// The witness rule (docs/design/decisions.md, "Footprints") on a worked example — issues
+/// gated by EXISTS(label) with two comments each — plus the cap, flip, permissions, NOT
+/// EXISTS and OR variants.
 #[test]
-fn witnesses_follow_d4() {
+fn witnesses_follow_the_witness_rule() {
     let issue = TableSchema::new("issue", &["id", "title"], &[0]);
     let label = TableSchema::new("label", &["id", "issueID"], &[0]);
     let comment = TableSchema::new("comment", &["id", "issueID"], &[0]);

@@ -53,7 +53,7 @@ fn every_comparator_vector_passes() {
     }
 }
 
-/// The flat `schemaFp` of one level (protocol.md §3.5).
+/// The flat `schemaFp` of one level.
 fn level(f: &mut Fnv64, ws: &Json) {
     let cols: Vec<&str> = ws["columns"]
         .as_array()

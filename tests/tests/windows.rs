@@ -1,4 +1,4 @@
-//! Windows read from orderings (issue 13): root queries with a `limit` hold a prefix of
+//! Windows read from orderings: root queries with a `limit` hold a prefix of
 //! their qualifying rows, read on from a shared table ordering, instead of every row.
 //! The differential check of the oracle, aimed where such windows break: many ties in
 //! the order column, NULLs in it, `start` bounds, equality guards (the ordering's

@@ -1,4 +1,4 @@
-// The room shell against hostile clients (issue 11; the native socket layer is the smol
+// The room shell against hostile clients (docs/security.md; the native socket layer is the smol
 // server's): an oversized message closes with 1009 naming the limit, a TCP connection
 // that never upgrades is dropped (the handshake timeout), upgrades past maxConnections
 // get HTTP 503, a connection has one init identity, and a clientID is bound to the

@@ -1,13 +1,13 @@
 // A minimal room shell written against the wasm WasmRoom's calling pattern, exactly as
-// @rindle/room's shell.js (seed 002) calls it: `WasmRoom.open(JSON.stringify(hello), …)`
+// @rindle/room's Node shell (shell.js) calls it: `WasmRoom.open(JSON.stringify(hello), …)`
 // on nhello, `JSON.parse(room.apply(JSON.stringify(batch)))` on nbatch, one
 // `commitAll` drain after every change, `verifyRoomToken` + `subscribe` for
 // downstream queries, `beginMutation` → mutator over `tx*` → `commitMutation` →
 // journal → `ack`, and `beginFlush` → authority → `flushOk` / `flushConflict`.
 // Sockets are replaced by plain objects with a `sent` array, the journal by an array.
 //
-// The only line that differs from a wasm shell is the import below (the seed imports
-// from "./wasm.js" and "./token.js").
+// The only line that differs from a wasm shell is the import below (the published
+// shell imports from "./wasm.js" and "./token.js").
 import {
   initRoomWasm,
   WasmRoom,

@@ -25,7 +25,7 @@ struct Attach {
     limit: Option<u32>,
 }
 
-/// The witness cap of a non-flipped EXISTS (D4).
+/// The witness cap of a non-flipped EXISTS (docs/design/decisions.md, "Footprints").
 pub(crate) const WITNESS_CAP: u32 = 3;
 
 impl Engine {

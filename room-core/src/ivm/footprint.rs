@@ -1,6 +1,7 @@
-//! A query's footprint: the distinct `(table, pk)` rows of its result tree (D4), kept as
+//! A query's footprint: the distinct `(table, pk)` rows of its result tree
+//! (docs/design/decisions.md, "Footprints"), kept as
 //! a multiset refcount over every membership, plus the before-images of the keys touched
-//! since the last drain — the input of op netting (D5).
+//! since the last drain — the input of op netting.
 //!
 //! The footprint holds no images of its own: a member's current image is the store's
 //! (every member row is in the store once a change has been applied), and a key's image

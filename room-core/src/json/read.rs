@@ -8,7 +8,7 @@ use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 use crate::value::{Row, Value};
 
 /// A wire cell as it arrives in JSON: `null | boolean | number | string`. Objects and
-/// arrays are malformed input (D2).
+/// arrays are malformed input (a wire cell is null, a boolean, a number or a string).
 #[derive(Debug)]
 pub(crate) struct Cell(pub Value);
 

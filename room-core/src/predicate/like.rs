@@ -1,8 +1,9 @@
 //! LIKE / ILIKE matching in time linear in the text (times the pattern length / 64).
 //!
-//! Semantics (protocol.md §1.5): byte-level; `%` is any run of bytes, `_` exactly one
-//! byte; `\` escapes `%`, `_` and `\`, any other escaped byte keeps the backslash, and a
-//! trailing lone `\` is literal. LIKE is case-sensitive; ILIKE folds ASCII letters only.
+//! Semantics (docs/design/wire.md, "The query AST"): byte-level; `%` is any run of
+//! bytes, `_` exactly one byte; `\` escapes `%`, `_` and `\`, any other escaped byte
+//! keeps the backslash, and a trailing lone `\` is literal. LIKE is case-sensitive;
+//! ILIKE folds ASCII letters only.
 //!
 //! The pattern is split at `%` into segments of literal bytes and `_` wildcards. The
 //! first segment must match at the start, the last at the end, and each middle segment is

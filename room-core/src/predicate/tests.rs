@@ -92,7 +92,7 @@ fn in_lists_ignore_null_elements() {
     let list = Lit::List(vec![Lit::Int(1), Lit::Null]);
     assert!(p("IN", list.clone()).eval(&Value::num(1.0)));
     assert!(!p("IN", list.clone()).eval(&Value::num(2.0)));
-    // The engine column of §1.4: the null element never matches, so NOT IN is TRUE.
+    // The null element of an IN list never matches, so NOT IN is TRUE.
     assert!(p("NOT IN", list.clone()).eval(&Value::num(2.0)));
     assert!(!p("NOT IN", list).eval(&Value::num(1.0)));
     assert!(!p("IN", Lit::List(vec![])).eval(&Value::num(1.0)));

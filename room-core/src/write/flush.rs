@@ -1,6 +1,6 @@
-//! The write-behind flush (D7): the net effect of the dirty keys against their CAS
-//! bases, the ledger co-edits and the outcome rows, as one authority batch; then its
-//! settlement.
+//! The write-behind flush (docs/design/decisions.md, "Write-behind flush"): the net
+//! effect of the dirty keys against their CAS bases, the ledger co-edits and the outcome
+//! rows, as one authority batch; then its settlement.
 
 use alloc::format;
 use alloc::string::String;

@@ -1,4 +1,4 @@
-//! The keyed write layer (seed 000 `MutationTx`) over the open transaction: what room
+//! The keyed write layer (the published room's `MutationTx`) over the open transaction: what room
 //! mutators written in Rust (the server's, a C host's) call.
 //!
 //! Keyed methods name columns; positional methods take cells in column order (pk cells

@@ -1,6 +1,6 @@
 //! Which tables mutators may touch: the v1 owned set, or v2 per-table scope specs
-//! (authority.md §3) compiled loudly — a malformed or non-row-local predicate is an
-//! error and nothing is enabled.
+//! (docs/design/authority.md, "Scope specs and the commit gate") compiled loudly — a
+//! malformed or non-row-local predicate is an error and nothing is enabled.
 
 use alloc::format;
 use alloc::string::String;

@@ -1,5 +1,5 @@
 //! Mutation transactions: dedup and gap checks, staged writes with read-your-writes,
-//! the v2 commit gate (D6), and the local commit.
+//! the v2 commit gate (docs/design/decisions.md, "Write plane"), and the local commit.
 
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -47,7 +47,7 @@ pub enum Begin {
     Dedup,
 }
 
-/// A commit-gate violation (D6).
+/// A commit-gate violation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Deopt {
     /// `writeOutOfScope`, `joinKeyChanged` or `absentReadUnproven`.

@@ -1,17 +1,19 @@
-"""Canonical JSON, hashes and tokens for the write-plane scenarios (docs/protocol.md: numbers, lease tokens).
+"""Canonical JSON, hashes and tokens for the write-plane scenarios (docs/design/decisions.md:
+Tokens and canonical JSON).
 
 Independent re-derivations, written from the spec text only (nothing here reads the
 core):
 
 - `jcs(v)`: RFC 8785 canonical JSON — object members sorted by their names' UTF-16
-  code units (§3.2.3), no whitespace, numbers and strings as ECMAScript
-  `JSON.stringify` prints them (§3.2.2; `lib.js` already spells those, D2);
+  code units (RFC 8785 §3.2.3), no whitespace, numbers and strings as ECMAScript
+  `JSON.stringify` prints them (RFC 8785 §3.2.2; `lib.py` already spells those);
 - `fnv1a32_hex(data)`: FNV-1a 32 (basis 0x811c9dc5, prime 0x01000193), 8 lowercase hex
-  (authority.md §2.2) — `scope_specs_hash(specs)` runs it over the UTF-16 code units
+  (docs/design/authority.md: Scope specs hash and canonical JSON) —
+  `scope_specs_hash(specs)` runs it over the UTF-16 code units
   of JCS, one step per unit, as the JavaScript API server reads the text;
 - `batch_hash(changes)`: first 16 lowercase hex chars of SHA-256 over the UTF-8 of the
-  JCS text of `changes` (D7);
-- `mint(...)`: the `rt1` lease token (authority.md §1.2, D8) with Python's hmac /
+  JCS text of `changes`;
+- `mint(...)`: the `rt1` lease token (docs/design/authority.md: Lease tokens) with Python's hmac /
   hashlib / base64.
 
 Each helper is checked against published vectors below, so a slip fails generation.
@@ -87,7 +89,7 @@ assert scope_specs_hash("\U0001f600") == fnv1a32_hex([0x22, 0xD83D, 0xDE00, 0x22
 
 
 # --------------------------------------------------------------------------------------
-# batchHash (D7)
+# batchHash
 
 
 def batch_hash(changes):
@@ -97,7 +99,7 @@ def batch_hash(changes):
 assert hashlib.sha256(b"abc").hexdigest().startswith("ba7816bf8f01cfea")  # FIPS 180-2
 
 # --------------------------------------------------------------------------------------
-# rt1 tokens (authority.md §1.2, D8)
+# rt1 tokens (docs/design/decisions.md: Tokens and canonical JSON)
 
 
 def b64url(data):

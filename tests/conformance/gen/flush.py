@@ -1,7 +1,8 @@
-"""Scenarios: the write-behind flush (docs/architecture.md, the write plane; seed 000 beginFlush / flushOk /
-flushConflict / rejectMutation; authority.md §4.3, §5).
+"""Scenarios: the write-behind flush (docs/design/decisions.md: Write-behind flush; the
+published WasmRoom API: beginFlush / flushOk / flushConflict / rejectMutation;
+docs/design/authority.md: The apply call, Ledger rows in a flush).
 
-beginFlush's body is composed here from D7: `changes` = one entry per dirty key with a
+beginFlush's body is composed here from the flush rule: `changes` = one entry per dirty key with a
 net effect against its CAS base (data keys by table name, then pk in comparator order),
 then the ledger co-edits on `_rindle_client_mutations` ([client_id, applied watermark];
 an `add` when nothing is durable, else an `edit` whose old is the last durable row;
@@ -25,11 +26,11 @@ ODD = "ann \u00e9\u0001\u2028\U0001f600"
 def flush_outcome_rows():
     s = WScenario(
         "flush_outcome_rows",
-        "Non-applied outcomes ride the next flush beside the covering ledger co-edit (D7, "
-        "seed 000 rejectMutation): rejectMutation() records kind rejected with a null "
+        "Non-applied outcomes ride the next flush beside the covering ledger co-edit: "
+        "rejectMutation() records kind rejected with a null "
         "reason, (rejected, reason) keeps the reason, (deopt, environment) is a deopt row "
         "echoing the beginMutation name and JSON-text args (null when none were given), a "
-        "deopt with no reason (a journal replay, seed 002) has a null reason; "
+        "deopt with no reason (a journal replay) has a null reason; "
         "rejected rows never carry name/args; a gate deopt is recorded with its reason. "
         "Applied mids get no outcome row. Order: the data key, ledger rows by client_id "
         "in byte order (B < a < b), outcome rows by (client_id, mid). flushOk retires "
@@ -91,7 +92,7 @@ def flush_outcome_rows():
 def flush_body_order_and_hash():
     s = WScenario(
         "flush_body_order_and_hash",
-        "beginFlush's body (D7): data changes sorted by table NAME (deck < member < slide < "
+        "beginFlush's body: data changes sorted by table NAME (deck < member < slide < "
         "tag, although member comes after slide in the upstream hello) then pk in "
         "comparator order — strings by bytes (s10 < s2 < s9), numbers numerically (-5 < 2 "
         "< 2.5 < 10 < 100) — with add {row}, remove {old}, edit {old, row} against the "
@@ -169,7 +170,7 @@ def flush_body_order_and_hash():
 def flush_ok_redirtied():
     s = WScenario(
         "flush_ok_redirtied",
-        "flushOk (seed 000, D7): {retired, dirty}. A key written again while its batch was "
+        "flushOk: {retired, dirty}. A key written again while its batch was "
         "in flight is not retired; it re-bases onto the image the batch wrote, so the next "
         "batch's edit has old = that image (pos 5), not the original (pos 1); a key first "
         "written during the flight is dirty too (dirty 2). The durable watermark advances "
@@ -227,7 +228,7 @@ def flush_ok_redirtied():
 def flush_conflict_converges():
     s = WScenario(
         "flush_conflict_converges",
-        "flushConflict([{table, pk, current}]) (seed 000, authority.md §4.4): each "
+        "flushConflict([{table, pk, current}]) (docs/design/authority.md, The apply call): each "
         "conflicted key converges to the authority's image — slide s1 to pos 42, tag 7 "
         "removed (current null), tag 2 already equal (no head change) — the local net "
         "effect is dropped and the key is clean; the head change is one local commit "
@@ -317,9 +318,9 @@ def flush_conflict_ledger_and_outcome():
 def upstream_op_on_dirty_key():
     s = WScenario(
         "upstream_op_on_dirty_key",
-        "D6: a dirty key's head image is the room's own. An upstream edit of dirty slide s1 "
+        "A dirty key's head image is the room's own. An upstream edit of dirty slide s1 "
         "only replaces its CAS base (head keeps pos 5, nothing fans out) while the same "
-        "batch's edit of clean s2 applies and ships; the apply still counts (D3: live, "
+        "batch's edit of clean s2 applies and ships; the apply still counts (live, "
         "headCv +1, cv = the batch's). The next batch edits from the upstream image (old "
         "pos 7). Once flushOk retired s1, an upstream edit of it applies normally. An "
         "upstream remove of a dirty key makes its base absent (the flush sends an add); an "
@@ -379,8 +380,8 @@ def composite_pk_write_plane():
         "A composite primary key [1, 0] (b, then a) through the write plane: txGet takes "
         "pk cells in primaryKey order ([b, a]); the absent-read proof maps them onto their "
         "columns (footprintWhere b = 1 proves [1, 9], not [3, 1]); a deopt's pk is in "
-        "primaryKey order ([1, 9] for the row a=9, b=1); the drain (D5) and the flush's "
-        "data changes (D7) order keys by b then a — (1,1) < (2,1) < (3,0) — not by column "
+        "primaryKey order ([1, 9] for the row a=9, b=1); the drain and the flush's "
+        "data changes order keys by b then a — (1,1) < (2,1) < (3,0) — not by column "
         "order.",
         tables=[cell],
     )
@@ -429,8 +430,8 @@ def composite_pk_write_plane():
 def write_plane_poisoned():
     s = WScenario(
         "write_plane_poisoned",
-        "D3 poison reaches the write plane: an upstream add of an existing key in a table "
-        "mutators cannot write (deck; decisions-local keeps the strict D3 rule there) "
+        "Poison reaches the write plane: an upstream add of an existing key in a table "
+        "mutators cannot write (deck; decisions-local keeps the strict upstream rule there) "
         "poisons the store; afterwards every write-plane call that needs the head errors "
         "(beginMutation, ack, seedDurable, lmidSubscribe, beginFlush) and commitAll is [].",
     )
@@ -459,7 +460,7 @@ def write_plane_poisoned():
 def write_plane_malformed_args():
     s = WScenario(
         "write_plane_malformed_args",
-        "D9 on the write plane: malformed JSON text or shapes for ack, seedDurable, txGet, "
+        "Bad input on the write plane: malformed JSON text or shapes for ack, seedDurable, txGet, "
         "txEdit, txRemove, flushConflict, and an unknown rejectMutation kind, each error "
         "naming the method (or the unknown table) and change nothing: the transaction "
         "stays open, a flushConflict naming an unknown table, a pk or current row of the "
@@ -510,9 +511,11 @@ def write_plane_malformed_args():
 def flush_ok_cv_takes_newer_upstream_image():
     s = WScenario(
         "flush_ok_cv_takes_newer_upstream_image",
-        "flushOk(cv) after the feed raced ahead of the settlement (D6/D7 are silent; the "
+        "flushOk(cv) after the feed raced ahead of the settlement (the "
         "room's settlement rule): while a batch is in flight, every upstream image of a "
-        "key it carries is logged with its upstream batch's cv (D6 still only moves the "
+        "key it carries is logged with its upstream batch's cv (an upstream op on a dirty "
+        "key still only "
+        "moves the "
         "CAS base: commitAll ships nothing). flushOk(101) says the authority committed the "
         "batch at cv 101, so the newest logged image of an upstream batch with cv > 101 "
         "is the authority's image; the batch's own echo (cv 101) does not count. slide "
@@ -569,14 +572,14 @@ def flush_ok_cv_takes_newer_upstream_image():
 def flush_ok_takes_images_after_the_echo():
     s = WScenario(
         "flush_ok_takes_images_after_the_echo",
-        "flushOk() without a cv (D6/D7 are silent; the room's settlement rule): the room cannot "
+        "flushOk() without a cv (the room's settlement rule): the room cannot "
         "place upstream batches against the commit, so it reads the log of each carried "
         "key from the batch's own echo (the image it sent) on: once that image has been "
         "reported, the newest logged image is the authority's. slide s1: echo pos 5, "
         "then another writer's pos 7 -> converges to 7. slide s3, added by the batch: "
         "echo add, then another writer's remove -> the row goes. slide s2: echo last -> "
         "stays as sent. All three retire; the convergence is one local commit (headCv "
-        "+1) whose corrective ops (edit s1, remove s3, in D5 order) ship at the next "
+        "+1) whose corrective ops (edit s1, remove s3, in op order) ship at the next "
         "commitAll. The keys are clean afterwards: a later upstream edit of s1 applies "
         "and fans out.",
     )
@@ -618,7 +621,7 @@ def flush_ok_takes_images_after_the_echo():
 def flush_conflict_takes_images_after_current():
     s = WScenario(
         "flush_conflict_takes_images_after_current",
-        "flushConflict when the feed is ahead of the 409 (D6/D7 are silent; the room's "
+        "flushConflict when the feed is ahead of the 409 (the room's "
         "settlement rule): another writer set s9 to pos 600 (cv 101) and s1 to pos 42 "
         "(cv 102), the authority refused the batch with those images as `current`, then "
         "the writer set s1 to 43 (cv 103); the feed delivered all three before the 409 "

@@ -1,5 +1,6 @@
-"""Scenarios: what a subscription's footprint holds (docs/protocol.md, the footprint; protocol.md §1.6-§1.8,
-§4) and how its changes come out as ops (D5, protocol.md §4.4).
+"""Scenarios: what a subscription's footprint holds (docs/design/decisions.md: Footprints;
+docs/design/wire.md: The query AST, Footprint semantics) and how its changes come out as
+ops (docs/design/decisions.md: Downstream hello and op netting).
 
 Each derivation is written next to its step: the completed sort, the window or witness
 set before and after the change, and the resulting net ops in (table, pk) order.
@@ -24,9 +25,10 @@ def _open(s, tables, rows):
 def window_limit():
     s = Scenario(
         "window_limit",
-        "Root limit over the PK-completed sort (protocol.md §1.6, §1.8): orderBy priority "
+        "Root limit over the PK-completed sort (the limit applies after the filter): "
+        "orderBy priority "
         "desc, then id asc, limit 2. A row entering the window displaces the last one as "
-        "remove + add (§4.4.6), ops still in pk order (so an add can precede a remove, D5); "
+        "remove + add, ops still in pk order (so an add can precede a remove); "
         "an in-window change that keeps the row in is an edit; a change outside the "
         "window emits nothing; a tie on priority is broken by id.",
         [ISSUE3],
@@ -65,7 +67,7 @@ def window_limit():
 def window_start():
     s = Scenario(
         "window_start",
-        "start bounds (protocol.md §1.7) before limit (§1.8): sort (priority asc, id asc), "
+        "start bounds before limit: sort (priority asc, id asc), "
         "bound {priority 3, id 2}; exclusive starts after the bound row, inclusive at it. "
         "Rows moving across the bound or the limit come out as adds/removes per "
         "subscriber; a subscriber whose window did not change gets no entry.",
@@ -107,7 +109,7 @@ def related_nested():
     tables = [user, ISSUE, comment]
     s = Scenario(
         "related_nested",
-        "related nested two deep (D1, D4, protocol.md §1.8, §4.2-§4.4): issue -> comments "
+        "Related nested two deep (per-parent limits, shared rows counted once): issue -> comments "
         "(id desc, limit 2 per issue) -> author. The footprint is the distinct (table, pk) "
         "set: a user reached through two comments is one member and leaves only when no "
         "path holds it; a displaced comment takes its author along; removing a parent "
@@ -187,7 +189,7 @@ def _label_sub(**extra):
 def exists_witnesses_first_three():
     s = Scenario(
         "exists_witnesses_first_three",
-        "D4 witnesses of a non-flipped EXISTS: the first min(3, n) matching children in the "
+        "Witnesses of a non-flipped EXISTS: the first min(3, n) matching children in the "
         "child's completed sort order (name asc, id asc), maintained exactly: a witness "
         "leaving backfills the next child, a child sorting earlier displaces the third, a "
         "parent gaining its first child enters with it, losing its last leaves with it; a "
@@ -230,7 +232,7 @@ def exists_witnesses_first_three():
 def exists_flip_all_witnesses():
     s = Scenario(
         "exists_flip_all_witnesses",
-        "D4: a flipped EXISTS (flip: true, D1 accepted and result-identical) ships ALL "
+        "A flipped EXISTS (flip: true, accepted and result-identical) ships ALL "
         "matching children as witnesses, not the first 3; root rows are the same as "
         "without flip.",
         [ISSUE, LABEL],
@@ -254,16 +256,16 @@ def exists_flip_all_witnesses():
 def exists_child_where_and_limit():
     s = Scenario(
         "exists_child_where_and_limit",
-        "D4: an EXISTS child's limit is ignored (the witness cap of 3 replaces it), and "
+        "An EXISTS child's limit is ignored (the witness cap of 3 replaces it), and "
         "\"matching children\" are those passing the child's own where: with "
         "name != 'a' the witnesses of issue 1 are 13(b) 12(c) 11(d); limit 0 is ignored "
-        "as well (D4 is binding over protocol.md §1.8). A change to a child "
+        "as well (the witness cap replaces it). A change to a child "
         "that does not match leaves that subscriber without an entry.",
         [ISSUE, LABEL],
     )
     fp = _open(s, [ISSUE, LABEL], LABELS)
     limited = {"table": "issue", "where": exists(["id"], ["issueID"], _label_sub(limit=1))}
-    # limit 0 is ignored too (D4 binds over protocol.md §1.8's constant-false rule);
+    # limit 0 is ignored too (the witness cap replaces it);
     # sorted by name desc, issue 1's witnesses are 10(e) 11(d) 12(c).
     zero = {"table": "issue", "where": exists(
         ["id"], ["issueID"], _label_sub(limit=0, orderBy=[["name", "desc"]]))}
@@ -295,7 +297,7 @@ def exists_permissions_and_not_exists():
     tables = [ISSUE, LABEL, perm]
     s = Scenario(
         "exists_permissions_and_not_exists",
-        "D4/D5: an EXISTS with system 'permissions' gates the parent but ships no "
+        "An EXISTS with system 'permissions' gates the parent but ships no "
         "witnesses, and its table is not in the hello; NOT EXISTS ships no witnesses and "
         "its table is not in the hello either. Gate changes add/remove the parent only.",
         tables,
@@ -327,7 +329,7 @@ def exists_permissions_and_not_exists():
 def exists_in_or_branch():
     s = Scenario(
         "exists_in_or_branch",
-        "D4: every EXISTS in a row's where that holds contributes its witnesses whatever "
+        "Every EXISTS in a row's where that holds contributes its witnesses whatever "
         "the AND/OR around it — issue 1 passes on title = 'x' and still ships its label — "
         "and an EXISTS that does not hold contributes nothing (issue 3).",
         [ISSUE, LABEL],
@@ -360,7 +362,7 @@ def exists_nested_witnesses():
     tables = [ISSUE, comment, reaction]
     s = Scenario(
         "exists_nested_witnesses",
-        "D4: nested EXISTS inside a witness subtree apply recursively. issue WHERE EXISTS "
+        "Nested EXISTS inside a witness subtree apply recursively. issue WHERE EXISTS "
         "(comment WHERE EXISTS reaction): a parent's witnesses are its first 3 comments "
         "that themselves have a reaction, and each witness comment ships its own first 3 "
         "reactions; a matching comment displaced from the first 3 takes its reactions "
@@ -408,7 +410,7 @@ def exists_nested_witnesses():
 def orderby_nulls_and_pk_direction():
     s = Scenario(
         "orderby_nulls_and_pk_direction",
-        "protocol.md §1.6/§2: NULL sorts first under asc and last under desc; the primary "
+        "Sort order: NULL sorts first under asc and last under desc; the primary "
         "key completes the sort ascending, but a PK column named in orderBy keeps its "
         "position and direction (id desc). Windows (limit 2) follow these orders through "
         "edits into and out of NULL.",
@@ -446,7 +448,7 @@ def correlation_null_never_matches():
     tables = [issue, user]
     s = Scenario(
         "correlation_null_never_matches",
-        "D4 / protocol.md §2: a correlation never matches a NULL parent or child cell (join "
+        "Correlations: a correlation never matches a NULL parent or child cell (join "
         "equality: NULL equals nothing, not even NULL) — for related children, EXISTS "
         "gates (and their witnesses) and NOT EXISTS alike — and edits into and out of "
         "NULL join and unjoin rows.",
@@ -495,9 +497,9 @@ def related_child_filters():
     tables = [ISSUE, comment, reaction]
     s = Scenario(
         "related_child_filters",
-        "D1/D4: a related child has its own where (here an EXISTS, whose witnesses ship "
+        "A related child has its own where (here an EXISTS, whose witnesses ship "
         "for the child rows in the window), orderBy, start and per-parent limit "
-        "(protocol.md §1.8: limit after where). Two relationships over one table share "
+        "(the limit applies after the where). Two relationships over one table share "
         "footprint members: a comment leaving one window stays while the other holds it, "
         "and a reaction ships only as a witness of a comment in the EXISTS path.",
         tables,
@@ -547,11 +549,11 @@ def exists_window_and_conjunction():
     tables = [ISSUE, perm, role, LABEL]
     s = Scenario(
         "exists_window_and_conjunction",
-        "D4: witnesses belong only to rows in the result window (an EXISTS gate with a "
+        "Witnesses belong only to rows in the result window (an EXISTS gate with a "
         "root limit 1 ships the witnesses of the one in-window issue, and the window "
         "moves with them); two EXISTS under AND both ship their witnesses; a "
         "permissions EXISTS prunes its whole witness subtree, nested EXISTS included, "
-        "and none of its tables is in the hello (D5).",
+        "and none of its tables is in the hello.",
         tables,
     )
     fp = _open(s, tables, [
@@ -590,9 +592,9 @@ def exists_window_and_conjunction():
 def related_deep_nesting():
     s = Scenario(
         "related_deep_nesting",
-        "D1: related subqueries nest to any depth. A chain of 30 self-relationships "
+        "Related subqueries nest to any depth. A chain of 30 self-relationships "
         "(issue -> issue on id, 31 levels) is served; its footprint is the issues "
-        "themselves (one member per (table, pk), protocol.md §4.2) and the hello lists "
+        "themselves (one member per (table, pk)) and the hello lists "
         "issue once.",
         [ISSUE],
     )

@@ -1,4 +1,5 @@
-"""Scenarios: the v2 commit gate (docs/compat.md, the v2 commit gate; authority.md §3.5, seed 000
+"""Scenarios: the v2 commit gate (docs/compat.md, the v2 commit gate;
+docs/design/authority.md: Scope specs and the commit gate; the published WasmRoom API:
 commitMutation / enableWritesV2).
 
 The specs (wlib.SPECS): deck writable where id = 'd1', joinKeyCols [id], footprintWhere
@@ -7,12 +8,12 @@ non-pk column (name = 'ann'); slide writable where pos < 100, joinKeyCols [deckI
 footprintWhere; tag writable everywhere, joinKeyCols [], footprintWhere the empty AND
 (true). Head: deck d1; slides s1 (pos 1), s2 (pos 2), s9 (pos 500); member m1; tags 2, 10.
 
-A deopt is `{"deopt":{reason, table, pk, op?, column?}}` (D6): nothing is applied
+A deopt is `{"deopt":{reason, table, pk, op?, column?}}`: nothing is applied
 (commitAll [], headCv unchanged), the transaction is consumed and the mid burnt
 (appliedMid advances). The gate runs over the NET staged writes (a key staged and
 restored is no write). Where several violations exist, the first wins: staged writes in
 first-touch order, each checked for scope then join key, then absent reads in read order
-(decisions-local "Gate order"; D6 only says "first violation wins").
+(decisions-local "Gate order"; the contract only says "first violation wins").
 """
 
 from lib import add, edit, rem
@@ -28,15 +29,15 @@ ARU = "absentReadUnproven"
 def gate_write_out_of_scope():
     s = WScenario(
         "gate_write_out_of_scope",
-        "D6 writeOutOfScope (+op): an add whose new row, a remove whose old row, an edit "
+        "writeOutOfScope (+op): an add whose new row, a remove whose old row, an edit "
         "whose new OR old row fails the table's writable where (slide pos < 100; a NULL "
-        "pos is not < 100, protocol.md §1.4) deopts with op add/remove/edit and the "
+        "pos is not < 100) deopts with op add/remove/edit and the "
         "key's pk; the first violating write in first-touch order is named; nothing is "
         "applied and the mid is consumed. A net-empty write (add then remove of deck d2, "
         "an edit restored) is not checked; an in-scope edit applies. The flush then "
         "carries the applied edit, the ledger advance to mid 7 and one outcome row per "
         "deopt [c1, mid, deopt, writeOutOfScope, name, args] echoing the envelope's name "
-        "and JSON-text args, or null when beginMutation had none (D7).",
+        "and JSON-text args, or null when beginMutation had none.",
     )
     s.boot()
     s.ok("enableWritesV2", SPECS, OWNED, expect="null")
@@ -96,7 +97,7 @@ def gate_write_out_of_scope():
 def gate_join_key_changed():
     s = WScenario(
         "gate_join_key_changed",
-        "D6 joinKeyChanged (+column): an edit that changes a joinKeyCols column (slide "
+        "joinKeyChanged (+column): an edit that changes a joinKeyCols column (slide "
         "deckId, to another deck or to NULL) deopts naming the column; the net change "
         "decides (moved away and back with only pos changed applies); adds and removes "
         "with any deckId are not edits and apply; a deck edit keeping id applies. An edit "
@@ -147,7 +148,7 @@ def gate_join_key_changed():
 def gate_absent_read():
     s = WScenario(
         "gate_absent_read",
-        "D6 absentReadUnproven: a txGet that found no row deopts unless the table's "
+        "absentReadUnproven: a txGet that found no row deopts unless the table's "
         "footprintWhere references only pk columns and is true for the probed pk. Unproven: "
         "slide (no footprintWhere), deck d5 (id = d1 OR id = d2 is false), member m9 "
         "(footprintWhere reads name, a non-pk column), and an absent read of a key the same "

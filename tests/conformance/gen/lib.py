@@ -2,14 +2,14 @@
 
 Nothing here runs the room. Expected outputs are composed from the spec by hand; these
 helpers only spell JSON the way JavaScript's JSON.stringify does (docs/protocol.md, "Numbers"), compute
-fingerprints (protocol.md §3.4), and check that hand-written op lists are in D5 order.
+fingerprints, and check that hand-written op lists are in op order.
 """
 
 import json
 import os
 
 # --------------------------------------------------------------------------------------
-# FNV-1a 64 and normalizedFp (protocol.md §3.4)
+# FNV-1a 64 and normalizedFp 
 
 MASK = (1 << 64) - 1
 OFFSET = 0xCBF29CE484222325
@@ -70,7 +70,7 @@ def _cross_check_fp():
 _cross_check_fp()
 
 # --------------------------------------------------------------------------------------
-# JSON.stringify (D2)
+# JSON.stringify (docs/design/decisions.md: Values and JSON numbers)
 
 
 class Raw(str):
@@ -171,7 +171,8 @@ for _x, _want in [
     assert js_num(_x) == _want, (_x, js_num(_x), _want)
 
 # --------------------------------------------------------------------------------------
-# The comparator (protocol.md §2) — only to check hand-ordered op lists (D5)
+# The comparator (docs/design/wire.md: The value comparator) — only to check
+# hand-ordered op lists
 
 
 def _rank(v):
@@ -196,7 +197,7 @@ def op_key(op, catalog):
 
 def check_d5(ops, catalog):
     keys = [op_key(o, catalog) for o in ops]
-    assert keys == sorted(keys), "ops not in D5 order: %r" % (ops,)
+    assert keys == sorted(keys), "ops not in op order: %r" % (ops,)
     assert len(set(keys)) == len(keys), "two ops on one key: %r" % (ops,)
 
 
@@ -245,7 +246,7 @@ def stale_result(expected, got):
 
 
 # --------------------------------------------------------------------------------------
-# The queryKey. Its format is NOT fixed by the spec (seed 000 only says identical queries
+# The queryKey. Its format is NOT fixed by the spec (the published API only says identical queries
 # share a `QueryKey`); the room defines it as the FNV-1a 64 hex of the query's canonical
 # text (room-core/src/canonical.rs). This is an independent re-derivation of that
 # documented form for the AST subset the scenarios use.
@@ -281,7 +282,7 @@ def _canon_cond(w, table, cat):
     kind = w["type"]
     if kind == "simple":
         if w["left"]["type"] == "literal":
-            # A literal on the left folds to a constant (protocol.md §1.3); the
+            # A literal on the left folds to a constant; the
             # scenarios only fold `=` between two numbers.
             assert w["op"] == "=" and w["right"]["type"] == "literal"
             same = w["left"]["value"] == w["right"]["value"]
@@ -391,7 +392,7 @@ def query_key(ast, cat):
 
 
 # --------------------------------------------------------------------------------------
-# AST builders (protocol.md §1)
+# AST builders (docs/design/wire.md: The query AST)
 
 
 def col(name):
@@ -457,8 +458,8 @@ class Scenario:
         return normalized_fp([self.cat[n] for n in names])
 
     def batch(self, epoch, seq, names, ops, cv):
-        """A downstream batch {epoch, seq, normalizedFp, ops, cv} (protocol.md §3.3,
-        key order as in the §3.10 transcript)."""
+        """A downstream batch {epoch, seq, normalizedFp, ops, cv} (member order as in
+        docs/protocol.md)."""
         check_d5(ops, self.cat)
         return {
             "epoch": epoch,
@@ -469,7 +470,7 @@ class Scenario:
         }
 
     def subscribed(self, ast, reused, epoch, names, ops, cv):
-        """`subscribe`'s {queryKey, reused, hello, snapshot} (seed 000; D5)."""
+        """`subscribe`'s {queryKey, reused, hello, snapshot}."""
         assert list(names) == sorted(names, key=lambda n: n.encode("utf-8")), names
         tables = [self.cat[n] for n in names]
         return js({

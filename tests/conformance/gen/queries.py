@@ -1,4 +1,5 @@
-"""Scenarios: the query surface (docs/protocol.md, queries; protocol.md §1.1-§1.5, §1.9-§1.11)."""
+"""Scenarios: the query surface (docs/design/decisions.md: Query surface; docs/design/wire.md:
+The query AST)."""
 
 from lib import Scenario, T, add, cmp, col, edit, exists, lit, live_result, related, rem
 from footprints import ISSUE, LABEL, _open
@@ -19,7 +20,7 @@ def unsupported_queries():
         "aggregatePrecomputed, scalar: true, a static operand, a column on the right-hand "
         "side, an EXISTS child with start or related, flip: true on NOT EXISTS — and an "
         "unknown table or column is named in the message (where, orderBy, correlation, "
-        "start, EXISTS child). Nothing is materialized or attached by a refusal (D9); a "
+        "start, EXISTS child). Nothing is materialized or attached by a refusal; a "
         "valid subscribe works afterwards, and a refused re-subscribe leaves the sub's "
         "existing subscription attached and served.",
         [ISSUE, LABEL],
@@ -77,10 +78,10 @@ def unsupported_queries():
 def ast_presentation_keys():
     s = Scenario(
         "ast_presentation_keys",
-        "D1: select is accepted but rows are still full width (D5: hello tables full "
+        "select is accepted but rows are still full width (hello tables full "
         "width); one: true is presentation only — only an explicit limit caps, at the "
         "root or on a related child; unknown keys and a root alias / schema are ignored; of "
-        "two related entries with one alias the last wins (protocol.md §1.8).",
+        "two related entries with one alias the last wins.",
         [ISSUE, LABEL],
     )
     _open(s, [ISSUE, LABEL], [
@@ -96,7 +97,7 @@ def ast_presentation_keys():
     s.sub("s2", 1, b, 0, False, ["issue", "label"], [
         add("issue", [1, "one"]), add("label", [10, 1, "bug"]), add("label", [11, 1, "ui"]),
     ], 1)
-    # Duplicate related aliases: the last one wins (protocol.md §1.8), so label is not
+    # Duplicate related aliases: the last one wins, so label is not
     # read at all and is not in the hello.
     c = {"table": "issue", "where": cmp("id", "=", 1), "related": [
         related(["id"], ["issueID"], {"table": "label", "alias": "x"}),
@@ -111,13 +112,13 @@ def where_null_semantics():
     t = T("t", ["id", "x"])
     s = Scenario(
         "where_null_semantics",
-        "protocol.md §1.4 NULL rules, engine column: x NOT IN [1, null] — the null "
-        "element never matches, so 2 and 's' pass and a NULL cell does not (the D1 test); "
+        "NULL rules: x NOT IN [1, null] — the null "
+        "element never matches, so 2 and 's' pass and a NULL cell does not (the NOT IN null rule); "
         "!= is false on NULL and true across types; IS NOT 1 is true on NULL; IS null; "
         "= null is always false (empty snapshot still sent); IN [] is false; NOT IN [] "
         "true for non-null cells only; < against a string cell is false (type rank); "
-        "IN with a null element; an empty and is TRUE, an empty or FALSE (§1.2); a literal "
-        "on the left is constant-folded (§1.3). Live edits into and out of NULL move rows "
+        "IN with a null element; an empty and is TRUE, an empty or FALSE; a literal "
+        "on the left is constant-folded. Live edits into and out of NULL move rows "
         "in and out.",
         [t],
     )
@@ -169,7 +170,7 @@ def where_like():
     t = T("t", ["id", "s"])
     s = Scenario(
         "where_like",
-        "protocol.md §1.5 LIKE/ILIKE: % any run, _ exactly one BYTE (so 'é' matches '__'), "
+        "LIKE/ILIKE: % any run, _ exactly one BYTE (so 'é' matches '__'), "
         "backslash escapes \\% \\_ \\\\, LIKE case-sensitive, ILIKE folds ASCII only; a "
         "non-text cell never matches (NOT LIKE gives true for it), NULL never passes.",
         [t],

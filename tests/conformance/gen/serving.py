@@ -1,5 +1,6 @@
 """Scenarios: subscribe shape, QueryKey dedup, per-subscriber envelopes, re-subscribe,
-unsubscribe/sweep, and commitAll op netting (seed 000, docs/protocol.md `nbatch`, protocol.md §3).
+unsubscribe/sweep, and commitAll op netting (the published WasmRoom API, docs/protocol.md
+`nbatch`, docs/design/wire.md: The normalized protocol).
 
 commitAll entries are listed in subscriber-key byte order: the spec leaves the order of
 entries open; the room documents this order (Room::commit_all), and one drain never
@@ -19,7 +20,7 @@ def subscribe_hello_and_snapshot():
     tables = [issue, note, label]  # upstream order: deliberately not sorted
     s = Scenario(
         "subscribe_hello_and_snapshot",
-        "subscribe() returns {queryKey, reused, hello, snapshot} (seed 000). D5: hello = "
+        "subscribe() returns {queryKey, reused, hello, snapshot}. hello = "
         "{epoch, comparatorVersion 2, tables, normalizedFp}, tables = every table the "
         "footprint can draw from, sorted by name in BYTE order ('Note' < 'issue'), full "
         "width in the upstream column order, normalizedFp over that list; tables the query "
@@ -60,7 +61,7 @@ def subscribe_hello_and_snapshot():
 def querykey_dedup():
     s = Scenario(
         "querykey_dedup",
-        "QueryKey dedup (seed 000 subscribe / materializationCount): an identical AST "
+        "QueryKey dedup: an identical AST "
         "reuses the materialized pipeline — reused true, the same queryKey — while each "
         "subscriber still gets its own hello/snapshot epoch; a different AST materializes "
         "a second pipeline with a different queryKey.",
@@ -92,7 +93,7 @@ def per_subscriber_envelopes():
     tables = [NOTE, tag]
     s = Scenario(
         "per_subscriber_envelopes",
-        "D5: epoch per subscriber is the host's, seq is per subscriber from 0. Subscribers "
+        "Epoch per subscriber is the host's, seq is per subscriber from 0. Subscribers "
         "sharing one pipeline each get their own {epoch, seq} in the same drain; a "
         "subscriber that joins later starts its own seq; a subscriber whose query did not "
         "change gets no entry; an empty drain emits nothing and consumes no seq; every "
@@ -127,10 +128,10 @@ def per_subscriber_envelopes():
 def resubscribe_replaces_envelope():
     s = Scenario(
         "resubscribe_replaces_envelope",
-        "Seed 000 subscribe: re-subscribing an existing sub replaces its envelope — the new "
-        "epoch, seq restarting at 0 with the complete current footprint (protocol.md "
-        "§3.6), one subscriber not two. Changes made before the re-subscribe are in the "
-        "new snapshot and are not sent again (D5: net change since the subscriber's last "
+        "subscribe: re-subscribing an existing sub replaces its envelope — the new "
+        "epoch, seq restarting at 0 with the complete current footprint, "
+        "one subscriber not two. Changes made before the re-subscribe are in the "
+        "new snapshot and are not sent again (net change since the subscriber's last "
         "frame). The same AST is still materialized, so it is reused; a re-subscribe with "
         "a different AST moves the subscriber to a new pipeline (the old one stays "
         "materialized, idle).",
@@ -167,7 +168,7 @@ def unsubscribe_and_sweep():
     tables = [NOTE, tag]
     s = Scenario(
         "unsubscribe_and_sweep",
-        "Seed 000: unsubscribe returns whether the sub was attached (idempotent: false the "
+        "unsubscribe returns whether the sub was attached (idempotent: false the "
         "second time, false for an unknown sub); a detached sub gets no frames; its query "
         "stays materialized and a quick re-subscribe reuses it; sweep(now) reclaims only "
         "queries with no subscribers idle longer than idle_ttl_ms (1000 here; boundaries "
@@ -214,7 +215,7 @@ def unsubscribe_and_sweep():
 def commit_netting():
     s = Scenario(
         "commit_netting",
-        "D5 op netting: one commitAll holds the NET change per (table, pk) since the "
+        "Op netting: one commitAll holds the NET change per (table, pk) since the "
         "subscriber's last frame — absent->present add (new image), present->absent "
         "remove (the image the subscriber holds), changed image edit {old, new}, "
         "unchanged nothing — across several applies; a net-empty drain emits no frame and "
@@ -269,7 +270,7 @@ def reuse_with_pending_changes():
         "reuse_with_pending_changes",
         "A subscriber that joins a reused pipeline while earlier subscribers still have "
         "undrained changes: the newcomer's snapshot already holds them, so the next drain "
-        "sends them only to the earlier subscribers (D5: net change since each "
+        "sends them only to the earlier subscribers (net change since each "
         "subscriber's own last frame). A key added before and removed after a join nets "
         "to nothing for the earlier subscribers and to a remove for the newcomer.",
         [NOTE],
@@ -298,9 +299,9 @@ def composite_pk_order():
     t = T("t", ["a", "b", "c"], pk=[1, 0])
     s = Scenario(
         "composite_pk_order",
-        "A composite primary key [1, 0] (protocol.md §3.4 worked value 4d7c6430abf59f10): "
+        "A composite primary key [1, 0] (worked fingerprint 4d7c6430abf59f10): "
         "the downstream hello keeps primaryKey [1, 0], and ops are ordered by the key "
-        "cells in primaryKey order — column b first, then a (D5).",
+        "cells in primaryKey order — column b first, then a.",
         [t],
     )
     h = hello([t])

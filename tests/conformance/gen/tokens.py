@@ -1,13 +1,14 @@
-"""Scenarios: room lease tokens and the scope fingerprint (docs/protocol.md, lease tokens; authority.md
-§1.2-§1.4, §2; seed 000 mintRoomToken / verifyRoomToken / scopeSpecsHash).
+"""Scenarios: room lease tokens and the scope fingerprint (docs/protocol.md, lease tokens;
+docs/design/authority.md: Lease tokens, Scope specs hash and canonical JSON; the published
+API: mintRoomToken / verifyRoomToken / scopeSpecsHash).
 
 Every token text is minted here with Python's hmac/hashlib/base64 (canon.mint):
 `rt1.` + b64url(UTF-8 of JSON.stringify({v:1, doc, ast, sub, iat: now, exp: now + ttlMs,
 kid[, scopesHash]})) + `.` + b64url(HMAC-SHA256(UTF-8 secret, "rt1.<payload segment>")),
 unpadded. verifyRoomToken returns the payload it verified: JSON.stringify of the parsed
 payload, i.e. compact, member order as the token carries it. Refusals are checked in
-D8's order — shape, payload decode, kid known, signature, v = 1, doc, exp > now — each
-with its exact `lease token refused: <reason>` text. These static calls need no room.
+the verification order — shape, payload decode, kid known, signature, v = 1, doc,
+exp > now — each with its exact `lease token refused: <reason>` text. These static calls need no room.
 """
 
 import json
@@ -30,14 +31,14 @@ def opts(doc=DOC, keys=None, now=NOW):
 def tokens_mint_and_verify():
     s = Scenario(
         "tokens_mint_and_verify",
-        "D8 lease tokens: mintRoomToken is deterministic given its options — the payload "
+        "Lease tokens: mintRoomToken is deterministic given its options — the payload "
         "JSON.stringify({v:1, doc, ast, sub, iat: now, exp: now + ttlMs, kid, "
         "scopesHash?}) in that member order whatever the options' order, scopesHash "
         "omitted when not given, non-ASCII kept raw and encoded as UTF-8, the secret used "
         "as UTF-8 bytes, base64url unpadded. verifyRoomToken returns the payload (key ring "
-        "lookup by kid) up to exp - 1 and refuses at exp (exp > now, authority.md §1.6). "
+        "lookup by kid) up to exp - 1 and refuses at exp (exp > now). "
         "A token from another minter with whitespace and its own member order verifies: "
-        "the MAC covers the transmitted text, never a re-serialization (§1.2); the "
+        "the MAC covers the transmitted text, never a re-serialization; the "
         "returned payload is its compact JSON.stringify.",
         [],
     )
@@ -91,7 +92,7 @@ def tokens_mint_undefined_ast():
     s = Scenario(
         "tokens_mint_undefined_ast",
         "mintRoomToken with no `ast` option: the payload is JSON.stringify({v:1, doc, ast, "
-        "sub, iat, exp, kid}) (D8, authority.md §1.2) and JSON.stringify drops a member "
+        "sub, iat, exp, kid}) and JSON.stringify drops a member "
         "whose value is undefined, so the payload has no ast member at all (not ast:null). "
         "verifyRoomToken returns that payload as minted.",
         [],
@@ -107,7 +108,7 @@ def tokens_mint_undefined_ast():
 def tokens_refusals():
     s = Scenario(
         "tokens_refusals",
-        "D8 verification refusals, each with its exact text and in D8's order (shape -> "
+        "Verification refusals, each with its exact text and in the verification order (shape -> "
         "payload decode -> kid known -> signature -> v = 1 -> doc -> exp > now): "
         "malformed (empty, fewer or more than three segments, prefix not rt1, payload not "
         "base64url / not UTF-8 / not JSON / not an object, no string kid, a mistyped doc "
@@ -177,8 +178,8 @@ def scope_specs_hash_scenario():
         "scope_specs_hash",
         "scopeSpecsHash(specs) = FNV-1a-32 over the UTF-16 code units of RFC 8785 JCS(specs) "
         "(one step per unit, as JavaScript reads the text: \u00e9 is one step, \U0001f600 two), "
-        "8 lowercase hex: insensitive to object member order at every depth (authority.md "
-        "§2 example; the full deck specs in compiler order vs reversed) and to whitespace "
+        "8 lowercase hex: insensitive to object member order at every depth ("
+        "the full deck specs in compiler order vs reversed) and to whitespace "
         "(raw text), sensitive to array order; JCS sorts member names by UTF-16 code units "
         "(a < \u00e9 < \U0001f600 < \uff61: the astral name's high surrogate sorts before "
         "U+FF61), prints numbers as JSON.stringify (1.0 -> 1, 1e21 -> 1e+21, -0 -> 0) and "

@@ -8,7 +8,7 @@ from lib import (DUPLICATE, Scenario, T, add, edit, hello, live_result, normaliz
                  snap_result, stale_result)
 
 NOTE = T("note", ["id", "body"])
-FP_NOTE = "d0ffe1b66912a02b"  # protocol.md §3.4 worked value
+FP_NOTE = "d0ffe1b66912a02b"  # a worked normalizedFp value (tests/vectors/fp_vectors.py)
 ALL = {"table": "note"}
 
 
@@ -24,11 +24,11 @@ def ub(seq, ops, epoch=1, cv=None, fp=FP_NOTE):
 def open_lifecycle():
     s = Scenario(
         "open_lifecycle",
-        "A freshly opened room before and after an empty seq-0 snapshot (D3, seed 000): "
+        "A freshly opened room before and after an empty seq-0 snapshot: "
         "epoch() is the hello's epoch; not live and cv() undefined before the snapshot; "
         "commitAll() is [] while not live; the snapshot makes it live with headCv 1 and "
         "cv the batch's cv; a subscribe then gets a seq-0 snapshot even with zero ops "
-        "(protocol.md §3.6) stamped cv = headCv.",
+        "stamped cv = headCv.",
         [NOTE],
     )
     s.ok("open", hello([NOTE], epoch=3), 30000, expect="null")
@@ -56,11 +56,12 @@ def hello_refusals():
     good = hello([NOTE])
     s = Scenario(
         "hello_refusals",
-        "open() refuses every hello that breaks D3 — comparatorVersion other than 2, a "
-        "normalizedFp that is not the fingerprint of the tables as sent (protocol.md §3.4: "
+        "open() refuses every hello that breaks a rule of the hello — comparatorVersion "
+        "other than 2, a "
+        "normalizedFp that is not the fingerprint of the tables as sent ("
         "table order matters), an empty/out-of-range/non-integer primary key, a duplicate "
         "column, a duplicate table, an empty table name — plus non-object input and a "
-        "negative idle_ttl_ms; each error names what was wrong (D9) and nothing is "
+        "negative idle_ttl_ms; each error names what was wrong and nothing is "
         "constructed (later calls find no room). A valid hello then opens.",
         [NOTE],
     )
@@ -105,7 +106,7 @@ def hello_refusals():
 def apply_snapshot_then_live():
     s = Scenario(
         "apply_snapshot_then_live",
-        "apply() outcomes and the two counters (D3): the seq-0 snapshot returns "
+        "apply() outcomes and the two counters: the seq-0 snapshot returns "
         "{applied:snapshot, rows} and sets headCv 1; each next seq returns "
         "{applied:live, ops: <ops in the batch>} and bumps headCv by exactly 1 (an empty "
         "batch too); cv() is always the last applied batch's cv field (fractions kept). A "
@@ -137,7 +138,7 @@ def apply_snapshot_then_live():
 def apply_duplicate_and_stale_epoch():
     s = Scenario(
         "apply_duplicate_and_stale_epoch",
-        "D3: a batch from a lower epoch is ignored with {applied:staleEpoch, expected: "
+        "A batch from a lower epoch is ignored with {applied:staleEpoch, expected: "
         "<store epoch>, got: <batch epoch>} (before and after the snapshot); seq <= last "
         "is {applied:duplicate}. Neither changes the head, headCv or cv.",
         [NOTE],
@@ -163,10 +164,10 @@ def apply_duplicate_and_stale_epoch():
 def apply_errors_keep_room_usable():
     s = Scenario(
         "apply_errors_keep_room_usable",
-        "D3 errors that are not poison: a first batch that is not seq 0, an epoch ahead of "
+        "Upstream errors that are not poison: a first batch that is not seq 0, an epoch ahead of "
         "the store, a normalizedFp mismatch, a snapshot holding a non-add op, and a seq gap "
         "after the snapshot. Each is an error; the store is not poisoned and nothing "
-        "changed (D9), so the right batch still applies afterwards.",
+        "changed, so the right batch still applies afterwards.",
         [NOTE],
     )
     s.ok("open", hello([NOTE]), 30000, expect="null")
@@ -197,7 +198,7 @@ def apply_errors_keep_room_usable():
 def _poison(name, what, bad_ops):
     s = Scenario(
         name,
-        "D3 poison: a live batch with %s poisons the store. The apply errors; "
+        "Poison: a live batch with %s poisons the store. The apply errors; "
         "isPoisoned() is true and isLive() false; commitAll() returns [] (even though "
         "an earlier op of the same batch was valid and a subscriber is attached); every "
         "later call that needs the head errors (subscribe, apply)." % what,

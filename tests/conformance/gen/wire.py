@@ -14,7 +14,7 @@ NUM = T("num", ["id", "v"])
 def js_number_formatting():
     s = Scenario(
         "js_number_formatting",
-        "D2: every JSON the room emits prints numbers as JavaScript JSON.stringify does — "
+        "Every JSON the room emits prints numbers as JavaScript JSON.stringify does — "
         "integral values without a fraction (5.0 -> 5, 100.0 -> 100), -0 -> 0, shortest "
         "round-trip digits (0.1, 0.30000000000000004), exponent form from 1e21 up and "
         "below 1e-6 (1e+21, 2.5e+25, 1.5e-7, 1.23e-18), plain digits up to 1e21 "
@@ -73,11 +73,11 @@ def json_string_escaping():
     tables = [st, odd]
     s = Scenario(
         "json_string_escaping",
-        "D2 byte-identical output: strings are escaped exactly as JSON.stringify does — "
+        "Byte-identical output: strings are escaped exactly as JSON.stringify does — "
         "\\\" \\\\ \\n \\r \\t \\b \\f and \\u00XX (lowercase hex) for other control "
         "characters; DEL, '/', non-ASCII, U+2028/U+2029 and astral characters pass "
         "through raw — in rows, table and column names of the hello, and the sub key of "
-        "commitAll. String primary keys order by UTF-8 bytes (protocol.md §2: '' < 'Z' < "
+        "commitAll. String primary keys order by UTF-8 bytes ('' < 'Z' < "
         "'a' < 'cafe' < 'café' < 'ﬀ' < '😀').",
         tables,
     )
@@ -122,7 +122,7 @@ def json_string_escaping():
 
 
 class _RawRow(Raw):
-    """A row spliced verbatim; `key` keeps the D5 order check working."""
+    """A row spliced verbatim; `key` keeps the op order check working."""
 
     def __new__(cls, text, key):
         obj = Raw.__new__(cls, text)
@@ -137,11 +137,11 @@ class _RawRow(Raw):
 def malformed_json_each_method():
     s = Scenario(
         "malformed_json_each_method",
-        "D9: unparseable or wrongly shaped JSON text in every JSON-text argument (the "
+        "Unparseable or wrongly shaped JSON text in every JSON-text argument (the "
         "hello of open, the batch of apply, the AST of subscribe) is a clear error naming "
-        "what was wrong — an object or array cell is malformed (D2), a missing or "
+        "what was wrong — an object or array cell is malformed, a missing or "
         "non-integer epoch/seq/limit, an unknown op kind or condition type, a start "
-        "without `exclusive` (protocol.md §1.1/§1.7) — and changes nothing: the store is "
+        "without `exclusive` — and changes nothing: the store is "
         "not poisoned, seq is not consumed, nothing is materialized, and the same room "
         "keeps working. {\"$text\": …} arguments pass raw text.",
         [NOTE],
@@ -216,7 +216,7 @@ def malformed_json_each_method():
 def argument_ranges():
     s = Scenario(
         "argument_ranges",
-        "D9 / seed 000 number arguments: JavaScript passes epochs and times as numbers, so "
+        "Number arguments (bad input): JavaScript passes epochs and times as numbers, so "
         "a negative or fractional epoch, a negative now_ms or idle_ttl_ms is refused "
         "with an error naming the argument (NaN has no JSON spelling, so -1 and 1.5 stand "
         "in) and changes nothing; the largest safe integer epoch round-trips exactly.",

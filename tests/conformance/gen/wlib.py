@@ -35,7 +35,7 @@ SNAPSHOT = [
 SLIDES = [add("slide", ["s1", "d1", 1]), add("slide", ["s2", "d1", 2]),
           add("slide", ["s9", "d1", 500])]
 
-# The §3.3 scope specs, in the compiler's key order (authority.md §3.1: table, writable,
+# The scope specs, in the compiler's key order (docs/design/authority.md: table, writable,
 # footprintWhere; inside writable: kind, where?, joinKeyCols).
 DECK_FOOTPRINT = {"type": "or", "conditions": [cmp("id", "=", "d1"), cmp("id", "=", "d2")]}
 SPECS = [
@@ -66,7 +66,7 @@ def flush_ok(retired, dirty):
 
 
 def deopt(reason, table, pk, op=None, column=None):
-    """D6: `{"deopt":{reason, table, pk, op?, column?}}`."""
+    """A deopt: `{"deopt":{reason, table, pk, op?, column?}}`."""
     d = {"reason": reason, "table": table, "pk": pk}
     if op is not None:
         d["op"] = op
@@ -75,7 +75,7 @@ def deopt(reason, table, pk, op=None, column=None):
     return js({"deopt": d})
 
 
-# flush `changes` entries (D7), key order table, op, old, row -------------------------
+# flush `changes` entries, key order table, op, old, row -------------------------
 
 
 def f_add(table, row):
@@ -108,7 +108,7 @@ class WScenario(Scenario):
         super().__init__(name, description, list(tables) + [LEDGER])
 
     def boot(self, cv=100):
-        """open + the seq-0 snapshot: headCv 1 (D3)."""
+        """open + the seq-0 snapshot: headCv 1."""
         self.ok("open", hello(TABLES), 30000, expect="null")
         self.ok("apply", {"epoch": 1, "seq": 0, "normalizedFp": FP, "cv": cv, "ops": SNAPSHOT},
                 expect=snap_result(len(SNAPSHOT)))
@@ -139,13 +139,13 @@ class WScenario(Scenario):
 
     def lmid_sub(self, sub, epoch, client, reused, ops, cv, now=0):
         """lmidSubscribe: the room-composed `_rindle_client_mutations WHERE client_id =
-        <client>` (seed 000), same return shape as subscribe; hello tables = [ledger]."""
+        <client>`, same return shape as subscribe; hello tables = [ledger]."""
         ast = {"table": LEDGER_NAME, "where": cmp("client_id", "=", client)}
         self.ok("lmidSubscribe", sub, epoch, client, now,
                 expect=self.subscribed(ast, reused, epoch, [LEDGER_NAME], ops, cv))
 
     def flush(self, changes, lmids):
-        """beginFlush: `{changes, batchHash, lmids}` (D7); checks the D7 order first."""
+        """beginFlush: `{changes, batchHash, lmids}`; checks the change order first."""
         self.check_d7(changes)
         body = {"changes": changes, "batchHash": batch_hash(changes),
                 "lmids": [{"clientID": c, "mid": m} for c, m in lmids]}

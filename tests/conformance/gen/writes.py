@@ -1,11 +1,12 @@
 """Scenarios: enabling the write plane, mutation transactions (begin / dedup / gap,
 staging, read-your-writes, commit and fan-out), the lmid ledger (lmidSubscribe, ack,
-seedDurable) — docs/compat.md (headCv, the write plane), seed 000 (the WasmRoom method docs),
-authority.md §3.4.
+seedDurable) — docs/compat.md (headCv, the write plane), the published WasmRoom API,
+docs/design/authority.md (Scope specs and the commit gate).
 
-Counters used below, derived from D3: the snapshot sets headCv 1; every upstream apply
-+1; a mutation commit +1 only when it changed the head (a net-empty commit returns the
-current headCv); an ack or seedDurable that wrote ledger rows +1 (one per call);
+Counters used below, derived from the upstream rules: the snapshot sets headCv 1; every
+upstream apply +1; a mutation commit +1 only when it changed the head (a net-empty
+commit returns the current headCv); an ack or seedDurable that wrote ledger rows +1 (one
+per call);
 a deopt or a reject changes nothing. Every nbatch carries cv = headCv at its drain.
 
 Error substrings: where the spec fixes the text (the mutation gap) the whole message is
@@ -25,7 +26,7 @@ SL = ["slide"]
 def writes_enable_v1():
     s = WScenario(
         "writes_enable_v1",
-        "enableWrites(owned) (seed 000, D6): refused before the seq-0 snapshot; every "
+        "enableWrites(owned): refused before the seq-0 snapshot; every "
         "write-plane call before it is enabled errors; an owned table not in the upstream "
         "hello (named in the error) or a non-array argument is refused and enables nothing; "
         "enabling twice, or v2 after v1, throws. Fresh watermarks are 0, nothing is pending "
@@ -65,14 +66,14 @@ def writes_enable_v1():
 def writes_enable_v2_refusals():
     s = WScenario(
         "writes_enable_v2_refusals",
-        "enableWritesV2(specs, owned?) compiles every predicate now, loudly (seed 000, "
-        "authority.md §3.4): a correlatedSubquery in writable.where or footprintWhere, a "
+        "enableWritesV2(specs, owned?) compiles every predicate now, loudly: "
+        "a correlatedSubquery in writable.where or footprintWhere, a "
         "column-vs-column condition, an unknown table or column, a bad writable.kind, a "
         "missing writable, a duplicate table, a non-array, a spec marking a table writable "
         "outside the owned set (scopes narrow, never widen), an unknown owned table — each "
         "errors naming what was wrong, and nothing is enabled (a later valid enable works). "
         "Enabling twice (either flavour) throws. Under v2 a context table (writable.kind "
-        "none) is readable with txGet and refused by txAdd/txEdit/txRemove (D6); the "
+        "none) is readable with txGet and refused by txAdd/txEdit/txRemove; the "
         "ledger is neither readable nor writable.",
     )
     s.boot()
@@ -130,7 +131,7 @@ def writes_enable_v2_refusals():
 def lmid_subscribe_and_ack():
     s = WScenario(
         "lmid_subscribe_and_ack",
-        "The lmid ledger (D6, seed 000 lmidSubscribe/ack): lmidSubscribe serves the "
+        "The lmid ledger: lmidSubscribe serves the "
         "room-composed `_rindle_client_mutations WHERE client_id = <c>` with the subscribe "
         "shape — hello tables [ledger] (normalizedFp ff539a32a611f1b5), one row: that "
         "client's; the same client's query is reused. A commit moves appliedMid, not the "
@@ -184,14 +185,14 @@ def lmid_subscribe_and_ack():
 def mutation_begin_dedup_gap():
     s = WScenario(
         "mutation_begin_dedup_gap",
-        "beginMutation (D6): mid <= the client's applied watermark is {begin:dedup} (mid 0 "
+        "beginMutation: mid <= the client's applied watermark is {begin:dedup} (mid 0 "
         "of a fresh client too); mid = watermark+1 opens {begin:tx}; anything else errors "
         "with exactly `mutation gap for <clientID>: expected mid <w+1>, got <mid>`. While "
         "a transaction is open a second beginMutation (any client) errors; commit/reject "
         "without one errors. Watermarks are per client; a reject and a net-empty commit "
         "both consume the mid (appliedMid) and leave headCv alone; pendingLen counts every "
         "processed mid not yet durable (decisions-local). A fractional or negative mid is "
-        "refused (D9).",
+        "refused.",
     )
     s.boot()
     s.ok("enableWrites", ["slide"], expect="null")
@@ -229,7 +230,7 @@ def mutation_begin_dedup_gap():
 def mutation_dedup_resent():
     s = WScenario(
         "mutation_dedup_resent",
-        "A re-sent mid (D6 dedup) is absorbed at every stage — after its commit, after its "
+        "A re-sent mid (dedup) is absorbed at every stage — after its commit, after its "
         "ack, after the flush made it durable: {begin:dedup}, no transaction opens, the "
         "head, headCv, pendingLen and commitAll are unchanged. The next mid still opens.",
     )
@@ -263,7 +264,7 @@ def mutation_dedup_resent():
 def tx_get_read_your_writes():
     s = WScenario(
         "tx_get_read_your_writes",
-        "txGet (seed 000): the effective row under this transaction's staged writes — the "
+        "txGet: the effective row under this transaction's staged writes — the "
         "head row, undefined when absent, then the staged add / edit / remove / re-add "
         "images (read-your-writes). Staged writes are invisible to commitAll until the "
         "commit. txGet needs an open transaction and the table's full primary key; the "
@@ -307,7 +308,7 @@ def tx_get_read_your_writes():
 def tx_staging_refusals():
     s = WScenario(
         "tx_staging_refusals",
-        "Staging refusals (seed 000 txAdd/txEdit/txRemove, D6, D9): an add of an existing "
+        "Staging refusals: an add of an existing "
         "key (head or staged), an edit or remove of a missing key, a row of the wrong width "
         "(short, long), a pk of the wrong width, a table not owned, the ledger table, an "
         "unknown table, malformed row text, a non-array row, an object cell — each throws "
@@ -356,9 +357,9 @@ def tx_staging_refusals():
 def commit_fanout():
     s = WScenario(
         "commit_fanout",
-        "commitMutation applies the net staged writes as one local commit (seed 000, D3, "
-        "D5): {headCv:n} with headCv +1; nothing is visible before the commit; the next "
-        "commitAll ships each affected subscriber one frame in D5 order (edit s1, remove "
+        "commitMutation applies the net staged writes as one local commit: "
+        "{headCv:n} with headCv +1; nothing is visible before the commit; the next "
+        "commitAll ships each affected subscriber one frame in op order (edit s1, remove "
         "s2, add s3) stamped cv = headCv; unaffected subscribers get nothing. cv() stays "
         "the upstream cv. An upstream apply in between is its own +1. A commit whose net "
         "effect is nothing returns the current headCv and ships nothing.",
@@ -399,12 +400,12 @@ def commit_fanout():
 def seed_durable():
     s = WScenario(
         "seed_durable",
-        "seedDurable([{clientID, lmid}]) (seed 000, D6): the boot probe raises the durable "
+        "seedDurable([{clientID, lmid}]): the boot probe raises the durable "
         "AND applied watermarks (seeded mids replay as dedup, the next one opens, a jump "
         "is a gap) and writes the ledger rows as one local commit ({headCv:n}; the lmid "
         "subscriber gets add [c1, 4]); a seed at or below the row is {headCv:null}; an lmid "
         "0 writes nothing; a negative lmid is refused. The next flush's ledger co-edit is "
-        "an edit whose old is the last durable row [c1, 4] (D7); flushOk makes mid 5 "
+        "an edit whose old is the last durable row [c1, 4]; flushOk makes mid 5 "
         "durable; a later ack ships the ledger edit.",
     )
     s.boot()

@@ -1,10 +1,10 @@
 //! Shared by `write_model.rs` and `crash_replay.rs`: a three-table schema, a mutator
 //! registry whose bodies run either against the room's keyed transaction or against a
-//! reference model, a shell-like host (seed 002 `runMutation`), the reference model of
-//! the write plane (docs/architecture.md) and a CAS authority.
+//! reference model, a shell-like host (the published Node shell's `runMutation`), the
+//! reference model of the write plane (docs/architecture.md) and a CAS authority.
 //!
-//! The model is written from the decisions and the seed docs, not from the core: it
-//! keeps the head as plain maps keyed by the integer `id` every table uses, stages a
+//! The model is written from docs/design/ and the published room's API, not from the
+//! core: it keeps the head as plain maps keyed by the integer `id` every table uses, stages a
 //! transaction's writes itself, runs the v2 commit gate itself, and builds the flush
 //! batch a room must produce from its own dirty set.
 
@@ -286,7 +286,7 @@ pub enum MutErr {
     Thrown(String),
 }
 
-/// The seed-000 `MutationTx` surface the mutators use.
+/// The published `MutationTx` surface the mutators use.
 pub trait Mtx {
     /// `row(table, pk)`.
     fn row(
@@ -734,7 +734,7 @@ impl Mtx for RoomTx<'_> {
 
 // ------------------------------------------------------------------ verdicts
 
-/// A commit-gate deopt (D6 `{reason, table, pk, op?, column?}`).
+/// A commit-gate deopt (`{reason, table, pk, op?, column?}`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GateDeopt {
     /// `writeOutOfScope` | `joinKeyChanged` | `absentReadUnproven`.
@@ -794,7 +794,7 @@ impl Verdict {
     }
 }
 
-/// The shell's `runMutation` (seed 002) against a room: begin; a journaled non-applied
+/// The Node shell's `runMutation` against a room: begin; a journaled non-applied
 /// outcome replays as `rejectMutation(outcome)` without running; an unknown name is a
 /// rejection; an environment shortfall is a `deopt`/`environment`; any other throw is
 /// a rejection with its message; else commit (which may deopt under v2).
@@ -1117,7 +1117,7 @@ impl Mtx for ModelTx<'_> {
     }
 }
 
-/// The v2 commit gate over a model transaction (D6): per staged key in first-write
+/// The v2 commit gate over a model transaction: per staged key in first-write
 /// order `writeOutOfScope` then `joinKeyChanged`, then the absent reads.
 pub fn model_gate(tx: &ModelTx<'_>) -> Option<GateDeopt> {
     let deopt =
@@ -1566,7 +1566,7 @@ impl Model {
             .retain(|(c, mid)| *mid > marks.get(c).map_or(0, |m| m.durable));
     }
 
-    /// `beginFlush()` as D7 describes it.
+    /// `beginFlush()` as docs/design/decisions.md, "Write-behind flush" describes it.
     pub fn begin_flush(&mut self) -> Option<Batch> {
         assert!(
             self.flight.is_none(),
@@ -2028,7 +2028,7 @@ impl Authority {
     }
 }
 
-/// Checks the D7 order of a batch's changes: data sorted by (table bytes, pk), then the
+/// Checks the model's order of a batch's changes: data sorted by (table bytes, pk), then the
 /// ledger rows by client bytes, then outcome rows by (client bytes, mid).
 pub fn check_change_order(changes: &[Change]) -> Result<(), String> {
     let class = |c: &Change| match c.table.as_str() {

@@ -6,7 +6,8 @@
 import http from "node:http";
 import { WebSocketServer } from "ws";
 
-/** `normalizedFp` (protocol.md §3.4): FNV-1a 64 over the tables as sent. */
+/** `normalizedFp` (docs/design/wire.md, "The normalized protocol"): FNV-1a 64 over the
+ *  tables as sent. */
 export function normalizedFp(tables) {
   const bytes = [];
   const u32 = (n) => bytes.push(n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff);
