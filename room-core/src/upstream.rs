@@ -180,6 +180,32 @@ impl Room {
         matches!(op, NetOp::Add { .. }) && self.apply_upstream_op(op).is_ok()
     }
 
+    /// [`Room::snapshot_op`] of an add to user table `t` whose row has the table's
+    /// width (the caller checked both): while the write plane is quiet, a new key is
+    /// inserted with one search of the primary-key index; anything else (a key the
+    /// table holds) takes the general path, which decides it.
+    pub(crate) fn snapshot_add(&mut self, t: usize, op: &NetOp) -> bool {
+        let NetOp::Add { row, .. } = op else {
+            return false;
+        };
+        if t < self.user_tables && self.writes.as_ref().is_none_or(|w| w.quiet()) {
+            let (table, scratch) = self.store.table_mut(t);
+            if let Ok(rid) = table.insert(row.clone(), scratch) {
+                self.engine.on_change(&self.store, t, rid, None, Some(row));
+                return true;
+            }
+        }
+        self.snapshot_op(op)
+    }
+
+    /// Sizes user table `t` for `additional` more rows (a streamed snapshot's
+    /// estimate), so its primary-key index does not grow step by step.
+    pub(crate) fn reserve_rows(&mut self, t: usize, additional: usize) {
+        if t < self.user_tables {
+            self.store.table_mut(t).0.reserve(additional);
+        }
+    }
+
     /// Ends a seq-0 snapshot of `rows` ops at commit version `cv`: the room is live, its
     /// `headCv` is `cv`.
     pub(crate) fn finish_snapshot(&mut self, rows: usize, cv: u64) -> ApplyStatus {

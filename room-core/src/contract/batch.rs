@@ -33,7 +33,11 @@ const MAX_DEPTH: usize = 64;
 /// Parses `text` as a batch for `room`, if it takes the plain shape (see the module
 /// docs). The fingerprint has been matched: `normalized_fp` is left empty.
 pub(crate) fn parse_batch_for(text: &str, room: &Room) -> Option<UpstreamBatch> {
-    let mut p = Parser { text, i: 0 };
+    let mut p = Parser {
+        text,
+        i: 0,
+        last_table: None,
+    };
     let batch = p.batch(room)?;
     p.ws();
     (p.i == text.len()).then_some(batch)
@@ -50,7 +54,11 @@ pub(crate) fn stream_snapshot(text: &str, room: &mut Room) -> Option<ApplyStatus
     if !room.awaits_snapshot() {
         return None;
     }
-    let mut p = Parser { text, i: 0 };
+    let mut p = Parser {
+        text,
+        i: 0,
+        last_table: None,
+    };
     let mut applied = false;
     let parsed = p.snapshot(room, &mut applied).filter(|_| {
         p.ws();
@@ -81,10 +89,16 @@ struct Header {
 struct Parser<'a> {
     text: &'a str,
     i: usize,
+    /// The table of the last op read: a batch's ops mostly come table by table, so
+    /// the next op's table is usually this one, found without a lookup.
+    last_table: Option<TableInfo>,
 }
 
 /// What the parser knows of an op's table once its `table` is read.
+#[derive(Clone)]
 struct TableInfo {
+    /// The table's index in the store (a user table).
+    id: usize,
     name: Arc<str>,
     width: usize,
     /// Bit `c` is set when column `c` (< 64) is part of the primary key. Columns from 64
@@ -577,11 +591,15 @@ impl<'a> Parser<'a> {
                         return None;
                     }
                     let mut n = 0usize;
+                    let mut run = Run::default();
                     if self.open(b'[', b']')? {
                         loop {
-                            let op = self.op(room)?;
+                            let (t, op) = self.op(room)?;
                             *applied = true;
-                            if !room.snapshot_op(&op) {
+                            if let Some(more) = run.next(t, self.i, self.text.len()) {
+                                room.reserve_rows(t, more);
+                            }
+                            if !room.snapshot_add(t, &op) {
                                 return None;
                             }
                             n += 1;
@@ -610,7 +628,7 @@ impl<'a> Parser<'a> {
         let mut ops = Vec::new();
         if self.open(b'[', b']')? {
             loop {
-                ops.push(self.op(room)?);
+                ops.push(self.op(room)?.1);
                 if !self.more(b']')? {
                     break;
                 }
@@ -620,7 +638,7 @@ impl<'a> Parser<'a> {
     }
 
     /// One op object.
-    fn op(&mut self, room: &Room) -> Option<NetOp> {
+    fn op(&mut self, room: &Room) -> Option<(usize, NetOp)> {
         let mut table: Option<TableInfo> = None;
         let mut kind: Option<Kind> = None;
         let mut row: RowField = None;
@@ -634,7 +652,15 @@ impl<'a> Parser<'a> {
                 let key = self.string()?;
                 self.eat(b':')?;
                 match &*key {
-                    "table" if table.is_none() => table = Some(table_info(room, &self.string()?)?),
+                    "table" if table.is_none() => {
+                        let name = self.string()?;
+                        let info = match &self.last_table {
+                            Some(last) if *last.name == *name => last.clone(),
+                            _ => table_info(room, &name)?,
+                        };
+                        self.last_table = Some(info.clone());
+                        table = Some(info);
+                    }
                     "op" if kind.is_none() => {
                         kind = Some(match &*self.string()? {
                             "add" => Kind::Add,
@@ -667,21 +693,25 @@ impl<'a> Parser<'a> {
         let table = table?;
         // Missing, `null` or the wrong width: the general path names it (or poisons).
         let fits = |r: RowField| r.flatten().filter(|r| r.len() == table.width);
-        Some(match kind? {
-            Kind::Add => NetOp::Add {
-                row: fits(row)?,
-                table: table.name,
+        let id = table.id;
+        Some((
+            id,
+            match kind? {
+                Kind::Add => NetOp::Add {
+                    row: fits(row)?,
+                    table: table.name,
+                },
+                Kind::Remove => NetOp::Remove {
+                    row: fits(row)?,
+                    table: table.name,
+                },
+                Kind::Edit => NetOp::Edit {
+                    old: fits(old)?,
+                    new: fits(new)?,
+                    table: table.name,
+                },
             },
-            Kind::Remove => NetOp::Remove {
-                row: fits(row)?,
-                table: table.name,
-            },
-            Kind::Edit => NetOp::Edit {
-                old: fits(old)?,
-                new: fits(new)?,
-                table: table.name,
-            },
-        })
+        ))
     }
 }
 
@@ -695,6 +725,41 @@ fn digits(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// One of the room's upstream tables (not a system table).
+/// A streamed snapshot's current run of ops on one table, to size the table once:
+/// after [`Run::SAMPLE`] ops in a row, the bytes they took and the bytes left estimate
+/// how many more the table will get (an estimate: a run that ends early leaves some
+/// room unused; one that goes on grows the table as usual).
+#[derive(Default)]
+struct Run {
+    table: usize,
+    ops: usize,
+    /// Where the run's first op ended in the text.
+    from: usize,
+}
+
+impl Run {
+    const SAMPLE: usize = 1024;
+
+    /// Counts an op on table `t` that ended at byte `at` of a `len`-byte text; at the
+    /// run's sample point, the rows to make room for.
+    fn next(&mut self, t: usize, at: usize, len: usize) -> Option<usize> {
+        if self.ops == 0 || self.table != t {
+            *self = Run {
+                table: t,
+                ops: 1,
+                from: at,
+            };
+            return None;
+        }
+        self.ops += 1;
+        if self.ops != Self::SAMPLE {
+            return None;
+        }
+        let per_op = (at - self.from) / (Self::SAMPLE - 1);
+        (per_op > 0).then(|| (len - at) / per_op)
+    }
+}
+
 fn table_info(room: &Room, name: &str) -> Option<TableInfo> {
     let t = room
         .store
@@ -707,6 +772,7 @@ fn table_info(room: &Room, name: &str) -> Option<TableInfo> {
         .filter(|&&c| c < 64)
         .fold(0u64, |m, &c| m | 1 << c);
     Some(TableInfo {
+        id: t,
         name: schema.name.clone(),
         width: schema.columns.len(),
         key_mask,

@@ -173,7 +173,8 @@ pub fn write_i64(out: &mut String, v: i64) {
 }
 
 /// Skips string content from `i` eight bytes at a time while none of them is `"`, `\`
-/// or a control byte; the index of the first chunk that holds one (or of the tail).
+/// or a control byte; the index of the first such byte (or of the tail, under eight
+/// bytes, which the caller reads byte by byte).
 #[inline]
 pub(crate) fn plain_run(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -186,8 +187,11 @@ pub(crate) fn plain_run(b: &[u8], mut i: usize) -> usize {
         let backslash = zero_byte(x ^ (ONES * u64::from(b'\\')));
         // Some byte below 0x20 (the same trick with 0x20 in place of 1).
         let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        if quote | backslash | control != 0 {
-            break;
+        let found = quote | backslash | control;
+        if found != 0 {
+            // A flag can be wrong only above a true one (a borrow runs upwards), so
+            // the lowest flag marks the first byte that needs attention.
+            return i + (found.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -448,6 +452,40 @@ mod float_layout_tests {
             for g in [f, (f * 1e6).round() / 1e3, (x % 100_000) as f64 / 8.0] {
                 assert_eq!(float(g), serde_json::to_string(&g).unwrap(), "{g:e}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod plain_run_tests {
+    use super::plain_run;
+    use alloc::vec::Vec;
+    use proptest::prelude::*;
+
+    fn needs_attention(b: u8) -> bool {
+        b == b'"' || b == b'\\' || b < 0x20
+    }
+
+    proptest! {
+        /// Every byte skipped is plain, and the scan stops at the first byte that is
+        /// not (or in the tail shorter than a chunk).
+        #[test]
+        fn stops_exactly_at_the_first_byte_that_needs_attention(
+            bytes in prop::collection::vec(
+                prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..=0xff, b'a'..=b'z'],
+                0..64,
+            ),
+            from in 0usize..8,
+        ) {
+            let b: Vec<u8> = bytes;
+            let from = from.min(b.len());
+            let r = plain_run(&b, from);
+            prop_assert!(r >= from && r <= b.len());
+            prop_assert!(b[from..r].iter().all(|&c| !needs_attention(c)));
+            let first = b[from..].iter().position(|&c| needs_attention(c)).map(|p| from + p);
+            let limit = first.unwrap_or(b.len());
+            prop_assert!(r <= limit);
+            prop_assert!(r == limit || r + 8 > b.len());
         }
     }
 }

@@ -229,6 +229,12 @@ impl WritePlane {
         self.clients.get_mut(client).expect("the entry exists")
     }
 
+    /// Whether upstream ops pass the write plane by: no change of the room's is pending,
+    /// in flight or waiting for its echo, so an upstream image only meets the head.
+    pub fn quiet(&self) -> bool {
+        self.dirty.is_empty() && self.flight.is_none() && self.echoes.is_empty()
+    }
+
     /// Whether mutators may write `table`.
     pub fn writable(&self, table: usize) -> bool {
         match &self.mode {
