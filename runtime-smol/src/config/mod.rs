@@ -268,4 +268,3 @@ pub struct AuthorityConfig {
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
 }
-

@@ -35,7 +35,6 @@ impl TryFrom<RawSpec> for MutatorSpec {
     }
 }
 
-
 impl MutatorSpec {
     /// Parses one spec from TOML text holding its table's body (`steps = [...]`).
     pub fn from_toml_str(text: &str) -> Result<MutatorSpec, String> {
@@ -280,4 +279,3 @@ impl Step {
         Ok(StepKind::Write { op, table, cells })
     }
 }
-

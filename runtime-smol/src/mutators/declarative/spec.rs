@@ -207,7 +207,6 @@ pub(super) enum CompareOp {
     Ge,
 }
 
-
 /// Column cells of a read key or a written row: an inline table of column → value, or
 /// one value that must evaluate to an object.
 #[derive(Clone, Debug)]
