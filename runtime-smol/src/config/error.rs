@@ -56,7 +56,9 @@ impl ConfigError {
         self.0.location
     }
 
-    /// The configuration file, for errors from [`Config::load`](super::Config::load).
+    /// The configuration file, for errors from [`Config::load`].
+    ///
+    /// [`Config::load`]: super::Config::load
     pub fn file(&self) -> Option<&Path> {
         self.0.file.as_deref()
     }

@@ -45,12 +45,14 @@ pub fn http_error(err: &io::Error) -> Option<&HttpError> {
     err.get_ref().and_then(|e| e.downcast_ref::<HttpError>())
 }
 
-/// The status a server should answer a failed [`read_request`](super::read_request) with: 413 for an
+/// The status a server should answer a failed [`read_request`] with: 413 for an
 /// oversized body, 431 for an oversized head, 400 for anything malformed; `None` for
 /// transport errors (EOF mid-request, reset, timeout — just drop the connection).
 ///
 /// After writing the error response, close the connection: the unread rest of the
 /// request is not drained.
+///
+/// [`read_request`]: super::read_request
 pub fn error_status(err: &io::Error) -> Option<u16> {
     match http_error(err)? {
         HttpError::BodyTooLarge { .. } => Some(413),

@@ -45,16 +45,21 @@ impl Request {
 /// Read one request from `stream`.
 ///
 /// - `Ok(None)`: the peer closed cleanly before sending any byte.
-/// - The head is capped at [`MAX_HEAD_BYTES`](super::MAX_HEAD_BYTES) / [`MAX_HEADERS`](super::MAX_HEADERS); the body (a
+/// - The head is capped at [`MAX_HEAD_BYTES`] / [`MAX_HEADERS`]; the body (a
 ///   `Content-Length` or `chunked` body; none if neither is present) at `max_body`.
 /// - Framing errors are `InvalidData` wrapping an [`HttpError`]: map them with
-///   [`error_status`](super::error_status) (413 body too large, 431 head too large, 400 malformed — including
+///   [`error_status`] (413 body too large, 431 head too large, 400 malformed — including
 ///   a request carrying both `Content-Length` and `Transfer-Encoding`, or a
 ///   transfer-coding other than `chunked`). EOF mid-request is `UnexpectedEof`.
-/// - No timeout of its own: wrap it (e.g. [`with_timeout`](super::with_timeout)) against slow peers.
+/// - No timeout of its own: wrap it (e.g. [`with_timeout`]) against slow peers.
 /// - `Expect: 100-continue` is not answered (this needs only `AsyncRead`); clients such
 ///   as curl then send the body after a short wait. [`read_request_continue`] answers it.
 /// - One request per connection: bytes pipelined after the request are discarded.
+///
+/// [`MAX_HEAD_BYTES`]: super::MAX_HEAD_BYTES
+/// [`MAX_HEADERS`]: super::MAX_HEADERS
+/// [`error_status`]: super::error_status
+/// [`with_timeout`]: super::with_timeout
 pub async fn read_request<S: AsyncRead + Unpin>(
     stream: &mut S,
     max_body: usize,

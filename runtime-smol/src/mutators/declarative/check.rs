@@ -58,8 +58,10 @@ fn row_refs<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e str, Option<&'e str>)) {
     }
 }
 
-/// Compiles a spec into a [`Mutator`](crate::mutators::Mutator). Checks what needs no schema: every `$alias` names
+/// Compiles a spec into a [`Mutator`]. Checks what needs no schema: every `$alias` names
 /// a row read by an earlier step. Errors name the step (`steps[3]: …`).
+///
+/// [`Mutator`]: crate::mutators::Mutator
 pub fn compile(name: &str, spec: &MutatorSpec) -> Result<DeclarativeMutator, String> {
     if name.is_empty() {
         return Err(String::from("a mutator name must not be empty"));
