@@ -2,10 +2,9 @@
 //! read by an earlier step); [`validate`] checks table and column names against the
 //! room's schema once it is known.
 
-use std::collections::BTreeMap;
-
 use rindle_room_core::TableSchema;
 
+use super::error::{SchemaMismatch, SpecError};
 use super::spec::{Cells, Check, Expr, MutatorSpec, Step, StepKind, WriteOp};
 
 /// A compiled declarative mutator, ready to register.
@@ -62,27 +61,25 @@ fn row_refs<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e str, Option<&'e str>)) {
 /// a row read by an earlier step. Errors name the step (`steps[3]: …`).
 ///
 /// [`Mutator`]: crate::mutators::Mutator
-pub fn compile(name: &str, spec: &MutatorSpec) -> Result<DeclarativeMutator, String> {
+pub fn compile(name: &str, spec: &MutatorSpec) -> Result<DeclarativeMutator, SpecError> {
     if name.is_empty() {
-        return Err(String::from("a mutator name must not be empty"));
+        return Err(SpecError::EmptyName);
     }
     let mut bound: Vec<&str> = Vec::new();
-    for (i, step) in spec.steps.iter().enumerate() {
-        let mut err = None;
+    for (step_index, step) in spec.steps.iter().enumerate() {
+        let mut unbound = None;
         step_exprs(step, &mut |e| {
             row_refs(e, &mut |alias, _| {
-                if err.is_none() && !bound.contains(&alias) {
-                    err = Some(format!(
-                        "steps[{i}]: `${alias}` is not a row read by an earlier step; bind one \
-                         with {{ read = \"<table>\", key = {{ … }}, as = \"{alias}\" }} before \
-                         this step (or write `$args.…`, `$user`, `$null`, or `$$` for a \
-                         literal `$`)"
-                    ));
+                if unbound.is_none() && !bound.contains(&alias) {
+                    unbound = Some(alias);
                 }
             })
         });
-        if let Some(e) = err {
-            return Err(e);
+        if let Some(alias) = unbound {
+            return Err(SpecError::UnboundAlias {
+                step: step_index,
+                alias: alias.to_string(),
+            });
         }
         if let StepKind::Read { alias, .. } = &step.kind {
             bound.push(alias);
@@ -94,25 +91,21 @@ pub fn compile(name: &str, spec: &MutatorSpec) -> Result<DeclarativeMutator, Str
     })
 }
 
-fn find_table<'t>(tables: &'t [TableSchema], name: &str) -> Result<&'t TableSchema, String> {
-    tables.iter().find(|t| &*t.name == name).ok_or_else(|| {
-        format!(
-            "the room has no table {name:?} (its tables: {})",
-            tables
-                .iter()
-                .map(|t| format!("{:?}", &*t.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })
+fn find_table<'t>(
+    tables: &'t [TableSchema],
+    name: &str,
+) -> Result<&'t TableSchema, SchemaMismatch> {
+    tables
+        .iter()
+        .find(|t| &*t.name == name)
+        .ok_or_else(|| SchemaMismatch::UnknownTable {
+            table: name.to_string(),
+            tables: tables.iter().map(|t| t.name.to_string()).collect(),
+        })
 }
 
-fn column_list(t: &TableSchema) -> String {
-    t.columns
-        .iter()
-        .map(|c| format!("{:?}", &**c))
-        .collect::<Vec<_>>()
-        .join(", ")
+fn column_names(t: &TableSchema) -> Vec<String> {
+    t.columns.iter().map(|c| c.to_string()).collect()
 }
 
 fn pk_names(t: &TableSchema) -> Vec<&str> {
@@ -123,11 +116,15 @@ fn pk_names(t: &TableSchema) -> Vec<&str> {
 /// every column named in a `key`, a `row` or a `$alias.column` exists, keys name exactly
 /// the primary key, `insert` / `upsert` rows name every column, `update` rows name the
 /// primary key. Rows given as a whole (`row = "$args"`) are checked when they run.
-pub fn validate(spec: &MutatorSpec, tables: &[TableSchema]) -> Result<(), String> {
+pub fn validate(spec: &MutatorSpec, tables: &[TableSchema]) -> Result<(), SpecError> {
     compile("validate", spec)?;
     let mut aliases: Vec<(&str, &TableSchema)> = Vec::new();
     for (i, step) in spec.steps.iter().enumerate() {
-        let at = |e: String| format!("steps[{i}] ({}): {e}", step.kind());
+        let at = |mismatch| SpecError::Schema {
+            step: i,
+            step_kind: step.kind(),
+            mismatch,
+        };
         let mut err = None;
         step_exprs(step, &mut |e| {
             row_refs(e, &mut |alias, column| {
@@ -136,11 +133,12 @@ pub fn validate(spec: &MutatorSpec, tables: &[TableSchema]) -> Result<(), String
                     return;
                 };
                 if err.is_none() && t.column(column).is_none() {
-                    err = Some(format!(
-                        "`${alias}.{column}`: table {:?} has no column {column:?} (its columns: {})",
-                        &*t.name,
-                        column_list(t)
-                    ));
+                    err = Some(SchemaMismatch::UnknownColumn {
+                        place: format!("${alias}.{column}"),
+                        table: t.name.to_string(),
+                        column: column.to_string(),
+                        columns: column_names(t),
+                    });
                 }
             })
         });
@@ -178,25 +176,31 @@ enum Coverage {
     ExactlyPk,
 }
 
-fn check_cells(t: &TableSchema, cells: &Cells, what: &str, cov: Coverage) -> Result<(), String> {
+fn check_cells(
+    t: &TableSchema,
+    cells: &Cells,
+    what: &'static str,
+    cov: Coverage,
+) -> Result<(), SchemaMismatch> {
     let Cells::Columns(cols) = cells else {
         return Ok(());
     };
     let pk = pk_names(t);
     for (c, _) in cols {
         if t.column(c).is_none() {
-            return Err(format!(
-                "`{what}.{c}`: table {:?} has no column {c:?} (its columns: {})",
-                &*t.name,
-                column_list(t)
-            ));
+            return Err(SchemaMismatch::UnknownColumn {
+                place: format!("{what}.{c}"),
+                table: t.name.to_string(),
+                column: c.clone(),
+                columns: column_names(t),
+            });
         }
         if cov == Coverage::ExactlyPk && !pk.contains(&c.as_str()) {
-            return Err(format!(
-                "`{what}.{c}`: a key names only the primary-key columns of {:?} ({})",
-                &*t.name,
-                pk.join(", ")
-            ));
+            return Err(SchemaMismatch::NotInPrimaryKey {
+                place: format!("{what}.{c}"),
+                table: t.name.to_string(),
+                primary_key: pk.iter().map(|c| c.to_string()).collect(),
+            });
         }
     }
     let needed: Vec<&str> = match cov {
@@ -208,29 +212,12 @@ fn check_cells(t: &TableSchema, cells: &Cells, what: &str, cov: Coverage) -> Res
         .filter(|n| !cols.iter().any(|(c, _)| c == n))
         .collect();
     if !missing.is_empty() {
-        let why = match cov {
-            Coverage::Every => "a full row names every column",
-            Coverage::Pk | Coverage::ExactlyPk => "it must name the whole primary key",
-        };
-        return Err(format!(
-            "`{what}` of {:?} lacks column(s) {}: {why}",
-            &*t.name,
-            missing
-                .iter()
-                .map(|m| format!("{m:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        return Err(SchemaMismatch::MissingColumns {
+            place: what,
+            table: t.name.to_string(),
+            missing: missing.iter().map(|m| m.to_string()).collect(),
+            full_row: cov == Coverage::Every,
+        });
     }
     Ok(())
-}
-
-/// Compiles every spec of a `[mutators]` map (errors name the mutator).
-pub fn compile_all(
-    specs: &BTreeMap<String, MutatorSpec>,
-) -> Result<Vec<DeclarativeMutator>, String> {
-    specs
-        .iter()
-        .map(|(name, spec)| compile(name, spec).map_err(|e| format!("mutators.{name}: {e}")))
-        .collect()
 }

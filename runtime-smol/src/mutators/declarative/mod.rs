@@ -46,17 +46,20 @@
 //! | `parse.rs` | TOML to steps: step kinds, their keys, their operands |
 //! | `values.rs` | value expressions: `$args…`, `$user`, `$<alias>.<column>`, literals |
 //! | `check.rs` | [`compile`] (references) and [`validate`] (the room's schema) |
+//! | `error.rs` | [`SpecError`]: why a spec was refused, at any stage |
 //! | `evaluate.rs` | running a [`DeclarativeMutator`] against a [`MutationTx`] |
 //!
 //! [`MutationTx`]: rindle_room_core::MutationTx
 
 mod check;
+mod error;
 mod evaluate;
 mod parse;
 mod spec;
 mod values;
 
-pub use check::{compile, compile_all, validate, DeclarativeMutator};
+pub use check::{compile, validate, DeclarativeMutator};
+pub use error::{SchemaMismatch, SpecError};
 pub(crate) use evaluate::{describe_json, object_to_row};
 pub use spec::{MutatorSpec, Step};
 

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::a;
+use super::error::{Malformed, SpecError};
 use super::spec::{ArgType, Check, CompareOp, Expr, MutatorSpec, Step, StepKind, WriteOp};
 use super::values::{describe_toml, is_ident, parse_arg_path, parse_cells, parse_expr};
 
@@ -22,55 +23,63 @@ pub(super) struct RawSpec {
 }
 
 impl TryFrom<RawSpec> for MutatorSpec {
-    type Error = String;
+    type Error = SpecError;
 
-    fn try_from(raw: RawSpec) -> Result<MutatorSpec, String> {
+    fn try_from(raw: RawSpec) -> Result<MutatorSpec, SpecError> {
         let steps = raw
             .steps
             .iter()
             .enumerate()
-            .map(|(i, t)| Step::parse(t).map_err(|e| format!("steps[{i}]: {e}")))
-            .collect::<Result<Vec<Step>, String>>()?;
+            .map(|(step, t)| {
+                Step::parse(t).map_err(|Malformed(message)| SpecError::Step { step, message })
+            })
+            .collect::<Result<Vec<Step>, SpecError>>()?;
         Ok(MutatorSpec { steps })
     }
 }
 
 impl MutatorSpec {
     /// Parses one spec from TOML text holding its table's body (`steps = [...]`).
-    pub fn from_toml_str(text: &str) -> Result<MutatorSpec, String> {
-        toml::from_str(text).map_err(|e| e.message().to_string())
+    pub fn from_toml_str(text: &str) -> Result<MutatorSpec, SpecError> {
+        let raw: RawSpec = toml::from_str(text).map_err(|e| SpecError::Toml {
+            message: e.message().to_string(),
+        })?;
+        MutatorSpec::try_from(raw)
     }
 }
 
-fn get_str<'t>(t: &'t toml::Table, key: &str) -> Result<Option<&'t str>, String> {
+fn get_str<'t>(t: &'t toml::Table, key: &str) -> Result<Option<&'t str>, Malformed> {
     match t.get(key) {
         None => Ok(None),
         Some(toml::Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!(
+        Some(other) => Err(Malformed(format!(
             "`{key}` must be a string, got {}",
             describe_toml(other)
-        )),
+        ))),
     }
 }
 
-fn require_str<'t>(t: &'t toml::Table, key: &str, what: &str) -> Result<&'t str, String> {
+fn require_str<'t>(t: &'t toml::Table, key: &str, what: &str) -> Result<&'t str, Malformed> {
     match get_str(t, key)? {
         Some(s) if !s.is_empty() => Ok(s),
-        Some(_) => Err(format!("`{key}` must not be empty")),
-        None => Err(format!("{} `{what}` step needs `{key}`", a(what))),
+        Some(_) => Err(Malformed(format!("`{key}` must not be empty"))),
+        None => Err(Malformed(format!(
+            "{} `{what}` step needs `{key}`",
+            a(what)
+        ))),
     }
 }
 
-fn require_expr(t: &toml::Table, key: &str, what: &str) -> Result<Expr, String> {
+fn require_expr(t: &toml::Table, key: &str, what: &str) -> Result<Expr, Malformed> {
     let v = t
         .get(key)
-        .ok_or_else(|| format!("{} `{what}` check needs `{key}`", a(what)))?;
-    parse_expr(v).map_err(|e| format!("`{key}`: {e}"))
+        .ok_or_else(|| Malformed(format!("{} `{what}` check needs `{key}`", a(what))))?;
+    parse_expr(v).map_err(|e| Malformed(format!("`{key}`: {e}")))
 }
 
 impl Step {
     /// Parses one step from its inline table.
-    fn parse(t: &toml::Table) -> Result<Step, String> {
+    fn parse(t: &toml::Table) -> Result<Step, Malformed> {
         let kinds: Vec<&str> = STEP_KINDS
             .iter()
             .copied()
@@ -79,7 +88,7 @@ impl Step {
         let kind = match kinds.as_slice() {
             [k] => *k,
             [] => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "a step needs exactly one of `{}`; this one has {}",
                     STEP_KINDS.join("`, `"),
                     if t.is_empty() {
@@ -93,12 +102,12 @@ impl Step {
                                 .join("`, `")
                         )
                     }
-                ))
+                )))
             }
             [a, b, ..] => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "a step has both `{a}` and `{b}`: a step does one thing, so split it in two"
-                ))
+                )))
             }
         };
         let allowed: &[&str] = match kind {
@@ -109,11 +118,11 @@ impl Step {
             _ => &[kind, "row"],
         };
         if let Some(bad) = t.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return Err(format!(
+            return Err(Malformed(format!(
                 "unknown key `{bad}` in {} `{kind}` step (it takes `{}`)",
                 a(kind),
                 allowed.join("`, `")
-            ));
+            )));
         }
         let kind = match kind {
             "require" => Step::parse_require(t)?,
@@ -124,7 +133,7 @@ impl Step {
         Ok(Step { kind })
     }
 
-    fn parse_require(t: &toml::Table) -> Result<StepKind, String> {
+    fn parse_require(t: &toml::Table) -> Result<StepKind, Malformed> {
         let text = require_str(t, "require", "require")?;
         let path = parse_arg_path(text.strip_prefix('$').unwrap_or(text)).map_err(|e| {
             format!("`require`: {e}; `require` names an argument such as \"args.id\"")
@@ -136,18 +145,18 @@ impl Step {
                 .iter()
                 .map(|i| match i {
                     toml::Value::String(s) => ArgType::parse(s),
-                    other => Err(format!(
+                    other => Err(Malformed(format!(
                         "`type` lists type names, got {}",
                         describe_toml(other)
-                    )),
+                    ))),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
             Some(other) => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "`type` must be a type name or a non-empty list of them ({}), got {}",
                     ArgType::NAMES,
                     describe_toml(other)
-                ))
+                )))
             }
         };
         let reason = get_str(t, "reason")?.map(str::to_string);
@@ -158,40 +167,42 @@ impl Step {
         })
     }
 
-    fn parse_read(t: &toml::Table) -> Result<StepKind, String> {
+    fn parse_read(t: &toml::Table) -> Result<StepKind, Malformed> {
         let table = require_str(t, "read", "read")?.to_string();
-        let key = t
-            .get("key")
-            .ok_or_else(|| String::from("a `read` step needs `key` (the primary-key columns)"))?;
+        let key = t.get("key").ok_or_else(|| {
+            Malformed(String::from(
+                "a `read` step needs `key` (the primary-key columns)",
+            ))
+        })?;
         let key = parse_cells(key, "key")?;
         let alias = match get_str(t, "as")? {
             Some(a) => a.to_string(),
             None if is_ident(&table) => table.clone(),
             None => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "table {table:?} is not a valid alias: name the row with `as = \"…\"`"
-                ))
+                )))
             }
         };
         if !is_ident(&alias) || ["args", "user", "null"].contains(&alias.as_str()) {
-            return Err(format!(
+            return Err(Malformed(format!(
                 "`as = {alias:?}` is not a usable alias: use letters, digits and `_` (not \
                  starting with a digit), and not `args`, `user` or `null`"
-            ));
+            )));
         }
         Ok(StepKind::Read { table, key, alias })
     }
 
-    fn parse_check(t: &toml::Table) -> Result<StepKind, String> {
+    fn parse_check(t: &toml::Table) -> Result<StepKind, Malformed> {
         let name = require_str(t, "check", "check")?;
         let reason = match get_str(t, "reason")? {
             Some(r) if !r.is_empty() => r.to_string(),
             _ => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "{} `{name}` check needs a non-empty `reason`: the message the client \
                      gets when the check fails",
                     a(name)
-                ))
+                )))
             }
         };
         let operands: &[&str] = match name {
@@ -199,21 +210,21 @@ impl Step {
             "is_null" | "not_null" | "present" | "absent" => &["value"],
             "in" => &["value", "list"],
             other => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "`check = {other:?}` is not a check; use one of {CHECK_NAMES}"
-                ))
+                )))
             }
         };
         for key in ["left", "right", "value", "list"] {
             if t.contains_key(key) && !operands.contains(&key) {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "{} `{name}` check takes `{}`, not `{key}`",
                     a(name),
                     operands.join("` and `")
-                ));
+                )));
             }
         }
-        let compare = |op| -> Result<Check, String> {
+        let compare = |op| -> Result<Check, Malformed> {
             Ok(Check::Compare {
                 op,
                 left: require_expr(t, "left", name)?,
@@ -241,10 +252,10 @@ impl Step {
                         ..
                     }
                 ) {
-                    return Err(format!(
+                    return Err(Malformed(format!(
                         "a `{name}` check tests a row read earlier: `value` must be \"$<alias>\" \
                          (the `as` of a `read` step), got `{value}`"
-                    ));
+                    )));
                 }
                 Check::Row {
                     want_present: name == "present",
@@ -259,7 +270,7 @@ impl Step {
         Ok(StepKind::Check { check, reason })
     }
 
-    fn parse_write(t: &toml::Table, kind: &str) -> Result<StepKind, String> {
+    fn parse_write(t: &toml::Table, kind: &str) -> Result<StepKind, Malformed> {
         let op = match kind {
             "insert" => WriteOp::Insert,
             "update" => WriteOp::Update,

@@ -7,6 +7,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::Value as Json;
 
+use super::error::Malformed;
 use super::parse::RawSpec;
 
 /// One declarative mutator: the `steps` of a `[mutators.<name>]` table, run in order.
@@ -135,7 +136,7 @@ pub(super) enum ArgType {
 impl ArgType {
     pub(super) const NAMES: &'static str = "number, integer, string, boolean, null, object, array";
 
-    pub(super) fn parse(s: &str) -> Result<ArgType, String> {
+    pub(super) fn parse(s: &str) -> Result<ArgType, Malformed> {
         Ok(match s {
             "number" => ArgType::Number,
             "integer" => ArgType::Integer,
@@ -145,10 +146,10 @@ impl ArgType {
             "object" => ArgType::Object,
             "array" => ArgType::Array,
             other => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "`type` {other:?} is not a type; use one of {}",
                     ArgType::NAMES
-                ))
+                )))
             }
         })
     }

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Number, Value as Json};
 
+use super::error::Malformed;
 use super::spec::{ArgPath, Cells, Expr, Seg};
 use super::MAX_SAFE_INTEGER;
 
@@ -26,11 +27,11 @@ pub(super) fn is_ident(s: &str) -> bool {
 }
 
 /// Parses an args path written `args…` (the `$` already stripped).
-pub(super) fn parse_arg_path(text: &str) -> Result<ArgPath, String> {
+pub(super) fn parse_arg_path(text: &str) -> Result<ArgPath, Malformed> {
     let Some(mut rest) = text.strip_prefix("args") else {
-        return Err(format!(
+        return Err(Malformed(format!(
             "{text:?} is not an args path (write `args.<name>`)"
-        ));
+        )));
     };
     let mut segs = Vec::new();
     while !rest.is_empty() {
@@ -38,13 +39,13 @@ pub(super) fn parse_arg_path(text: &str) -> Result<ArgPath, String> {
             let end = r.find(['.', '[']).unwrap_or(r.len());
             let name = &r[..end];
             if name.is_empty() {
-                return Err(format!("`${text}` has an empty path segment"));
+                return Err(Malformed(format!("`${text}` has an empty path segment")));
             }
             segs.push(Seg::Name(name.to_string()));
             rest = &r[end..];
         } else if let Some(r) = rest.strip_prefix('[') {
             let Some(end) = r.find(']') else {
-                return Err(format!("`${text}` has an unclosed `[`"));
+                return Err(Malformed(format!("`${text}` has an unclosed `[`")));
             };
             let index = r[..end].parse::<usize>().map_err(|_| {
                 format!(
@@ -55,16 +56,16 @@ pub(super) fn parse_arg_path(text: &str) -> Result<ArgPath, String> {
             segs.push(Seg::Index(index));
             rest = &r[end + 1..];
         } else {
-            return Err(format!(
+            return Err(Malformed(format!(
                 "`${text}` is not a reference: after `$args` write `.name` or `[index]`"
-            ));
+            )));
         }
     }
     Ok(ArgPath { segs })
 }
 
 /// Parses a string value: a reference when it starts with `$`, else a literal.
-pub(super) fn parse_str_expr(s: &str) -> Result<Expr, String> {
+pub(super) fn parse_str_expr(s: &str) -> Result<Expr, Malformed> {
     let Some(body) = s.strip_prefix('$') else {
         return Ok(Expr::Lit(Json::String(s.to_string())));
     };
@@ -93,10 +94,10 @@ pub(super) fn parse_str_expr(s: &str) -> Result<Expr, String> {
         None => (body, None),
     };
     if !is_ident(alias) {
-        return Err(format!("{s:?} is not a valid reference; {hint}"));
+        return Err(Malformed(format!("{s:?} is not a valid reference; {hint}")));
     }
     if column == Some("") {
-        return Err(format!("{s:?} has an empty column name; {hint}"));
+        return Err(Malformed(format!("{s:?} has an empty column name; {hint}")));
     }
     Ok(Expr::Row {
         alias: alias.to_string(),
@@ -106,26 +107,26 @@ pub(super) fn parse_str_expr(s: &str) -> Result<Expr, String> {
 }
 
 /// Parses a value: strings may be references; arrays and tables hold values.
-pub(super) fn parse_expr(v: &toml::Value) -> Result<Expr, String> {
+pub(super) fn parse_expr(v: &toml::Value) -> Result<Expr, Malformed> {
     match v {
         toml::Value::String(s) => parse_str_expr(s),
         toml::Value::Integer(i) => {
             if i.unsigned_abs() > MAX_SAFE_INTEGER as u64 {
-                Err(format!(
+                Err(Malformed(format!(
                     "the integer {i} does not fit a wire number exactly (at most ±2^53 − 1); \
                      write it as a string"
-                ))
+                )))
             } else {
                 Ok(Expr::Lit(Json::from(*i)))
             }
         }
         toml::Value::Float(f) => Number::from_f64(*f)
             .map(|n| Expr::Lit(Json::Number(n)))
-            .ok_or_else(|| format!("{f} is not a wire number (no NaN or infinity)")),
+            .ok_or_else(|| Malformed(format!("{f} is not a wire number (no NaN or infinity)"))),
         toml::Value::Boolean(b) => Ok(Expr::Lit(Json::Bool(*b))),
-        toml::Value::Datetime(d) => Err(format!(
+        toml::Value::Datetime(d) => Err(Malformed(format!(
             "the TOML datetime {d} is not a wire value; quote it to store it as a string"
-        )),
+        ))),
         toml::Value::Array(items) => {
             let items = items
                 .iter()
@@ -169,33 +170,33 @@ fn simplify(e: Expr) -> Expr {
 }
 
 /// Parses the `row` / `key` of a read or write.
-pub(super) fn parse_cells(v: &toml::Value, what: &str) -> Result<Cells, String> {
+pub(super) fn parse_cells(v: &toml::Value, what: &str) -> Result<Cells, Malformed> {
     match v {
         toml::Value::Table(t) => {
             if t.is_empty() {
-                return Err(format!("`{what}` names no columns"));
+                return Err(Malformed(format!("`{what}` names no columns")));
             }
             let cols = t
                 .iter()
                 .map(|(k, v)| {
                     parse_expr(v)
                         .map(|e| (k.clone(), e))
-                        .map_err(|e| format!("`{what}.{k}`: {e}"))
+                        .map_err(|e| Malformed(format!("`{what}.{k}`: {e}")))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Cells::Columns(cols))
         }
         toml::Value::String(s) => match parse_str_expr(s)? {
             e @ (Expr::Args { .. } | Expr::Row { .. }) => Ok(Cells::Whole(e)),
-            _ => Err(format!(
+            _ => Err(Malformed(format!(
                 "`{what}` must be an inline table of column = value, or a reference to an \
                  object such as \"$args\"; got the string {s:?}"
-            )),
+            ))),
         },
-        other => Err(format!(
+        other => Err(Malformed(format!(
             "`{what}` must be an inline table of column = value, or a reference to an object \
              such as \"$args\"; got {}",
             describe_toml(other)
-        )),
+        ))),
     }
 }
