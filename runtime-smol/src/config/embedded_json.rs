@@ -1,6 +1,8 @@
 //! JSON written inside the TOML file (the upstream footprint AST, the write plane's
 //! scope specs): as JSON text or as inline TOML, converted to JSON and shape-checked.
 
+use std::fmt;
+
 use serde_json::Value as Json;
 
 use super::{invalid, ConfigError, UpstreamConfig, WritesConfig};
@@ -90,17 +92,15 @@ fn toml_or_json(v: &toml::Value, option: &str, what: &str) -> Result<Json, Confi
 }
 
 /// Converts TOML to JSON (TOML has no null: write JSON text when a null is needed).
-fn toml_to_json(v: &toml::Value) -> Result<Json, String> {
+fn toml_to_json(v: &toml::Value) -> Result<Json, NoJsonForm> {
     Ok(match v {
         toml::Value::String(s) => Json::String(s.clone()),
         toml::Value::Integer(i) => Json::from(*i),
         toml::Value::Float(f) => serde_json::Number::from_f64(*f)
             .map(Json::Number)
-            .ok_or_else(|| format!("{f} has no JSON form"))?,
+            .ok_or(NoJsonForm::Float(*f))?,
         toml::Value::Boolean(b) => Json::Bool(*b),
-        toml::Value::Datetime(d) => {
-            return Err(format!("the TOML datetime {d} has no JSON form; quote it"))
-        }
+        toml::Value::Datetime(d) => return Err(NoJsonForm::Datetime(*d)),
         toml::Value::Array(items) => Json::Array(
             items
                 .iter()
@@ -113,4 +113,24 @@ fn toml_to_json(v: &toml::Value) -> Result<Json, String> {
                 .collect::<Result<serde_json::Map<_, _>, _>>()?,
         ),
     })
+}
+
+/// A TOML value JSON cannot hold.
+#[derive(Debug)]
+enum NoJsonForm {
+    /// A float with no JSON number (NaN, ±infinity).
+    Float(f64),
+    /// A datetime (JSON has none; quoting it makes a string).
+    Datetime(toml::value::Datetime),
+}
+
+impl fmt::Display for NoJsonForm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoJsonForm::Float(x) => write!(f, "{x} has no JSON form"),
+            NoJsonForm::Datetime(d) => {
+                write!(f, "the TOML datetime {d} has no JSON form; quote it")
+            }
+        }
+    }
 }

@@ -59,10 +59,8 @@ impl Config {
                      flush; add [writes] or remove [authority]",
                 ));
             }
-            crate::authority::HttpAuthority::new(authority).map_err(|e| {
-                let option = e.split(':').next().unwrap_or("authority").to_string();
-                invalid(option, e)
-            })?;
+            crate::authority::HttpAuthority::new(authority)
+                .map_err(|e| invalid(e.option(), e.to_string()))?;
         }
         self.validate_mutators()
     }

@@ -136,7 +136,9 @@ impl RoomServerBuilder {
             (None, _) => None,
             (Some(_), Some(a)) => Some(a),
             (Some(_), None) => match &config.authority {
-                Some(cfg) => Some(Arc::new(HttpAuthority::new(cfg)?)),
+                Some(cfg) => Some(Arc::new(
+                    HttpAuthority::new(cfg).map_err(|e| e.to_string())?,
+                )),
                 None => None,
             },
         };
