@@ -189,7 +189,7 @@ impl FleetConfig {
         }
         if let Some(url) = &self.upstream_ws_url {
             crate::server::upstream::ws_host_port(url)
-                .map_err(|e| invalid("fleet.upstream_ws_url", e))?;
+                .map_err(|e| invalid("fleet.upstream_ws_url", e.to_string()))?;
         }
         if self.boot_timeout_ms == 0 {
             return Err(invalid(

@@ -16,7 +16,7 @@ use rindle_room_core::value::COMPARATOR_VERSION;
 use rindle_room_core::TableSchema;
 
 use super::clock::BoxFuture;
-use super::upstream::{UpstreamConnector, UpstreamLink};
+use super::upstream::{ConnectError, MintError, UpstreamConnector, UpstreamLink};
 
 /// The default demo data (an issue tracker: `issue`, `user`, `comment`).
 pub const DEMO_DATA: &str = include_str!("data/demo.json");
@@ -224,11 +224,11 @@ impl DemoUpstream {
 }
 
 impl UpstreamConnector for DemoUpstream {
-    fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>> {
+    fn mint_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
         Box::pin(async { Ok(String::from("demo-lease")) })
     }
 
-    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>> {
+    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>> {
         let me = self.clone();
         Box::pin(async move {
             let (to_upstream, requests) = async_channel::unbounded::<String>();

@@ -48,4 +48,6 @@ pub use demo::{DemoData, DemoUpstream};
 pub use fleet::{FleetServer, FleetServerBuilder, RoomInfo};
 pub use log::{Level, LogSink, Logger};
 pub use room_server::{RoomServer, RoomServerBuilder};
-pub use upstream::{MintError, UpstreamConnector, UpstreamLink, WsUpstream};
+pub use upstream::{
+    ConnectError, MintError, UpstreamConnector, UpstreamLink, UrlError, WsUpstream,
+};

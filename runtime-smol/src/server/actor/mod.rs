@@ -28,7 +28,7 @@ use super::authority::Authority;
 use super::clock::Env;
 use super::log::Logger;
 use super::metrics::Metrics;
-use super::upstream::UpstreamConnector;
+use super::upstream::{MintError, UpstreamConnector};
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::mutators::Registry;
@@ -50,7 +50,7 @@ pub(crate) enum Event {
     /// Upstream link `link` closed (or never opened: `error`).
     UpClosed { link: u64, error: Option<String> },
     /// A lease mint finished.
-    LeaseMinted { result: Result<String, String> },
+    LeaseMinted { result: Result<String, MintError> },
     /// A downstream connection opened, sent a frame (holding its place in the
     /// connection's inbound window until the event is dropped), or closed.
     Conn(ConnEvent),
@@ -278,7 +278,9 @@ impl Actor {
                     error: error.as_deref(),
                 });
             }
-            Event::LeaseMinted { result } => self.input(Input::LeaseMinted(result)),
+            Event::LeaseMinted { result } => {
+                self.input(Input::LeaseMinted(result.map_err(|e| e.message)))
+            }
             Event::Conn(ConnEvent::Open { id, out }) => {
                 self.conns.insert(id, out);
                 self.input(Input::ConnOpened { conn: id });

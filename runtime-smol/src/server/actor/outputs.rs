@@ -225,7 +225,7 @@ impl Actor {
                     let _ = events
                         .send(Event::UpClosed {
                             link,
-                            error: Some(e),
+                            error: Some(e.message),
                         })
                         .await;
                 }
