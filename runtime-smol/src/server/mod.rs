@@ -32,6 +32,7 @@ pub mod clock;
 pub(crate) mod control_plane;
 mod deferred_journal;
 pub mod demo;
+pub mod error;
 pub mod fleet;
 pub mod frames;
 pub mod log;
@@ -44,7 +45,8 @@ mod upstream_progress;
 
 pub use authority::Authority;
 pub use clock::{BoxFuture, Clock, Env, ManualClock, SmolSpawner, Spawner, SystemClock};
-pub use demo::{DemoData, DemoUpstream};
+pub use demo::{DemoData, DemoError, DemoUpstream};
+pub use error::{DrainError, JournalOpenError, Listener, StartError};
 pub use fleet::{FleetServer, FleetServerBuilder, RoomInfo};
 pub use log::{Level, LogSink, Logger};
 pub use room_server::{RoomServer, RoomServerBuilder};

@@ -4,6 +4,7 @@
 //!
 //! [`RoomServer`]: crate::server::RoomServer
 
+use crate::server::error::DrainError;
 use async_channel::Sender;
 use rindle_room_core::host::{ControlRequest, Input};
 
@@ -24,7 +25,7 @@ pub(crate) enum Control {
     /// `POST /revoke {userId}`: how many subscriptions were dropped.
     Revoke { user: String, reply: Sender<u64> },
     /// `POST /drain`: the last committed flush seq, once quiescent.
-    Drain(Sender<Result<u64, String>>),
+    Drain(Sender<Result<u64, DrainError>>),
     /// Fire the flush now; answered once it settled.
     FlushNow(Sender<()>),
     /// Answered once the current incarnation is live.

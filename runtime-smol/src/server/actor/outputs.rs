@@ -3,6 +3,7 @@
 //! their own tasks, the upstream link to its task; control replies, log lines and the
 //! start / live / stopped signals are answered here.
 
+use crate::server::error::StartError;
 use rindle_room_core::host::{AuthorityReply, Level, Output};
 
 use super::journal_writer::JournalJob;
@@ -27,7 +28,7 @@ impl Actor {
             }
             Output::StartFailed { reason } => {
                 if let Some(tx) = self.started.take() {
-                    let _ = tx.try_send(Err(reason));
+                    let _ = tx.try_send(Err(StartError::Host(reason)));
                 }
                 self.stopped = true;
             }
@@ -152,11 +153,15 @@ impl Actor {
                 let ev = match job {
                     JournalJob::Read(io) => Event::JournalRead {
                         io,
-                        result: Err(String::from("no journal configured")),
+                        result: Err(std::sync::Arc::new(std::io::Error::other(
+                            "no journal configured",
+                        ))),
                     },
                     other => Event::JournalWritten {
                         io: other.io(),
-                        result: Err(String::from("no journal configured")),
+                        result: Err(std::sync::Arc::new(std::io::Error::other(
+                            "no journal configured",
+                        ))),
                     },
                 };
                 let _ = self.events.try_send(ev);

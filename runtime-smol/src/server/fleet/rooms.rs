@@ -8,6 +8,7 @@
 //! records). Nothing is awaited under it; values whose drop would re-enter it (a
 //! connection's hold) are dropped after it is released.
 
+use crate::server::error::DrainError;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,7 +49,7 @@ pub(crate) struct LiveRoom {
 impl LiveRoom {
     /// Drains the room (flushes until nothing is dirty or pending): `Some(Ok(final
     /// flush seq))`, `Some(Err(why))`, or `None` when the room stopped first.
-    async fn drain_once(&self) -> Option<Result<u64, String>> {
+    async fn drain_once(&self) -> Option<Result<u64, DrainError>> {
         let (tx, rx) = async_channel::bounded(1);
         self.events
             .send(Event::Control(Control::Drain(tx)))
@@ -198,7 +199,7 @@ impl Rooms {
                             });
                             Ok(())
                         }
-                        Err(e) => Err(e),
+                        Err(e) => Err(e.to_string()),
                     };
                     me.step(Some(Input::Started {
                         doc,
@@ -319,13 +320,13 @@ impl Rooms {
 
     /// Drains `room` and tells the table (it keeps the final flush seq for the room's
     /// record, and hibernates a room it asked to drain).
-    pub async fn drain(self: &Arc<Self>, room: &LiveRoom) -> Option<Result<u64, String>> {
+    pub async fn drain(self: &Arc<Self>, room: &LiveRoom) -> Option<Result<u64, DrainError>> {
         let drained = room.drain_once().await;
         if let Some(result) = &drained {
             self.step(Some(Input::Drained {
                 doc: room.doc.clone(),
                 incarnation: room.incarnation,
-                result: result.clone(),
+                result: result.clone().map_err(|e| e.to_string()),
             }));
         }
         drained
