@@ -1,9 +1,9 @@
-//! The HTTP write authority (seed 000 `httpAuthority`, authority.md §4): the transport
-//! half. The request bodies and the mapping of every reply to a result, a retryable or a
-//! fatal error are the host's ([`rindle_room_core::host::authority_reply`]); this client
-//! sends, reads, and reports a network failure or timeout as
-//! [`AuthorityError::Retryable`]. Retrying is the host's too (it re-issues the same call
-//! after its backoff).
+//! The HTTP write authority (the published room's `httpAuthority`; the calls are in
+//! docs/design/authority.md, "The apply call"): the transport half. The request bodies and
+//! the mapping of every reply to a result, a retryable or a fatal error are the host's
+//! ([`rindle_room_core::host::authority_reply`]); this client sends, reads, and reports a
+//! network failure or timeout as [`AuthorityError::Retryable`]. Retrying is the host's too
+//! (it re-issues the same call after its backoff).
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -10,11 +10,11 @@ use super::{invalid, ConfigError};
 /// Env: overrides `fleet.shell_secret`.
 pub const ENV_SHELL_SECRET: &str = "RINDLE_ROOM_SHELL_SECRET";
 
-/// When a mutation's lmid ack goes out (fleet.md F4).
+/// When a mutation's lmid ack goes out (docs/fleet.md, "Acknowledgement modes").
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum AckMode {
-    /// After the local fsync (the seed's behaviour): survives a crash of the process,
+    /// After the local fsync (what the published room's Node shell does): survives a crash of the process,
     /// not the loss of the box's disk.
     #[default]
     Journaled,

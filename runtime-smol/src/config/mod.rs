@@ -253,7 +253,7 @@ pub enum JournalConfig {
     Memory,
 }
 
-/// The write authority's endpoints (seed 000 `HttpAuthorityOptions`).
+/// The write authority's endpoints (the published room's `HttpAuthorityOptions`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuthorityConfig {

@@ -1,19 +1,21 @@
-//! The private control plane (seed 002 `startControl`, authority.md §7): HTTP on
-//! `control.bind` (127.0.0.1 by default). The routes, the bearer check (constant time)
-//! and the answers are the host's ([`rindle_room_core::host::route_control`]); this file
-//! reads requests, asks the room task and writes responses.
+//! The private control plane (the published room's Node shell calls it `startControl`;
+//! revocation: docs/design/authority.md, "Revocation and the control plane"): HTTP on
+//! `control.bind` (127.0.0.1 by default). The routes, the bearer check (constant time) and
+//! the answers are the host's ([`rindle_room_core::host::route_control`]); this file reads
+//! requests, asks the room task and writes responses.
 //!
 //! | Method + path | Token | Reply |
 //! |---|---|---|
 //! | `GET /healthz` | no | 200 `{"live":true}` while the room runs |
 //! | `GET /readyz` | no | 200 `{"ready":true}` when live and not shutting down, else 503 `{"ready":false}` |
-//! | `GET /stats` | yes | 200, the seed's fields |
+//! | `GET /stats` | yes | 200, the published shell's fields |
 //! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
 //! | `POST /drain` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
 //! | `GET /metrics` | yes | 200, Prometheus text |
 //! | anything else | yes | 404 `{"error":"unknown endpoint"}` |
 //!
-//! Routing compares the method and the raw request-target exactly, as the seed does.
+//! Routing compares the method and the raw request-target exactly, as the published
+//! room's Node shell does.
 
 use std::time::Duration;
 

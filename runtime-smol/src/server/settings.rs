@@ -5,8 +5,8 @@ use rindle_room_core::host::{HostConfig, WriteSettings};
 use super::error::StartError;
 use crate::config::Config;
 
-/// The host's settings from the configuration (seed 002's construction-time refusals
-/// included, through [`HostConfig::validate`]). `upstream_client_id` is the upstream
+/// The host's settings from the configuration (with the refusals the published room's
+/// Node shell makes at construction, through [`HostConfig::validate`]). `upstream_client_id` is the upstream
 /// connector's `init` clientID, `entropy` random bytes for the bootIds.
 pub(crate) fn host_config(
     config: &Config,

@@ -127,7 +127,8 @@ pub trait UpstreamConnector: Send + Sync + 'static {
     }
 }
 
-/// `rindled` over HTTP + websocket (seed 002 `mintLease`, `connectUpstream`).
+/// `rindled` over HTTP + websocket (the published room's Node shell: `mintLease`,
+/// `connectUpstream`).
 #[derive(Clone, Debug)]
 pub struct WsUpstream {
     /// `ws://host:port[/path]`.
@@ -168,7 +169,7 @@ impl UpstreamConnector for WsUpstream {
 }
 
 /// `POST <origin of controlUrl>/materialize` → `{leaseToken}`; the error texts are the
-/// seed's. Transient: the daemon unreachable or timing out, 408, 429 and 5xx answers.
+/// published room's Node shell's. Transient: the daemon unreachable or timing out, 408, 429 and 5xx answers.
 async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
     let fatal = |e: UrlError| MintError {
         message: e.to_string(),

@@ -13,8 +13,8 @@ use super::check::DeclarativeMutator;
 use super::spec::{ArgPath, Cells, Check, CompareOp, Expr, Seg, StepKind, WriteOp};
 use super::MAX_SAFE_INTEGER;
 
-/// A JSON value as a wire cell: objects and arrays become their JSON text (protocol.md
-/// §6.2, "json columns … objects are stringified").
+/// A JSON value as a wire cell: objects and arrays become their JSON text, as a json
+/// column holds them (docs/design/wire.md, "Mutation envelope").
 fn json_to_cell(v: &Json) -> Cell {
     match v {
         Json::Null => Cell::Null,

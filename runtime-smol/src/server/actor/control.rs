@@ -14,7 +14,7 @@ use crate::server::metrics::Gauges;
 /// A request to the room task.
 #[derive(Debug)]
 pub(crate) enum Control {
-    /// `GET /stats`: the seed's fields as JSON text.
+    /// `GET /stats`: the published shell's fields as JSON text.
     Stats(Sender<String>),
     /// `GET /metrics`: Prometheus text.
     Metrics(Sender<String>),

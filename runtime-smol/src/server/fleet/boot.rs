@@ -1,7 +1,7 @@
-//! Booting one room of the fleet (fleet.md F2): the room-boot call, retried with backoff
-//! until the boot timeout, and the room built from its grant — the placement epoch and
-//! lease for the host, the flush endpoints for the authority client, a journal under
-//! the data directory, the upstream endpoint and affinity ticket.
+//! Booting one room of the fleet (docs/fleet.md, "Booting a room"): the room-boot call,
+//! retried with backoff until the boot timeout, and the room built from its grant — the
+//! placement epoch and lease for the host, the flush endpoints for the authority client, a
+//! journal under the data directory, the upstream endpoint and affinity ticket.
 
 use crate::server::error::StartError;
 use std::collections::BTreeMap;

@@ -1,7 +1,8 @@
-//! The driver of the core's room table ([`RoomTable`], fleet.md F1, F2, F5): every
-//! decision about which doc boots, waits, is refused, drains or hibernates is the
-//! table's; this feeds it what happened (connections, room-boot answers, room tasks
-//! starting and ending, drains, memory) and carries out what it asks, on smol tasks.
+//! The driver of the core's room table ([`RoomTable`]; docs/fleet.md, "Where a client
+//! connects", "Booting a room", "Hibernation"): every decision about which doc boots,
+//! waits, is refused, drains or hibernates is the table's; this feeds it what happened
+//! (connections, room-boot answers, room tasks starting and ending, drains, memory) and
+//! carries out what it asks, on smol tasks.
 //!
 //! One mutex guards the table and the handles the driver keeps beside it (the live
 //! rooms' channels, the waiting connections' answer channels, the hibernation
