@@ -5,7 +5,6 @@
 //! and a panic fence around it; returns once start-up (the journal's flush records,
 //! the epoch claim, the first lease) has finished.
 
-use crate::server::error::StartError;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -21,6 +20,7 @@ use super::upstream::UpstreamConnector;
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use crate::server::error::StartError;
 
 /// A placement's changes to the host's settings (a fleet room's grant: its epoch,
 /// lease, scopes and budgets); they are checked again after.

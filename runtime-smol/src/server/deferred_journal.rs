@@ -2,7 +2,6 @@
 //! directories) is created by the first write. A room that starts, or fails to start,
 //! without ever acknowledging a mutation leaves no file behind.
 
-use crate::server::error::JournalOpenError;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -11,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::journal::file::FileJournal;
 use crate::journal::group_sync::GroupSync;
 use crate::journal::{FlushRecord, Journal, JournalContents, JournalEntry};
+use crate::server::error::JournalOpenError;
 
 /// A file journal created at its first write (see the module docs).
 #[derive(Debug)]

@@ -1,7 +1,6 @@
 //! [`RoomServer`]: start a room from a [`Config`] (plus whatever the host brings — its
 //! own mutators, journal, authority, upstream, clock) and control it.
 
-use crate::server::error::{DrainError, JournalOpenError, Listener, StartError};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -26,6 +25,7 @@ use crate::journal::group_sync::GroupSync;
 use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use crate::server::error::{DrainError, JournalOpenError, Listener, StartError};
 use rindle_room_downstream as conn;
 
 /// How long a closing downstream socket waits for the peer's close reply (and for the

@@ -4,11 +4,11 @@
 //!
 //! [`RoomServer`]: crate::server::RoomServer
 
-use crate::server::error::DrainError;
 use async_channel::Sender;
 use rindle_room_core::host::{ControlRequest, Input};
 
 use super::{Actor, Waiter};
+use crate::server::error::DrainError;
 use crate::server::metrics::Gauges;
 
 /// A request to the room task.

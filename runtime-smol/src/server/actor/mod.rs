@@ -15,7 +15,6 @@ mod journal_writer;
 mod outputs;
 mod startup;
 
-use crate::server::error::{DrainError, StartError};
 use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
@@ -34,6 +33,7 @@ use super::upstream::{MintError, UpstreamConnector};
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use crate::server::error::{DrainError, StartError};
 use rindle_room_downstream::{ConnEvent, ConnOut};
 
 pub(crate) use control::Control;

@@ -3,11 +3,11 @@
 //! their own tasks, the upstream link to its task; control replies, log lines and the
 //! start / live / stopped signals are answered here.
 
-use crate::server::error::StartError;
 use rindle_room_core::host::{AuthorityReply, Level, Output};
 
 use super::journal_writer::JournalJob;
 use super::{Actor, Event};
+use crate::server::error::StartError;
 use crate::server::log::{Level as LogLevel, ROOM_TARGET};
 
 impl Actor {

@@ -3,7 +3,6 @@
 //! placement epoch and lease for the host, the flush endpoints for the authority client, a
 //! journal under the data directory, the upstream endpoint and affinity ticket.
 
-use crate::server::error::StartError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +24,7 @@ use crate::server::actor;
 use crate::server::assemble::{assemble, RoomParts};
 use crate::server::authority::Authority;
 use crate::server::deferred_journal::DeferredFileJournal;
+use crate::server::error::StartError;
 use crate::server::log::Logger;
 use crate::server::metrics::Metrics;
 use crate::server::room_server::open_file_journal;

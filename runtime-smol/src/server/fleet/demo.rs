@@ -2,7 +2,6 @@
 //! API server. It grants every doc under `demo/` (each room serves the demo data) and
 //! answers 404 for any other; epochs count per doc, as a real claim would.
 
-use crate::server::error::{Listener, StartError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -15,6 +14,7 @@ use smol::net::TcpListener;
 use crate::http;
 use crate::server::clock::Clock as _;
 use crate::server::control_plane::{serve_with, Handler, JSON};
+use crate::server::error::{Listener, StartError};
 
 /// The docs the demo endpoint grants start with this.
 pub const DEMO_DOC_PREFIX: &str = "demo/";

@@ -21,7 +21,6 @@ mod rooms;
 mod scan;
 mod upstream;
 
-use crate::server::error::{Listener, StartError};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -37,6 +36,7 @@ use super::log::Logger;
 use crate::config::{Config, FleetConfig, JournalSync, LogFormat};
 use crate::journal::group_sync::GroupSync;
 use crate::mutators::Registry;
+use crate::server::error::{Listener, StartError};
 use rindle_room_core::fleet::StrandedMutation;
 use rindle_room_downstream as conn;
 

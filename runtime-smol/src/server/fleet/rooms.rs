@@ -9,7 +9,6 @@
 //! records). Nothing is awaited under it; values whose drop would re-enter it (a
 //! connection's hold) are dropped after it is released.
 
-use crate::server::error::DrainError;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,6 +27,7 @@ use super::boot::{call_room_boot, retire_empty_journal, start_room};
 use super::records::Records;
 use super::Shared;
 use crate::server::actor::{Control, Event};
+use crate::server::error::DrainError;
 
 /// The most hibernation records a box keeps; past it the oldest goes (a record only
 /// answers `/drain?doc=` and `/rooms` for a room that is not running).
