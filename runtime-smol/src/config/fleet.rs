@@ -14,8 +14,8 @@ pub const ENV_SHELL_SECRET: &str = "RINDLE_ROOM_SHELL_SECRET";
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum AckMode {
-    /// After the local fsync (what the published room's Node shell does): survives a crash of the process,
-    /// not the loss of the box's disk.
+    /// After the local fsync (what the published room's Node shell does): survives a
+    /// crash of the process, not the loss of the box's disk.
     #[default]
     Journaled,
     /// After the authority confirmed the flush holding the mutation: survives the loss

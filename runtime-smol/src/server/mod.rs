@@ -1,9 +1,9 @@
 //! The room server: a driver around `rindle-room-core`'s [`Host`], not a second engine.
 //!
 //! ```text
-//!  rindled ──ws──▶ upstream link ─┐                     ┌─▶ connection task ──ws──▶ client
-//!  (or the demo upstream)         ├─▶ room task ────────┼─▶ connection task ──ws──▶ client
-//!  journal writer, authority ─────┤   (one per room:    └─▶ …
+//!  rindled ──ws──▶ upstream link ─┐                   ┌─▶ connection ──ws──▶ client
+//!  (or the demo upstream)         ├─▶ room task ──────┼─▶ connection ──ws──▶ client
+//!  journal writer, authority ─────┤   (one per room:  └─▶ …
 //!  calls, control plane ──────────┘   event → Host → outputs)
 //! ```
 //!

@@ -6,8 +6,9 @@ use super::error::StartError;
 use crate::config::Config;
 
 /// The host's settings from the configuration (with the refusals the published room's
-/// Node shell makes at construction, through [`HostConfig::validate`]). `upstream_client_id` is the upstream
-/// connector's `init` clientID, `entropy` random bytes for the bootIds.
+/// Node shell makes at construction, through [`HostConfig::validate`]).
+/// `upstream_client_id` is the upstream connector's `init` clientID, `entropy` random
+/// bytes for the bootIds.
 pub(crate) fn host_config(
     config: &Config,
     upstream_client_id: Option<String>,

@@ -169,7 +169,8 @@ impl UpstreamConnector for WsUpstream {
 }
 
 /// `POST <origin of controlUrl>/materialize` → `{leaseToken}`; the error texts are the
-/// published room's Node shell's. Transient: the daemon unreachable or timing out, 408, 429 and 5xx answers.
+/// published room's Node shell's. Transient: the daemon unreachable or timing out, 408,
+/// 429 and 5xx answers.
 async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
     let fatal = |e: UrlError| MintError {
         message: e.to_string(),
