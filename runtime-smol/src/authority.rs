@@ -1,12 +1,13 @@
-//! The HTTP write authority (seed 000 `httpAuthority`, authority.md §4): the transport
-//! half. The request bodies and the mapping of every reply to a result, a retryable or a
-//! fatal error are the host's ([`rindle_room_core::host::authority_reply`]); this client
-//! sends, reads, and reports a network failure or timeout as
-//! [`AuthorityError::Retryable`]. Retrying is the host's too (it re-issues the same call
-//! after its backoff).
+//! The HTTP write authority (the published room's `httpAuthority`; the calls are in
+//! docs/design/authority.md, "The apply call"): the transport half. The request bodies and
+//! the mapping of every reply to a result, a retryable or a fatal error are the host's
+//! ([`rindle_room_core::host::authority_reply`]); this client sends, reads, and reports a
+//! network failure or timeout as [`AuthorityError::Retryable`]. Retrying is the host's too
+//! (it re-issues the same call after its backoff).
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io;
 use std::time::Duration;
 
 use rindle_room_core::host::{apply_reply, claim_body, claim_reply, lmids_body, lmids_reply};
@@ -20,6 +21,82 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The result and error types are the host's (room-core): a driver hands them to the
 /// host as they are.
 pub use rindle_room_core::host::{ApplyResult, AuthorityError};
+
+/// Headers the client sets itself, so the configuration may not.
+const RESERVED_HEADERS: [&str; 4] = [
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+];
+
+/// Why an `[authority]` section cannot make a client ([`HttpAuthority::new`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AuthorityConfigError {
+    /// One of the three URLs is not an `http://` URL the client can call.
+    Url {
+        /// `apply_url`, `claim_url` or `lmids_url`.
+        field: &'static str,
+        /// Why [`http::parse_url`] refused it.
+        source: io::Error,
+    },
+    /// An extra header's name is not an HTTP token.
+    HeaderName {
+        /// The name as configured.
+        name: String,
+    },
+    /// An extra header's value holds CR, LF or NUL.
+    HeaderValue {
+        /// The header's name.
+        name: String,
+    },
+    /// An extra header is one the client sets itself (`content-type`, `content-length`,
+    /// `transfer-encoding`, `connection`).
+    ReservedHeader {
+        /// The name as configured.
+        name: String,
+    },
+}
+
+impl AuthorityConfigError {
+    /// The configuration option at fault (`authority.apply_url`, `authority.headers`, …).
+    pub fn option(&self) -> String {
+        match self {
+            AuthorityConfigError::Url { field, .. } => format!("authority.{field}"),
+            _ => String::from("authority.headers"),
+        }
+    }
+}
+
+impl fmt::Display for AuthorityConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthorityConfigError::Url { field, source } => write!(f, "authority.{field}: {source}"),
+            AuthorityConfigError::HeaderName { name } => {
+                write!(f, "authority.headers: invalid header name {name:?}")
+            }
+            AuthorityConfigError::HeaderValue { name } => write!(
+                f,
+                "authority.headers: header {name} has CR/LF/NUL in its value"
+            ),
+            AuthorityConfigError::ReservedHeader { name } => write!(
+                f,
+                "authority.headers: {name} is set by the authority client and cannot be \
+                 configured"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AuthorityConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AuthorityConfigError::Url { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 /// The HTTP authority client: the API server's `apply-row-change-txn`,
 /// `claim-room-epoch` and `room-lmids` endpoints.
@@ -56,13 +133,13 @@ impl HttpAuthority {
     /// [`http::parse_url`]) and the extra headers (token names; no CR/LF/NUL in values;
     /// `content-type`, `content-length`, `transfer-encoding` and `connection` are refused
     /// because the client sets them itself). The timeout is [`DEFAULT_TIMEOUT`].
-    pub fn new(cfg: &AuthorityConfig) -> Result<HttpAuthority, String> {
+    pub fn new(cfg: &AuthorityConfig) -> Result<HttpAuthority, AuthorityConfigError> {
         for (field, url) in [
             ("apply_url", &cfg.apply_url),
             ("claim_url", &cfg.claim_url),
             ("lmids_url", &cfg.lmids_url),
         ] {
-            http::parse_url(url).map_err(|e| format!("authority.{field}: {e}"))?;
+            http::parse_url(url).map_err(|source| AuthorityConfigError::Url { field, source })?;
         }
         let mut headers = Vec::with_capacity(cfg.headers.len() + 1);
         for (name, value) in &cfg.headers {
@@ -70,24 +147,20 @@ impl HttpAuthority {
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !valid_name {
-                return Err(format!("authority.headers: invalid header name {name:?}"));
-            }
-            if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-                return Err(format!(
-                    "authority.headers: header {name} has CR/LF/NUL in its value"
-                ));
-            }
-            let reserved = [
-                "content-type",
-                "content-length",
-                "transfer-encoding",
-                "connection",
-            ];
-            if reserved.iter().any(|r| name.eq_ignore_ascii_case(r)) {
-                return Err(format!(
-                    "authority.headers: {name} is set by the authority client and cannot be configured"
-                ));
+            let name_error = if !valid_name {
+                Some(AuthorityConfigError::HeaderName { name: name.clone() })
+            } else if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                Some(AuthorityConfigError::HeaderValue { name: name.clone() })
+            } else if RESERVED_HEADERS
+                .iter()
+                .any(|r| name.eq_ignore_ascii_case(r))
+            {
+                Some(AuthorityConfigError::ReservedHeader { name: name.clone() })
+            } else {
+                None
+            };
+            if let Some(e) = name_error {
+                return Err(e);
             }
             headers.push((name.clone(), value.clone()));
         }

@@ -285,37 +285,84 @@ async fn serve(server: RoomServer) -> i32 {
     }
 }
 
+/// Why the demo's journal was not emptied.
+#[derive(Debug)]
+enum EmptyJournalError {
+    /// The path is not a regular file.
+    NotAFile(PathBuf),
+    /// The file does not start with the journal header: not ours to remove.
+    NotAJournal(PathBuf),
+    /// Reading or removing a file failed.
+    Io {
+        /// `read` or `remove`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for EmptyJournalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmptyJournalError::NotAFile(path) => write!(
+                f,
+                "{} is not a regular file, so the demo does not empty it: pass another \
+                 --journal",
+                path.display()
+            ),
+            EmptyJournalError::NotAJournal(path) => write!(
+                f,
+                "{} is not a rindle-room journal, so the demo does not empty it: pass --keep \
+                 or another --journal",
+                path.display()
+            ),
+            EmptyJournalError::Io {
+                action,
+                path,
+                source,
+            } => write!(f, "cannot {action} {}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for EmptyJournalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EmptyJournalError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
 /// Empties the demo's journal for a fresh start: removes it (and a compaction's
 /// leftover) when it is a rindle-room journal (it starts with the journal file header,
 /// or a prefix of it: an empty file too); anything else is refused, never removed.
-fn empty_demo_journal(journal: &Path) -> Result<(), String> {
+fn empty_demo_journal(journal: &Path) -> Result<(), EmptyJournalError> {
     use rindle_room_smol::journal::file::FILE_HEADER;
     use std::io::Read as _;
+    let io_error = |action, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| EmptyJournalError::Io {
+            action,
+            path,
+            source,
+        }
+    };
     match std::fs::metadata(journal) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Ok(m) if !m.is_file() => {
-            return Err(format!(
-                "{} is not a regular file, so the demo does not empty it: pass another \
-                 --journal",
-                journal.display()
-            ))
-        }
+        Ok(m) if !m.is_file() => return Err(EmptyJournalError::NotAFile(journal.to_path_buf())),
         _ => {}
     }
     let mut start = Vec::with_capacity(FILE_HEADER.len());
-    let removable = match std::fs::File::open(journal) {
-        Err(e) => return Err(format!("cannot read {}: {e}", journal.display())),
-        Ok(f) => match f.take(FILE_HEADER.len() as u64).read_to_end(&mut start) {
-            Ok(n) => start[..] == FILE_HEADER[..n],
-            Err(e) => return Err(format!("cannot read {}: {e}", journal.display())),
-        },
-    };
-    if !removable {
-        return Err(format!(
-            "{} is not a rindle-room journal, so the demo does not empty it: pass --keep \
-             or another --journal",
-            journal.display()
-        ));
+    let file = std::fs::File::open(journal).map_err(io_error("read", journal))?;
+    let n = file
+        .take(FILE_HEADER.len() as u64)
+        .read_to_end(&mut start)
+        .map_err(io_error("read", journal))?;
+    if start[..] != FILE_HEADER[..n] {
+        return Err(EmptyJournalError::NotAJournal(journal.to_path_buf()));
     }
     let mut compact = journal.as_os_str().to_os_string();
     compact.push(".compact");
@@ -323,7 +370,7 @@ fn empty_demo_journal(journal: &Path) -> Result<(), String> {
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
+            Err(e) => return Err(io_error("remove", &path)(e)),
         }
     }
     Ok(())

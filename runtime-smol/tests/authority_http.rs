@@ -452,15 +452,23 @@ fn new_validates_urls_and_headers() {
     let mut c = good.clone();
     c.apply_url = "https://api.example.com/api/rindle/apply-row-change-txn".into();
     let err = HttpAuthority::new(&c).unwrap_err();
+    assert_eq!(err.option(), "authority.apply_url");
+    let err = err.to_string();
     assert!(err.contains("apply_url") && err.contains("TLS"), "{err}");
 
     let mut c = good.clone();
     c.lmids_url = "not a url".into();
-    assert!(HttpAuthority::new(&c).unwrap_err().contains("lmids_url"));
+    assert!(HttpAuthority::new(&c)
+        .unwrap_err()
+        .to_string()
+        .contains("lmids_url"));
 
     let mut c = good.clone();
     c.claim_url = "http://host:99999/x".into();
-    assert!(HttpAuthority::new(&c).unwrap_err().contains("claim_url"));
+    assert!(HttpAuthority::new(&c)
+        .unwrap_err()
+        .to_string()
+        .contains("claim_url"));
 
     for (name, value) in [
         ("x-cred", "a\r\nb"),

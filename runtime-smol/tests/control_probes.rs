@@ -1,5 +1,5 @@
 //! The single room's probes: `GET /healthz` and `GET /readyz` answer without the bearer
-//! token (fleet.md F9, as in fleet mode); every other route keeps it.
+//! token (docs/fleet.md, "Health"; as in fleet mode); every other route keeps it.
 
 mod common;
 

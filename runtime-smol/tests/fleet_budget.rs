@@ -1,6 +1,6 @@
-//! Memory budgets in fleet mode (fleet.md F6): a subscribe past the room budget gets a
-//! `queryError` and the room keeps serving; past the box budget idle rooms hibernate and,
-//! with none idle, new boots are refused with 1013.
+//! Memory budgets in fleet mode (docs/fleet.md, "Memory budgets"): a subscribe past the
+//! room budget gets a `queryError` and the room keeps serving; past the box budget idle
+//! rooms hibernate and, with none idle, new boots are refused with 1013.
 
 mod common;
 

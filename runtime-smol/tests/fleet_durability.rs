@@ -1,6 +1,7 @@
-//! Per-room durability in fleet mode (fleet.md F3, F4): journals under the data
-//! directory, a restarted box that settles acknowledged writes before it is ready, and
-//! writes stranded by a placement that moved — kept, logged and reported.
+//! Per-room durability in fleet mode (docs/fleet.md, "Per-room storage", "Acknowledgement
+//! modes"): journals under the data directory, a restarted box that settles acknowledged
+//! writes before it is ready, and writes stranded by a placement that moved — kept, logged
+//! and reported.
 
 mod common;
 

@@ -1,10 +1,10 @@
-//! Three boxes, one dies (fleet.md F4, issue 14 item 8): a fake API server (room-boot
-//! with real epoch fencing, one write authority per doc with lmids and dedup), a fake
-//! rindled, and three `rindle-room` processes in fleet mode. Thirty writers, one per
-//! doc, find their box with `locate_room` over the live boxes and push mutations; one
-//! box is killed with SIGKILL mid-traffic, its docs move to the survivors (new
-//! epochs), its writers re-lease and reconnect; then it restarts, settles its journals
-//! (a new epoch again: its docs move back, and the survivors' placements are fenced).
+//! Three boxes, one dies (docs/fleet.md, "Acknowledgement modes"): a fake API server
+//! (room-boot with real epoch fencing, one write authority per doc with lmids and dedup), a
+//! fake rindled, and three `rindle-room` processes in fleet mode. Thirty writers, one per
+//! doc, find their box with `locate_room` over the live boxes and push mutations; one box
+//! is killed with SIGKILL mid-traffic, its docs move to the survivors (new epochs), its
+//! writers re-lease and reconnect; then it restarts, settles its journals (a new epoch
+//! again: its docs move back, and the survivors' placements are fenced).
 //!
 //! - `ack = "flushed"`: every acknowledged mutation is at its doc's authority exactly
 //!   once, and nothing else is; no writer ever sees its lmid go backwards.

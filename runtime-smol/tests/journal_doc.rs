@@ -1,5 +1,6 @@
-//! A fleet room's journal names its doc in its first record (fleet.md F3): written when
-//! the journal is created, checked on every open, kept first by compaction.
+//! A fleet room's journal names its doc in its first record (docs/fleet.md, "Per-room
+//! storage"): written when the journal is created, checked on every open, kept first by
+//! compaction.
 
 use std::collections::BTreeMap;
 use std::fs;

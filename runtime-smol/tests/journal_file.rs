@@ -123,7 +123,7 @@ fn round_trip_and_replay_after_reopen() {
 }
 
 #[test]
-fn payloads_are_seed_shaped_json() {
+fn payloads_are_json_shaped_like_the_published_shells_records() {
     let dir = TempDir::new("shape");
     let path = dir.path("room.journal");
     let j = FileJournal::open(&path).unwrap();

@@ -5,7 +5,9 @@ mod mutators_support;
 
 use mutators_support::{n, rejected, room, row, rows, run, s, seeded, tables};
 use rindle_room_core::{TableSchema, Value};
-use rindle_room_smol::mutators::declarative::{compile, validate, DeclarativeMutator, MutatorSpec};
+use rindle_room_smol::mutators::declarative::{
+    compile, validate, DeclarativeMutator, MutatorSpec, SchemaMismatch, SpecError,
+};
 use serde_json::json;
 
 /// Compiles `steps = [ … ]` (the TOML between the brackets).
@@ -20,18 +22,23 @@ fn parse_error(steps: &str) -> String {
     MutatorSpec::from_toml_str(&format!("steps = [\n{steps}\n]"))
         .err()
         .unwrap_or_else(|| panic!("expected a parse error for {steps}"))
+        .to_string()
 }
 
 /// The compile error of `steps = [ … ]`.
 fn compile_error(steps: &str) -> String {
     let spec = MutatorSpec::from_toml_str(&format!("steps = [\n{steps}\n]")).expect("parses");
-    compile("m", &spec).expect_err("expected a compile error")
+    compile("m", &spec)
+        .expect_err("expected a compile error")
+        .to_string()
 }
 
 /// The schema-validation error of `steps = [ … ]` against [`tables`].
 fn validate_error(steps: &str) -> String {
     let spec = MutatorSpec::from_toml_str(&format!("steps = [\n{steps}\n]")).expect("parses");
-    validate(&spec, &tables()).expect_err("expected a validation error")
+    validate(&spec, &tables())
+        .expect_err("expected a validation error")
+        .to_string()
 }
 
 const ADD_NOTE: &str = r#"
@@ -611,9 +618,11 @@ fn parse_errors_say_what_to_fix() {
         let err = parse_error(steps);
         assert!(err.contains(want), "{steps}:\n  got  {err}\n  want {want}");
     }
-    let unknown = MutatorSpec::from_toml_str("stepz = []").unwrap_err();
+    let unknown = MutatorSpec::from_toml_str("stepz = []")
+        .unwrap_err()
+        .to_string();
     assert!(unknown.contains("unknown field `stepz`"), "{unknown}");
-    let missing = MutatorSpec::from_toml_str("").unwrap_err();
+    let missing = MutatorSpec::from_toml_str("").unwrap_err().to_string();
     assert!(missing.contains("missing field `steps`"), "{missing}");
     let second = parse_error(
         r#"{ require = "args.x" },
@@ -650,10 +659,9 @@ fn compile_checks_every_alias_is_read_first() {
         "{typo}"
     );
     let spec = MutatorSpec::from_toml_str("steps = []").unwrap();
-    assert_eq!(
-        compile("", &spec).unwrap_err(),
-        "a mutator name must not be empty"
-    );
+    let unnamed = compile("", &spec).unwrap_err();
+    assert_eq!(unnamed, SpecError::EmptyName);
+    assert_eq!(unnamed.to_string(), "a mutator name must not be empty");
     assert_eq!(compile("noop", &spec).unwrap().name(), "noop");
 }
 
@@ -712,6 +720,17 @@ fn validate_checks_tables_and_columns() {
     assert!(unbound.contains("`$x` is not a row read"), "{unbound}");
     let empty: [TableSchema; 0] = [];
     assert!(validate(&whole, &empty).is_err());
+    // The error says which step and which table, for a caller to act on.
+    let spec =
+        MutatorSpec::from_toml_str(r#"steps = [{ delete = "nope", key = { id = 1 } }]"#).unwrap();
+    match validate(&spec, &tables()).unwrap_err() {
+        SpecError::Schema {
+            step: 0,
+            step_kind: "delete",
+            mismatch: SchemaMismatch::UnknownTable { table, .. },
+        } => assert_eq!(table, "nope"),
+        other => panic!("expected an unknown table, got {other:?}"),
+    }
 }
 
 #[test]

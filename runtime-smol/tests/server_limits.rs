@@ -9,6 +9,7 @@ use common::raw::{self, Ending, RawWs};
 use common::ws::Next;
 use common::*;
 use futures_lite::AsyncWriteExt;
+use rindle_room_smol::server::{JournalOpenError, StartError};
 use serde_json::json;
 
 fn limits(server: &str, downstream: &str) -> Opts {
@@ -483,6 +484,11 @@ fn a_corrupt_journal_refuses_to_start_and_is_left_alone() {
             .start()
             .await
             .expect_err("a corrupt journal refuses to start");
+        assert!(
+            matches!(&err, StartError::Journal(JournalOpenError::Open { .. })),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(err.contains("is corrupt"), "{err}");
         assert!(err.contains(&format!("byte {second}")), "{err}");
         assert!(err.contains("followed by 1 intact record(s)"), "{err}");

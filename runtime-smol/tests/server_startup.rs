@@ -69,7 +69,8 @@ fn start_up_gives_up_after_the_timeout_and_leaves_no_journal() {
         let began = Instant::now();
         let err = within(builder(&rindled, &o, &logs).start())
             .await
-            .expect_err("start-up fails");
+            .expect_err("start-up fails")
+            .to_string();
         assert!(began.elapsed() >= Duration::from_millis(300), "it retried");
         assert!(
             err.contains("gave up after") && err.contains("server.startup_timeout_ms = 500"),
@@ -87,7 +88,8 @@ fn a_refused_mint_fails_at_once() {
         let logs = Logs::default();
         let err = within(builder(&rindled, &opts(30_000), &logs).start())
             .await
-            .expect_err("a 403 is not retried");
+            .expect_err("a 403 is not retried")
+            .to_string();
         assert_eq!(rindled.state.lock().unwrap().materialize_bodies.len(), 1);
         assert!(!err.contains("gave up"), "{err}");
         assert_eq!(logs.count("retrying in"), 0, "{}", logs.dump());

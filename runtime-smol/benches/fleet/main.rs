@@ -1,4 +1,4 @@
-//! Fleet benchmark (issue 14): many small rooms on one box — the real `rindle-room`
+//! Fleet benchmark: many small rooms on one box — the real `rindle-room`
 //! binary in fleet mode as a child process, room-boot and rindled faked on loopback by
 //! this program (`fakes.rs`).
 //!

@@ -1,4 +1,4 @@
-//! Server load benchmark (issue 6): the real `rindle-room` binary as a child process,
+//! Server load benchmark: the real `rindle-room` binary as a child process,
 //! 1,000 websocket clients each on its own view, 10,000 `pushMutation`s.
 //!
 //! ```sh

@@ -10,12 +10,12 @@ use super::{invalid, ConfigError};
 /// Env: overrides `fleet.shell_secret`.
 pub const ENV_SHELL_SECRET: &str = "RINDLE_ROOM_SHELL_SECRET";
 
-/// When a mutation's lmid ack goes out (fleet.md F4).
+/// When a mutation's lmid ack goes out (docs/fleet.md, "Acknowledgement modes").
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum AckMode {
-    /// After the local fsync (the seed's behaviour): survives a crash of the process,
-    /// not the loss of the box's disk.
+    /// After the local fsync (what the published room's Node shell does): survives a
+    /// crash of the process, not the loss of the box's disk.
     #[default]
     Journaled,
     /// After the authority confirmed the flush holding the mutation: survives the loss
@@ -189,7 +189,7 @@ impl FleetConfig {
         }
         if let Some(url) = &self.upstream_ws_url {
             crate::server::upstream::ws_host_port(url)
-                .map_err(|e| invalid("fleet.upstream_ws_url", e))?;
+                .map_err(|e| invalid("fleet.upstream_ws_url", e.to_string()))?;
         }
         if self.boot_timeout_ms == 0 {
             return Err(invalid(

@@ -2,7 +2,7 @@
 //! declarative mutators of the config file ([`declarative`]), and generated CRUD
 //! mutators per owned table ([`crud`]).
 //!
-//! Interface pinned by the lead. A mutator is deterministic and replayable (it is
+//! A mutator is deterministic and replayable (it is
 //! re-invoked on journal replay): a pure function of the base, its args and the
 //! authenticated user.
 
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use rindle_room_core::{ErrorCode, MutationTx};
 use serde_json::Value;
 
-/// The ambient context a mutator runs under (seed 000 `RoomMutatorCtx`).
+/// The ambient context a mutator runs under (the published room's `RoomMutatorCtx`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MutatorCtx {
     /// The authenticated subject (the lease token's `sub`; `""` = unauthenticated).

@@ -20,6 +20,7 @@ use super::upstream::UpstreamConnector;
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use crate::server::error::StartError;
 
 /// A placement's changes to the host's settings (a fleet room's grant: its epoch,
 /// lease, scopes and budgets); they are checked again after.
@@ -59,7 +60,7 @@ pub(crate) struct AssembledRoom {
 }
 
 /// Assembles and starts a room; `Err` says why it could not start.
-pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, String> {
+pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, StartError> {
     let config = &parts.config;
     let mut host_cfg = super::settings::host_config(
         config,
@@ -69,9 +70,9 @@ pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, String> 
     )?;
     if let Some(adjust) = parts.adjust {
         adjust(&mut host_cfg);
-        host_cfg.validate()?;
+        host_cfg.validate().map_err(StartError::Host)?;
     }
-    let mut host = Host::new(host_cfg)?;
+    let mut host = Host::new(host_cfg).map_err(StartError::Host)?;
     host.set_log_level(super::room_server::host_log_level(&parts.log));
     let writes = config.writes.as_ref();
     let registry_config = (writes.is_some()
@@ -127,6 +128,6 @@ pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, String> 
             moved,
         }),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(String::from("the room stopped during start-up")),
+        Err(_) => Err(StartError::Stopped),
     }
 }

@@ -1,4 +1,4 @@
-//! The write authority as the room task sees it: an object-safe trait (seed 000
+//! The write authority as the room task sees it: an object-safe trait (the published room's
 //! `RoomAuthority`), implemented by the HTTP client ([`HttpAuthority`]) and by anything an
 //! embedder plugs in.
 
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::clock::BoxFuture;
 use crate::authority::{ApplyResult, AuthorityError, HttpAuthority};
 
-/// The room's counterpart for durability (seed 000 `RoomAuthority`).
+/// The room's counterpart for durability (the published room's `RoomAuthority`).
 pub trait Authority: Send + Sync + 'static {
     /// Claims the placement epoch for `doc` (once per process, at start).
     fn claim_epoch<'a>(&'a self, doc: &'a str) -> BoxFuture<'a, Result<u64, AuthorityError>>;

@@ -1,19 +1,21 @@
-//! The private control plane (seed 002 `startControl`, authority.md §7): HTTP on
-//! `control.bind` (127.0.0.1 by default). The routes, the bearer check (constant time)
-//! and the answers are the host's ([`rindle_room_core::host::route_control`]); this file
-//! reads requests, asks the room task and writes responses.
+//! The private control plane (the published room's Node shell calls it `startControl`;
+//! revocation: docs/design/authority.md, "Revocation and the control plane"): HTTP on
+//! `control.bind` (127.0.0.1 by default). The routes, the bearer check (constant time) and
+//! the answers are the host's ([`rindle_room_core::host::route_control`]); this file reads
+//! requests, asks the room task and writes responses.
 //!
 //! | Method + path | Token | Reply |
 //! |---|---|---|
 //! | `GET /healthz` | no | 200 `{"live":true}` while the room runs |
 //! | `GET /readyz` | no | 200 `{"ready":true}` when live and not shutting down, else 503 `{"ready":false}` |
-//! | `GET /stats` | yes | 200, the seed's fields |
+//! | `GET /stats` | yes | 200, the published shell's fields |
 //! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
 //! | `POST /drain` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
 //! | `GET /metrics` | yes | 200, Prometheus text |
 //! | anything else | yes | 404 `{"error":"unknown endpoint"}` |
 //!
-//! Routing compares the method and the raw request-target exactly, as the seed does.
+//! Routing compares the method and the raw request-target exactly, as the published
+//! room's Node shell does.
 
 use std::time::Duration;
 
@@ -197,7 +199,9 @@ async fn route(req: &http::Request, token: &str, events: &Sender<Event>) -> Repl
         ControlRequest::Revoke { user } => ask(events, |reply| Control::Revoke { user, reply })
             .await
             .map(ControlReply::Revoked),
-        ControlRequest::Drain => ask(events, Control::Drain).await.map(ControlReply::Drained),
+        ControlRequest::Drain => ask(events, Control::Drain)
+            .await
+            .map(|r| ControlReply::Drained(r.map_err(|e| e.to_string()))),
         // The router hands out nothing else.
         _ => None,
     };

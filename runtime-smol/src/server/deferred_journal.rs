@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::journal::file::FileJournal;
 use crate::journal::group_sync::GroupSync;
 use crate::journal::{FlushRecord, Journal, JournalContents, JournalEntry};
+use crate::server::error::JournalOpenError;
 
 /// A file journal created at its first write (see the module docs).
 #[derive(Debug)]
@@ -26,18 +27,16 @@ impl DeferredFileJournal {
     /// A journal at `path`, which must not exist yet. Its nearest existing ancestor must
     /// be a directory (checked now, so a bad path fails the start-up, not the first
     /// write).
-    pub(crate) fn new(path: &Path) -> Result<DeferredFileJournal, String> {
+    pub(crate) fn new(path: &Path) -> Result<DeferredFileJournal, JournalOpenError> {
         let mut dir = path.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
             match std::fs::metadata(d) {
                 Ok(m) if m.is_dir() => break,
                 Ok(_) => {
-                    return Err(format!(
-                        "cannot create the journal {}: {} is not a directory (check \
-                         `writes.journal.path`)",
-                        path.display(),
-                        d.display()
-                    ))
+                    return Err(JournalOpenError::NotADirectory {
+                        path: path.to_path_buf(),
+                        ancestor: d.to_path_buf(),
+                    })
                 }
                 Err(_) => dir = d.parent(),
             }
@@ -57,7 +56,7 @@ impl DeferredFileJournal {
         path: &Path,
         doc: &str,
         group: Option<Arc<GroupSync>>,
-    ) -> Result<DeferredFileJournal, String> {
+    ) -> Result<DeferredFileJournal, JournalOpenError> {
         let mut j = DeferredFileJournal::new(path)?;
         j.doc = Some(doc.to_string());
         j.group = group;
@@ -169,7 +168,11 @@ mod tests {
         let file = std::env::temp_dir().join(format!("rindle-deferred-f-{}", std::process::id()));
         std::fs::write(&file, "x").unwrap();
         let err = DeferredFileJournal::new(&file.join("journal")).unwrap_err();
-        assert!(err.contains("is not a directory"), "{err}");
+        assert!(
+            matches!(err, JournalOpenError::NotADirectory { .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("is not a directory"), "{err}");
         let _ = std::fs::remove_file(&file);
     }
 }

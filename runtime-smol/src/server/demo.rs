@@ -6,7 +6,9 @@
 //! upstream `subscribe` like the daemon does: a new epoch, `nhello`, the seq-0 `nbatch`
 //! with every row, and a `progress`.
 
-use std::path::Path;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use rindle_room_core::fingerprint::normalized_fp;
 use rindle_room_core::json::tree::JsValue;
@@ -16,7 +18,7 @@ use rindle_room_core::value::COMPARATOR_VERSION;
 use rindle_room_core::TableSchema;
 
 use super::clock::BoxFuture;
-use super::upstream::{UpstreamConnector, UpstreamLink};
+use super::upstream::{ConnectError, MintError, UpstreamConnector, UpstreamLink};
 
 /// The default demo data (an issue tracker: `issue`, `user`, `comment`).
 pub const DEMO_DATA: &str = include_str!("data/demo.json");
@@ -34,20 +36,79 @@ pub struct DemoData {
     pub first_table: String,
 }
 
-fn bad(what: impl std::fmt::Display) -> String {
-    format!("demo data: {what}")
+/// Why demo data was refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// The file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The JSON is not demo data: not JSON, or a table that is not
+    /// `{name, columns, primaryKey, rows}`.
+    Malformed {
+        /// What is wrong.
+        message: String,
+        /// The file, when the data came from one.
+        path: Option<PathBuf>,
+    },
+}
+
+impl fmt::Display for DemoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DemoError::Read { path, source } => {
+                write!(f, "demo data: cannot read {}: {source}", path.display())
+            }
+            DemoError::Malformed {
+                message,
+                path: None,
+            } => write!(f, "demo data: {message}"),
+            DemoError::Malformed {
+                message,
+                path: Some(path),
+            } => write!(f, "demo data: {message} ({})", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DemoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DemoError::Read { source, .. } => Some(source),
+            DemoError::Malformed { .. } => None,
+        }
+    }
+}
+
+fn bad(what: impl fmt::Display) -> DemoError {
+    DemoError::Malformed {
+        message: what.to_string(),
+        path: None,
+    }
 }
 
 impl DemoData {
     /// Reads a demo file.
-    pub fn from_file(path: &Path) -> Result<DemoData, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-        DemoData::parse(&text).map_err(|e| format!("{} ({})", e, path.display()))
+    pub fn from_file(path: &Path) -> Result<DemoData, DemoError> {
+        let text = std::fs::read_to_string(path).map_err(|source| DemoError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        DemoData::parse(&text).map_err(|e| match e {
+            DemoError::Malformed { message, .. } => DemoError::Malformed {
+                message,
+                path: Some(path.to_path_buf()),
+            },
+            other => other,
+        })
     }
 
     /// Parses demo data from JSON text.
-    pub fn parse(text: &str) -> Result<DemoData, String> {
+    pub fn parse(text: &str) -> Result<DemoData, DemoError> {
         let doc = JsValue::parse(text).map_err(|e| bad(format!("not JSON: {e}")))?;
         let Some(JsValue::Arr(tables)) = doc.get("tables") else {
             return Err(bad(
@@ -192,7 +253,7 @@ pub fn mint_token(
     key: &str,
     ttl_ms: u64,
     now_ms: u64,
-) -> Result<String, String> {
+) -> Result<String, rindle_room_core::Error> {
     token::mint(&MintOptions {
         doc,
         ast: Some(ast),
@@ -203,7 +264,6 @@ pub fn mint_token(
         now_ms: now_ms as f64,
         scopes_hash: None,
     })
-    .map_err(|e| e.to_string())
 }
 
 /// The embedded upstream: answers the room's `subscribe` with the demo snapshot.
@@ -224,11 +284,11 @@ impl DemoUpstream {
 }
 
 impl UpstreamConnector for DemoUpstream {
-    fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>> {
+    fn mint_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
         Box::pin(async { Ok(String::from("demo-lease")) })
     }
 
-    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>> {
+    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>> {
         let me = self.clone();
         Box::pin(async move {
             let (to_upstream, requests) = async_channel::unbounded::<String>();
@@ -301,7 +361,8 @@ mod tests {
         let err = DemoData::parse(
             r#"{"tables":[{"name":"t","columns":["id"],"primaryKey":[0],"rows":[[1,2]]}]}"#,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("row 0 must be an array of 1 cells"), "{err}");
     }
 }

@@ -1,6 +1,7 @@
 //! Process-wide settings the server depends on: the open-file limit (every socket is a
 //! descriptor, and `server.max_connections` defaults from it), `SIGXFSZ`, and handing
-//! freed heap pages back to the OS. The crate's only unsafe code: five libc calls.
+//! freed heap pages back to the OS. The crate's only unsafe code: five `unsafe` blocks
+//! around six libc calls (the inventory is in the crate root, `lib.rs`).
 
 #![allow(unsafe_code)]
 

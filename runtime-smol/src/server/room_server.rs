@@ -25,6 +25,7 @@ use crate::journal::group_sync::GroupSync;
 use crate::journal::memory::MemoryJournal;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use crate::server::error::{DrainError, JournalOpenError, Listener, StartError};
 use rindle_room_downstream as conn;
 
 /// How long a closing downstream socket waits for the peer's close reply (and for the
@@ -120,7 +121,7 @@ impl RoomServerBuilder {
     /// Binds the listeners, claims the placement epoch (with an authority), mints the
     /// upstream lease and starts the room task. Returns once the ports are bound and the
     /// upstream connection is underway: await [`RoomServer::await_live`] for the seed.
-    pub async fn start(self) -> Result<RoomServer, String> {
+    pub async fn start(self) -> Result<RoomServer, StartError> {
         let config = self.config;
         let env = self.env.unwrap_or_else(Env::system);
         let doc = config.downstream.doc_id.clone();
@@ -136,7 +137,9 @@ impl RoomServerBuilder {
             (None, _) => None,
             (Some(_), Some(a)) => Some(a),
             (Some(_), None) => match &config.authority {
-                Some(cfg) => Some(Arc::new(HttpAuthority::new(cfg)?)),
+                Some(cfg) => Some(Arc::new(
+                    HttpAuthority::new(cfg).map_err(StartError::Authority)?,
+                )),
                 None => None,
             },
         };
@@ -148,22 +151,19 @@ impl RoomServerBuilder {
         let port = config.server.port;
         let listener = TcpListener::bind((bind.as_str(), port))
             .await
-            .map_err(|e| {
-                format!(
-                    "cannot listen on {bind}:{port}: {e} (choose another `server.port`, or 0 \
-                 for an ephemeral one)"
-                )
+            .map_err(|source| StartError::Listen {
+                listener: Listener::Downstream,
+                addr: format!("{bind}:{port}"),
+                source,
             })?;
         let control = match &config.control {
             Some(c) => {
                 let l = TcpListener::bind((c.bind.as_str(), c.port))
                     .await
-                    .map_err(|e| {
-                        format!(
-                            "cannot listen on {}:{} for the control plane: {e} (choose \
-                         another `control.port` or `control.bind`, or port 0)",
-                            c.bind, c.port
-                        )
+                    .map_err(|source| StartError::Listen {
+                        listener: Listener::Control,
+                        addr: format!("{}:{}", c.bind, c.port),
+                        source,
                     })?;
                 Some((l, c.auth_token.clone()))
             }
@@ -171,7 +171,10 @@ impl RoomServerBuilder {
         };
         let addr = listener
             .local_addr()
-            .map_err(|e| format!("the listener has no address: {e}"))?;
+            .map_err(|source| StartError::NoAddress {
+                listener: Listener::Downstream,
+                source,
+            })?;
         let control_addr = control.as_ref().and_then(|(l, _)| l.local_addr().ok());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
         let metrics = Arc::new(Metrics::default());
@@ -248,7 +251,7 @@ impl RoomServerBuilder {
 /// The configured journal. A file journal that does not exist yet is created by its
 /// first write: a room that never acknowledges a mutation (or fails to start) leaves
 /// no file behind.
-fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, String> {
+fn open_journal(cfg: &JournalConfig, log: &Logger) -> Result<Arc<dyn Journal>, JournalOpenError> {
     Ok(match cfg {
         JournalConfig::Memory => Arc::new(MemoryJournal::new()),
         JournalConfig::File { path } if !path.exists() => {
@@ -266,22 +269,14 @@ pub(crate) fn open_file_journal(
     doc: Option<&str>,
     group: Option<&Arc<GroupSync>>,
     log: &Logger,
-) -> Result<Arc<dyn Journal>, String> {
+) -> Result<Arc<dyn Journal>, JournalOpenError> {
     let opened = match doc {
         Some(doc) => FileJournal::open_for_doc(path, doc),
         None => FileJournal::open(path),
     };
-    let mut journal = opened.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::InvalidData {
-            // Corruption or an unreadable record: the message says what to do.
-            format!("cannot open the journal: {e}")
-        } else {
-            format!(
-                "cannot open the journal {}: {e} (check `writes.journal.path` or \
-                 `fleet.data_dir` and the directory's permissions)",
-                path.display()
-            )
-        }
+    let mut journal = opened.map_err(|source| JournalOpenError::Open {
+        path: path.to_path_buf(),
+        source,
     })?;
     if let Some(group) = group {
         if !journal.sync_through(group.clone()) {
@@ -305,9 +300,9 @@ pub(crate) fn open_file_journal(
     Ok(Arc::new(journal))
 }
 
-fn upstream_from_config(config: &Config) -> Result<Arc<dyn UpstreamConnector>, String> {
+fn upstream_from_config(config: &Config) -> Result<Arc<dyn UpstreamConnector>, StartError> {
     if let Some(u) = &config.upstream {
-        let ast = u.footprint_ast_json().map_err(|e| e.to_string())?;
+        let ast = u.footprint_ast_json()?;
         return Ok(Arc::new(WsUpstream {
             ws_url: u.ws_url.clone(),
             control_url: u.control_url.clone(),
@@ -320,10 +315,7 @@ fn upstream_from_config(config: &Config) -> Result<Arc<dyn UpstreamConnector>, S
     if let Some(d) = &config.demo {
         return Ok(Arc::new(DemoUpstream::new(DemoData::from_file(&d.data)?)));
     }
-    Err(String::from(
-        "no upstream: set [upstream] (rindled) or [demo] (a JSON file) in the config, or pass \
-         one with RoomServerBuilder::upstream",
-    ))
+    Err(StartError::NoUpstream)
 }
 
 /// A running room server.
@@ -403,10 +395,10 @@ impl RoomServer {
 
     /// Drain-before-downgrade: flushes until nothing is dirty or pending; returns the
     /// last committed flush seq.
-    pub async fn drain(&self) -> Result<u64, String> {
+    pub async fn drain(&self) -> Result<u64, DrainError> {
         self.ask(Control::Drain)
             .await
-            .unwrap_or_else(|| Err(String::from("the room is closed")))
+            .unwrap_or(Err(DrainError::Closed))
     }
 
     /// Revokes `user`: returns how many subscriptions were dropped.

@@ -2,23 +2,25 @@
 
 use rindle_room_core::host::{HostConfig, WriteSettings};
 
+use super::error::StartError;
 use crate::config::Config;
 
-/// The host's settings from the configuration (seed 002's construction-time refusals
-/// included, through [`HostConfig::validate`]). `upstream_client_id` is the upstream
-/// connector's `init` clientID, `entropy` random bytes for the bootIds.
+/// The host's settings from the configuration (with the refusals the published room's
+/// Node shell makes at construction, through [`HostConfig::validate`]).
+/// `upstream_client_id` is the upstream connector's `init` clientID, `entropy` random
+/// bytes for the bootIds.
 pub(crate) fn host_config(
     config: &Config,
     upstream_client_id: Option<String>,
     has_authority: bool,
     entropy: [u8; 32],
-) -> Result<HostConfig, String> {
+) -> Result<HostConfig, StartError> {
     let d = &config.downstream;
     let writes = match &config.writes {
         None => None,
         Some(w) => Some(WriteSettings {
             owned_tables: w.owned_tables.clone(),
-            scopes: w.scopes_json().map_err(|e| e.to_string())?,
+            scopes: w.scopes_json()?,
             group_commit_ms: w.group_commit_ms,
             flush_debounce_ms: w.flush_debounce_ms,
             flush_dirty_max: w.flush_dirty_max,
@@ -48,7 +50,7 @@ pub(crate) fn host_config(
         revoked: Vec::new(),
         max_room_bytes: None,
     };
-    cfg.validate()?;
+    cfg.validate().map_err(StartError::Host)?;
     Ok(cfg)
 }
 

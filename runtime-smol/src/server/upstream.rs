@@ -10,6 +10,7 @@
 //! - [`DemoUpstream`](super::demo::DemoUpstream): an embedded upstream serving rows from
 //!   a JSON file (no `rindled`).
 
+use std::fmt;
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
@@ -46,37 +47,88 @@ pub struct MintError {
     pub transient: bool,
 }
 
-impl std::fmt::Display for MintError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for MintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
+impl std::error::Error for MintError {}
+
+/// A URL the upstream leg cannot use ([`origin`], [`ws_host_port`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// Not an absolute URL (no `scheme://`).
+    NotAbsolute {
+        /// The URL as given.
+        url: String,
+    },
+    /// A `wss://` URL: this build speaks no TLS.
+    Tls {
+        /// The URL as given.
+        url: String,
+    },
+    /// Not a `ws://` URL.
+    NotWs {
+        /// The URL as given.
+        url: String,
+    },
+    /// The port is not a number from 0 to 65535.
+    BadPort {
+        /// The URL as given.
+        url: String,
+        /// The port as written.
+        port: String,
+    },
+    /// The host is empty.
+    NoHost {
+        /// The URL as given.
+        url: String,
+    },
+}
+
+impl fmt::Display for UrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UrlError::NotAbsolute { url } => write!(
+                f,
+                "{url:?} is not an absolute URL (expected e.g. http://127.0.0.1:7600)"
+            ),
+            UrlError::Tls { url } => write!(
+                f,
+                "{url:?}: wss:// is not supported; run the room next to rindled and use ws://, \
+                 or put a TLS terminator in front of rindled"
+            ),
+            UrlError::NotWs { url } => write!(f, "{url:?} is not a ws:// URL"),
+            UrlError::BadPort { url, port } => write!(f, "{url:?}: bad port {port:?}"),
+            UrlError::NoHost { url } => write!(f, "{url:?} has no host"),
+        }
+    }
+}
+
+impl std::error::Error for UrlError {}
+
 /// Mints the room's footprint lease and opens upstream sockets.
 pub trait UpstreamConnector: Send + Sync + 'static {
     /// Mints the footprint lease (the token the upstream `subscribe` carries).
-    fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>>;
-    /// Mints the first lease at start-up, saying whether a failure is transient: start-up
-    /// retries those until `server.startup_timeout_ms`. The default counts every failure
-    /// of [`UpstreamConnector::mint_lease`] as transient.
+    fn mint_lease(&self) -> BoxFuture<'static, Result<String, MintError>>;
+    /// Mints the first lease at start-up; start-up retries a failure that is
+    /// [`MintError::transient`] until `server.startup_timeout_ms`. The default is
+    /// [`UpstreamConnector::mint_lease`].
     fn mint_first_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
-        let mint = self.mint_lease();
-        Box::pin(async move {
-            mint.await.map_err(|message| MintError {
-                message,
-                transient: true,
-            })
-        })
+        self.mint_lease()
     }
     /// Opens a socket.
-    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>>;
+    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>>;
     /// The `init` clientID to use, when configured (default `room-shell-<bootId>`).
     fn client_id(&self) -> Option<String> {
         None
     }
 }
 
-/// `rindled` over HTTP + websocket (seed 002 `mintLease`, `connectUpstream`).
+/// `rindled` over HTTP + websocket (the published room's Node shell: `mintLease`,
+/// `connectUpstream`).
 #[derive(Clone, Debug)]
 pub struct WsUpstream {
     /// `ws://host:port[/path]`.
@@ -101,17 +153,12 @@ impl WsUpstream {
 }
 
 impl UpstreamConnector for WsUpstream {
-    fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>> {
-        let me = self.clone();
-        Box::pin(async move { mint_lease(&me).await.map_err(|e| e.message) })
-    }
-
-    fn mint_first_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
+    fn mint_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
         let me = self.clone();
         Box::pin(async move { mint_lease(&me).await })
     }
 
-    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>> {
+    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>> {
         let url = self.ws_url.clone();
         Box::pin(async move { connect_ws(&url, None).await })
     }
@@ -122,10 +169,11 @@ impl UpstreamConnector for WsUpstream {
 }
 
 /// `POST <origin of controlUrl>/materialize` → `{leaseToken}`; the error texts are the
-/// seed's. Transient: the daemon unreachable or timing out, 408, 429 and 5xx answers.
+/// published room's Node shell's. Transient: the daemon unreachable or timing out, 408,
+/// 429 and 5xx answers.
 async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
-    let fatal = |message| MintError {
-        message,
+    let fatal = |e: UrlError| MintError {
+        message: e.to_string(),
         transient: false,
     };
     let url = format!("{}/materialize", origin(&up.control_url).map_err(fatal)?);
@@ -149,11 +197,11 @@ async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
 }
 
 /// `scheme://authority` of a URL (what `new URL("/x", base)` keeps).
-pub fn origin(url: &str) -> Result<&str, String> {
+pub fn origin(url: &str) -> Result<&str, UrlError> {
     let Some(i) = url.find("://") else {
-        return Err(format!(
-            "{url:?} is not an absolute URL (expected e.g. http://127.0.0.1:7600)"
-        ));
+        return Err(UrlError::NotAbsolute {
+            url: url.to_string(),
+        });
     };
     let rest = &url[i + 3..];
     let end = rest.find(['/', '?', '#']).map_or(url.len(), |j| i + 3 + j);
@@ -161,30 +209,34 @@ pub fn origin(url: &str) -> Result<&str, String> {
 }
 
 /// Splits `ws://host:port/path` into `(host, port)`; `wss` is refused (no TLS here).
-pub fn ws_host_port(url: &str) -> Result<(String, u16), String> {
+pub fn ws_host_port(url: &str) -> Result<(String, u16), UrlError> {
     let rest = if let Some(r) = url.strip_prefix("ws://") {
         r
     } else if url.starts_with("wss://") {
-        return Err(format!(
-            "{url:?}: wss:// is not supported; run the room next to rindled and use ws://, \
-             or put a TLS terminator in front of rindled"
-        ));
+        return Err(UrlError::Tls {
+            url: url.to_string(),
+        });
     } else {
-        return Err(format!("{url:?} is not a ws:// URL"));
+        return Err(UrlError::NotWs {
+            url: url.to_string(),
+        });
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
-            let port = p
-                .parse::<u16>()
-                .map_err(|_| format!("{url:?}: bad port {p:?}"))?;
+            let port = p.parse::<u16>().map_err(|_| UrlError::BadPort {
+                url: url.to_string(),
+                port: p.to_string(),
+            })?;
             (h, port)
         }
         _ => (authority, 80),
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() {
-        return Err(format!("{url:?} has no host"));
+        return Err(UrlError::NoHost {
+            url: url.to_string(),
+        });
     }
     Ok((host.to_string(), port))
 }
@@ -201,15 +253,23 @@ fn upstream_ws_config() -> async_tungstenite::tungstenite::protocol::WebSocketCo
 /// See [`upstream_ws_config`].
 const UPSTREAM_READ_BUFFER_BYTES: usize = 8 * 1024;
 
-/// A failed websocket connect ([`open_ws`]).
-#[derive(Debug)]
-pub(crate) struct ConnectError {
+/// A failed websocket connect ([`connect_ws`]).
+#[derive(Clone, Debug)]
+pub struct ConnectError {
     /// What went wrong, naming the URL.
     pub message: String,
     /// The upstream upgraded the socket but selected none of the subprotocols offered
     /// (no `Sec-WebSocket-Protocol` in its reply), which the websocket client refuses.
     pub no_subprotocol_selected: bool,
 }
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConnectError {}
 
 impl ConnectError {
     fn other(message: String) -> ConnectError {
@@ -222,8 +282,8 @@ impl ConnectError {
 
 /// Opens a websocket and pumps it through a pair of channels. `protocols` is offered as
 /// `Sec-WebSocket-Protocol` (a room-boot affinity ticket: `rindle.v1, <ticket>`).
-pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLink, String> {
-    open_ws(url, protocols).await.map_err(|e| e.message)
+pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLink, ConnectError> {
+    open_ws(url, protocols).await
 }
 
 /// [`connect_ws`], saying whether the upstream selected none of the offered subprotocols.
@@ -247,7 +307,7 @@ pub(crate) async fn open_ws(
             .headers_mut()
             .insert("sec-websocket-protocol", value);
     }
-    let (host, port) = ws_host_port(url).map_err(ConnectError::other)?;
+    let (host, port) = ws_host_port(url).map_err(|e| ConnectError::other(e.to_string()))?;
     let meter = FrameMeter::new(url);
     let connect = async {
         let stream = TcpStream::connect((host.as_str(), port))

@@ -8,12 +8,13 @@ use async_channel::Sender;
 use rindle_room_core::host::{ControlRequest, Input};
 
 use super::{Actor, Waiter};
+use crate::server::error::DrainError;
 use crate::server::metrics::Gauges;
 
 /// A request to the room task.
 #[derive(Debug)]
 pub(crate) enum Control {
-    /// `GET /stats`: the seed's fields as JSON text.
+    /// `GET /stats`: the published shell's fields as JSON text.
     Stats(Sender<String>),
     /// `GET /metrics`: Prometheus text.
     Metrics(Sender<String>),
@@ -24,7 +25,7 @@ pub(crate) enum Control {
     /// `POST /revoke {userId}`: how many subscriptions were dropped.
     Revoke { user: String, reply: Sender<u64> },
     /// `POST /drain`: the last committed flush seq, once quiescent.
-    Drain(Sender<Result<u64, String>>),
+    Drain(Sender<Result<u64, DrainError>>),
     /// Fire the flush now; answered once it settled.
     FlushNow(Sender<()>),
     /// Answered once the current incarnation is live.

@@ -89,7 +89,7 @@ pub(crate) fn spawn(
                     let start = Instant::now();
                     let result = smol::unblock(move || j.append(&entries)).await;
                     metrics.journal_append.observe(start.elapsed());
-                    let result = result.map_err(|e| e.to_string());
+                    let result = result.map_err(Arc::new);
                     ios.into_iter()
                         .map(|(io, _)| Event::JournalWritten {
                             io,
@@ -98,27 +98,25 @@ pub(crate) fn spawn(
                         .collect()
                 }
                 JournalJob::Read(io) => {
-                    let result = smol::unblock(move || j.read_all())
-                        .await
-                        .map_err(|e| e.to_string());
+                    let result = smol::unblock(move || j.read_all()).await.map_err(Arc::new);
                     vec![Event::JournalRead { io, result }]
                 }
                 JournalJob::AppendFlush { io, record } => {
                     let result = smol::unblock(move || j.append_flush(&record))
                         .await
-                        .map_err(|e| e.to_string());
+                        .map_err(Arc::new);
                     vec![Event::JournalWritten { io, result }]
                 }
                 JournalJob::ConfirmFlush { io, seq } => {
                     let result = smol::unblock(move || j.confirm_flush(seq))
                         .await
-                        .map_err(|e| e.to_string());
+                        .map_err(Arc::new);
                     vec![Event::JournalWritten { io, result }]
                 }
                 JournalJob::Compact { io, durable } => {
                     let result = smol::unblock(move || j.compact(&durable))
                         .await
-                        .map_err(|e| e.to_string());
+                        .map_err(Arc::new);
                     vec![Event::JournalWritten { io, result }]
                 }
             };

@@ -16,6 +16,7 @@ mod outputs;
 mod startup;
 
 use std::collections::HashMap;
+use std::io;
 use std::sync::Arc;
 
 use async_channel::{Receiver, Sender};
@@ -28,10 +29,11 @@ use super::authority::Authority;
 use super::clock::Env;
 use super::log::Logger;
 use super::metrics::Metrics;
-use super::upstream::UpstreamConnector;
+use super::upstream::{MintError, UpstreamConnector};
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::mutators::Registry;
+use crate::server::error::{DrainError, StartError};
 use rindle_room_downstream::{ConnEvent, ConnOut};
 
 pub(crate) use control::Control;
@@ -50,19 +52,19 @@ pub(crate) enum Event {
     /// Upstream link `link` closed (or never opened: `error`).
     UpClosed { link: u64, error: Option<String> },
     /// A lease mint finished.
-    LeaseMinted { result: Result<String, String> },
+    LeaseMinted { result: Result<String, MintError> },
     /// A downstream connection opened, sent a frame (holding its place in the
     /// connection's inbound window until the event is dropped), or closed.
     Conn(ConnEvent),
     /// A journal read finished.
     JournalRead {
         io: IoId,
-        result: Result<JournalContents, String>,
+        result: Result<JournalContents, Arc<io::Error>>,
     },
     /// A journal write finished (durable on `Ok`).
     JournalWritten {
         io: IoId,
-        result: Result<(), String>,
+        result: Result<(), Arc<io::Error>>,
     },
     /// An authority call finished.
     Authority {
@@ -94,7 +96,7 @@ pub(crate) struct Parts {
     pub upstream: Arc<dyn UpstreamConnector>,
     pub stop_listeners: Sender<()>,
     /// Told once start-up finished (`Ok`) or failed.
-    pub started: Sender<Result<(), String>>,
+    pub started: Sender<Result<(), StartError>>,
     /// Set when the host stops because another placement owns the document.
     pub moved: Arc<std::sync::atomic::AtomicBool>,
     /// Told the acknowledged mutations a fenced room could not deliver (fleet mode
@@ -112,7 +114,7 @@ pub(crate) enum Waiter {
     /// `/healthz` or `/readyz`.
     Health(Sender<bool>),
     Revoke(Sender<u64>),
-    Drain(Sender<Result<u64, String>>),
+    Drain(Sender<Result<u64, DrainError>>),
     Unit(Sender<()>),
 }
 
@@ -136,7 +138,7 @@ pub(crate) struct Actor {
     /// That link, once it is up.
     pub up: Option<(u64, Sender<String>)>,
     pub stop_listeners: Option<Sender<()>>,
-    pub started: Option<Sender<Result<(), String>>>,
+    pub started: Option<Sender<Result<(), StartError>>>,
     pub live_waiters: Vec<Sender<()>>,
     pub waiters: HashMap<u64, Waiter>,
     pub next_request: u64,
@@ -278,7 +280,9 @@ impl Actor {
                     error: error.as_deref(),
                 });
             }
-            Event::LeaseMinted { result } => self.input(Input::LeaseMinted(result)),
+            Event::LeaseMinted { result } => {
+                self.input(Input::LeaseMinted(result.map_err(|e| e.message)))
+            }
             Event::Conn(ConnEvent::Open { id, out }) => {
                 self.conns.insert(id, out);
                 self.input(Input::ConnOpened { conn: id });
@@ -294,10 +298,14 @@ impl Actor {
                 self.conns.remove(&id);
                 self.input(Input::ConnClosed { conn: id });
             }
-            Event::JournalRead { io, result } => self.input(Input::JournalRead { io, result }),
-            Event::JournalWritten { io, result } => {
-                self.input(Input::JournalWritten { io, result })
-            }
+            Event::JournalRead { io, result } => self.input(Input::JournalRead {
+                io,
+                result: result.map_err(|e| e.to_string()),
+            }),
+            Event::JournalWritten { io, result } => self.input(Input::JournalWritten {
+                io,
+                result: result.map_err(|e| e.to_string()),
+            }),
             Event::Authority { io, result } => self.input(Input::Authority { io, result }),
             Event::Control(c) => self.on_control(c),
         }
@@ -319,7 +327,7 @@ impl Actor {
                 let _ = tx.try_send(n);
             }
             (Waiter::Drain(tx), ControlReply::Drained(r)) => {
-                let _ = tx.try_send(r);
+                let _ = tx.try_send(r.map_err(DrainError::Refused));
             }
             (Waiter::Unit(tx), _) => {
                 let _ = tx.try_send(());

@@ -7,6 +7,7 @@ use rindle_room_core::host::{AuthorityReply, Level, Output};
 
 use super::journal_writer::JournalJob;
 use super::{Actor, Event};
+use crate::server::error::StartError;
 use crate::server::log::{Level as LogLevel, ROOM_TARGET};
 
 impl Actor {
@@ -27,7 +28,7 @@ impl Actor {
             }
             Output::StartFailed { reason } => {
                 if let Some(tx) = self.started.take() {
-                    let _ = tx.try_send(Err(reason));
+                    let _ = tx.try_send(Err(StartError::Host(reason)));
                 }
                 self.stopped = true;
             }
@@ -152,11 +153,15 @@ impl Actor {
                 let ev = match job {
                     JournalJob::Read(io) => Event::JournalRead {
                         io,
-                        result: Err(String::from("no journal configured")),
+                        result: Err(std::sync::Arc::new(std::io::Error::other(
+                            "no journal configured",
+                        ))),
                     },
                     other => Event::JournalWritten {
                         io: other.io(),
-                        result: Err(String::from("no journal configured")),
+                        result: Err(std::sync::Arc::new(std::io::Error::other(
+                            "no journal configured",
+                        ))),
                     },
                 };
                 let _ = self.events.try_send(ev);
@@ -225,7 +230,7 @@ impl Actor {
                     let _ = events
                         .send(Event::UpClosed {
                             link,
-                            error: Some(e),
+                            error: Some(e.message),
                         })
                         .await;
                 }

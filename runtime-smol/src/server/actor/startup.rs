@@ -98,8 +98,7 @@ impl Actor {
                 },
                 || connector.mint_first_lease(),
             )
-            .await
-            .map_err(|e| e.message);
+            .await;
             let _ = events.send(Event::LeaseMinted { result }).await;
         });
     }

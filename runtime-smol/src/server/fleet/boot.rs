@@ -1,7 +1,7 @@
-//! Booting one room of the fleet (fleet.md F2): the room-boot call, retried with backoff
-//! until the boot timeout, and the room built from its grant — the placement epoch and
-//! lease for the host, the flush endpoints for the authority client, a journal under
-//! the data directory, the upstream endpoint and affinity ticket.
+//! Booting one room of the fleet (docs/fleet.md, "Booting a room"): the room-boot call,
+//! retried with backoff until the boot timeout, and the room built from its grant — the
+//! placement epoch and lease for the host, the flush endpoints for the authority client, a
+//! journal under the data directory, the upstream endpoint and affinity ticket.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use crate::server::actor;
 use crate::server::assemble::{assemble, RoomParts};
 use crate::server::authority::Authority;
 use crate::server::deferred_journal::DeferredFileJournal;
+use crate::server::error::StartError;
 use crate::server::log::Logger;
 use crate::server::metrics::Metrics;
 use crate::server::room_server::open_file_journal;
@@ -97,7 +98,7 @@ pub(crate) async fn start_room(
     shared: &Arc<Shared>,
     doc: &str,
     grant: BootGrant,
-) -> Result<Started, String> {
+) -> Result<Started, StartError> {
     let log = (shared.room_log)(doc);
     let mut config = (*shared.config).clone();
     config.downstream.doc_id = doc.to_string();
@@ -114,8 +115,7 @@ pub(crate) async fn start_room(
                 .cloned()
                 .collect::<BTreeMap<_, _>>(),
         };
-        let client = HttpAuthority::new(&cfg)
-            .map_err(|e| format!("room-boot's flush endpoints are unusable: {e}"))?;
+        let client = HttpAuthority::new(&cfg).map_err(StartError::FlushEndpoints)?;
         Some(Arc::new(client))
     } else {
         None
@@ -153,12 +153,11 @@ pub(crate) async fn start_room(
                      `realtime.upstreamWsEndpoint`)",
                 ),
                 None => (
-                    shared.fleet.upstream_ws_url.clone().ok_or_else(|| {
-                        String::from(
-                            "room-boot named no upstreamWsEndpoint and `fleet.upstream_ws_url` \
-                             is not set: set it to rindled's websocket endpoint",
-                        )
-                    })?,
+                    shared
+                        .fleet
+                        .upstream_ws_url
+                        .clone()
+                        .ok_or(StartError::NoUpstreamEndpoint)?,
                     "`fleet.upstream_ws_url` (room-boot named no `upstreamWsEndpoint`)",
                 ),
             };

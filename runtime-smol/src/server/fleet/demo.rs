@@ -14,19 +14,27 @@ use smol::net::TcpListener;
 use crate::http;
 use crate::server::clock::Clock as _;
 use crate::server::control_plane::{serve_with, Handler, JSON};
+use crate::server::error::{Listener, StartError};
 
 /// The docs the demo endpoint grants start with this.
 pub const DEMO_DOC_PREFIX: &str = "demo/";
 
 /// Serves room-boot on 127.0.0.1 (an ephemeral port) until `stop` fires; returns the
 /// API origin (`http://127.0.0.1:<port>`) for `fleet.api_url`.
-pub async fn serve_demo_boot(secret: String, stop: Receiver<()>) -> Result<String, String> {
+pub async fn serve_demo_boot(secret: String, stop: Receiver<()>) -> Result<String, StartError> {
     let listener = TcpListener::bind(("127.0.0.1", 0))
         .await
-        .map_err(|e| format!("the demo boot endpoint cannot listen: {e}"))?;
+        .map_err(|source| StartError::Listen {
+            listener: Listener::DemoBoot,
+            addr: String::from("127.0.0.1:0"),
+            source,
+        })?;
     let addr = listener
         .local_addr()
-        .map_err(|e| format!("the demo boot endpoint has no address: {e}"))?;
+        .map_err(|source| StartError::NoAddress {
+            listener: Listener::DemoBoot,
+            source,
+        })?;
     let epochs: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
     let handler: Handler = Arc::new(move |req: http::Request| {
         let reply = answer(&req, &secret, &epochs);
@@ -119,17 +127,17 @@ pub const DEMO_DOCS: [&str; 2] = ["demo/issues-a", "demo/issues-b"];
 
 /// Starts the embedded boot endpoint and a fleet over it: every room serves the demo
 /// data through the embedded upstream and keeps its writes in its journal.
-pub async fn start_demo_fleet(opts: DemoFleetOptions) -> Result<DemoFleet, String> {
+pub async fn start_demo_fleet(opts: DemoFleetOptions) -> Result<DemoFleet, StartError> {
     use crate::server::demo::{mint_token, random_secret, DemoUpstream};
     if !opts.keep {
         match std::fs::remove_dir_all(&opts.data_dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(format!(
-                    "cannot empty the demo data directory {}: {e}",
-                    opts.data_dir.display()
-                ))
+            Err(source) => {
+                return Err(StartError::DemoDataDir {
+                    path: opts.data_dir.clone(),
+                    source,
+                })
             }
         }
     }
@@ -162,7 +170,7 @@ pub async fn start_demo_fleet(opts: DemoFleetOptions) -> Result<DemoFleet, Strin
         owned = owned.join(", "),
     );
     let config = crate::config::Config::from_toml_str_with_env(&text, |_| None)
-        .map_err(|e| format!("the demo fleet configuration is invalid: {e}"))?;
+        .map_err(StartError::DemoConfig)?;
     let query = opts.data.demo_query();
     let data = opts.data.clone();
     let server = super::FleetServer::builder(config)
@@ -184,7 +192,8 @@ pub async fn start_demo_fleet(opts: DemoFleetOptions) -> Result<DemoFleet, Strin
             &key,
             24 * 60 * 60 * 1000,
             now,
-        )?;
+        )
+        .map_err(StartError::DemoToken)?;
         tokens.push((doc.to_string(), t));
     }
     Ok(DemoFleet {

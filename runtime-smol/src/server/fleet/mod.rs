@@ -36,6 +36,7 @@ use super::log::Logger;
 use crate::config::{Config, FleetConfig, JournalSync, LogFormat};
 use crate::journal::group_sync::GroupSync;
 use crate::mutators::Registry;
+use crate::server::error::{Listener, StartError};
 use rindle_room_core::fleet::StrandedMutation;
 use rindle_room_downstream as conn;
 
@@ -189,12 +190,9 @@ impl FleetServerBuilder {
     }
 
     /// Binds the listener and starts serving; rooms boot as clients arrive.
-    pub async fn start(self) -> Result<FleetServer, String> {
+    pub async fn start(self) -> Result<FleetServer, StartError> {
         let config = self.config;
-        let mut fleet = config
-            .fleet
-            .clone()
-            .ok_or("the configuration has no [fleet] section")?;
+        let mut fleet = config.fleet.clone().ok_or(StartError::NoFleet)?;
         // The open-file limit is split between client sockets and rooms (the core's
         // rule), so a box full of idle rooms cannot starve its sockets, or the reverse.
         let descriptors = rindle_room_core::fleet::descriptor_budget(
@@ -224,15 +222,17 @@ impl FleetServerBuilder {
         let port = config.server.port;
         let listener = TcpListener::bind((bind.as_str(), port))
             .await
-            .map_err(|e| {
-                format!(
-                    "cannot listen on {bind}:{port}: {e} (choose another `server.port`, or 0 \
-                     for an ephemeral one)"
-                )
+            .map_err(|source| StartError::Listen {
+                listener: Listener::Downstream,
+                addr: format!("{bind}:{port}"),
+                source,
             })?;
         let addr = listener
             .local_addr()
-            .map_err(|e| format!("the listener has no address: {e}"))?;
+            .map_err(|source| StartError::NoAddress {
+                listener: Listener::Downstream,
+                source,
+            })?;
         let (relet_tx, relet_rx) = async_channel::unbounded::<String>();
         let group_sync = open_group_sync(&fleet, &log);
         let shared = Arc::new(Shared {
@@ -285,12 +285,10 @@ impl FleetServerBuilder {
             Some(c) => {
                 let l = TcpListener::bind((c.bind.as_str(), c.port))
                     .await
-                    .map_err(|e| {
-                        format!(
-                            "cannot listen on {}:{} for the control plane: {e} (choose \
-                             another `control.port` or `control.bind`, or port 0)",
-                            c.bind, c.port
-                        )
+                    .map_err(|source| StartError::Listen {
+                        listener: Listener::Control,
+                        addr: format!("{}:{}", c.bind, c.port),
+                        source,
                     })?;
                 let a = l.local_addr().ok();
                 env.spawn(control::serve(

@@ -1,7 +1,8 @@
-//! The driver of the core's room table ([`RoomTable`], fleet.md F1, F2, F5): every
-//! decision about which doc boots, waits, is refused, drains or hibernates is the
-//! table's; this feeds it what happened (connections, room-boot answers, room tasks
-//! starting and ending, drains, memory) and carries out what it asks, on smol tasks.
+//! The driver of the core's room table ([`RoomTable`]; docs/fleet.md, "Where a client
+//! connects", "Booting a room", "Hibernation"): every decision about which doc boots,
+//! waits, is refused, drains or hibernates is the table's; this feeds it what happened
+//! (connections, room-boot answers, room tasks starting and ending, drains, memory) and
+//! carries out what it asks, on smol tasks.
 //!
 //! One mutex guards the table and the handles the driver keeps beside it (the live
 //! rooms' channels, the waiting connections' answer channels, the hibernation
@@ -26,6 +27,7 @@ use super::boot::{call_room_boot, retire_empty_journal, start_room};
 use super::records::Records;
 use super::Shared;
 use crate::server::actor::{Control, Event};
+use crate::server::error::DrainError;
 
 /// The most hibernation records a box keeps; past it the oldest goes (a record only
 /// answers `/drain?doc=` and `/rooms` for a room that is not running).
@@ -48,7 +50,7 @@ pub(crate) struct LiveRoom {
 impl LiveRoom {
     /// Drains the room (flushes until nothing is dirty or pending): `Some(Ok(final
     /// flush seq))`, `Some(Err(why))`, or `None` when the room stopped first.
-    async fn drain_once(&self) -> Option<Result<u64, String>> {
+    async fn drain_once(&self) -> Option<Result<u64, DrainError>> {
         let (tx, rx) = async_channel::bounded(1);
         self.events
             .send(Event::Control(Control::Drain(tx)))
@@ -198,7 +200,7 @@ impl Rooms {
                             });
                             Ok(())
                         }
-                        Err(e) => Err(e),
+                        Err(e) => Err(e.to_string()),
                     };
                     me.step(Some(Input::Started {
                         doc,
@@ -319,13 +321,13 @@ impl Rooms {
 
     /// Drains `room` and tells the table (it keeps the final flush seq for the room's
     /// record, and hibernates a room it asked to drain).
-    pub async fn drain(self: &Arc<Self>, room: &LiveRoom) -> Option<Result<u64, String>> {
+    pub async fn drain(self: &Arc<Self>, room: &LiveRoom) -> Option<Result<u64, DrainError>> {
         let drained = room.drain_once().await;
         if let Some(result) = &drained {
             self.step(Some(Input::Drained {
                 doc: room.doc.clone(),
                 incarnation: room.incarnation,
-                result: result.clone(),
+                result: result.clone().map_err(|e| e.to_string()),
             }));
         }
         drained

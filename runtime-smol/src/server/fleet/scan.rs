@@ -1,9 +1,9 @@
-//! Start-up settlement (fleet.md F3, F4): before a restarted box reports ready, every
-//! room journal under `<data_dir>/rooms/` that still holds acknowledged entries or
-//! unconfirmed flushes is booted, settled and drained. A room whose settlement is fenced
-//! (another box owns the doc now) keeps its journal; the room itself reports what it
-//! acknowledged and could not deliver — logged one by one, counted and listed in
-//! `/stats` as **stranded**, never dropped silently (host `ack.rs`).
+//! Start-up settlement (docs/fleet.md, "Per-room storage", "Acknowledgement modes"): before
+//! a restarted box reports ready, every room journal under `<data_dir>/rooms/` that still
+//! holds acknowledged entries or unconfirmed flushes is booted, settled and drained. A room
+//! whose settlement is fenced (another box owns the doc now) keeps its journal; the room
+//! itself reports what it acknowledged and could not deliver — logged one by one, counted
+//! and listed in `/stats` as **stranded**, never dropped silently (host `ack.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

@@ -18,7 +18,7 @@ use rindle_room_core::fleet::drop_ticket_after;
 
 use crate::server::clock::BoxFuture;
 use crate::server::log::Logger;
-use crate::server::upstream::{open_ws, UpstreamConnector, UpstreamLink};
+use crate::server::upstream::{open_ws, ConnectError, MintError, UpstreamConnector, UpstreamLink};
 
 /// The upstream of one fleet room.
 #[derive(Clone)]
@@ -83,25 +83,28 @@ impl FleetUpstream {
 }
 
 impl UpstreamConnector for FleetUpstream {
-    fn mint_lease(&self) -> BoxFuture<'static, Result<String, String>> {
+    fn mint_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
         let _ = self.relet.try_send(self.doc.clone());
         Box::pin(async {
-            Err(String::from(
-                "a fleet room's lease comes from room-boot: the room re-boots for a new one",
-            ))
+            Err(MintError {
+                message: String::from(
+                    "a fleet room's lease comes from room-boot: the room re-boots for a new one",
+                ),
+                transient: true,
+            })
         })
     }
 
-    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, String>> {
+    fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>> {
         let me = self.clone();
         Box::pin(async move {
             let offer = me.offer();
             match open_ws(&me.ws_url, offer.as_deref()).await {
                 Err(e) if drop_ticket_after(offer.is_some(), e.no_subprotocol_selected) => {
                     me.drop_ticket();
-                    open_ws(&me.ws_url, None).await.map_err(|e| e.message)
+                    open_ws(&me.ws_url, None).await
                 }
-                opened => opened.map_err(|e| e.message),
+                opened => opened,
             }
         })
     }
