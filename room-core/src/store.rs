@@ -35,6 +35,10 @@ pub use crate::value::Row;
 /// A row's handle within its table.
 pub(crate) type RowId = u32;
 
+/// The index id of a table's primary-key index, used as a secondary index on the key
+/// columns (no secondary index has it: ids are positions in a short list).
+pub(crate) const PK_INDEX: usize = u32::MAX as usize;
+
 /// How many rows an index build reads before it sizes its map by what it found.
 const INDEX_SAMPLE: usize = 1024;
 
@@ -243,8 +247,13 @@ impl Table {
             .reserve(&self.rows, &self.schema.primary_key, additional);
     }
 
-    /// Registers a user of the index on `cols`, building it if needed.
+    /// Registers a user of the index on `cols`, building it if needed. Columns that
+    /// are the primary key (in its order) are served by the primary-key index itself:
+    /// [`PK_INDEX`], which nothing builds or frees.
     pub fn ensure_index(&mut self, cols: &[usize], scratch: &mut Vec<u8>) -> usize {
+        if *cols == *self.schema.primary_key {
+            return PK_INDEX;
+        }
         if let Some(i) = self
             .indexes
             .iter()
@@ -310,16 +319,24 @@ impl Table {
 
     /// The rows whose indexed cells encode to `key`.
     pub fn index_lookup(&self, index: usize, key: &[u8]) -> impl Iterator<Item = RowId> + '_ {
-        self.indexes
-            .get(index)
-            .and_then(Option::as_ref)
-            .and_then(|ix| ix.map.get(key))
-            .into_iter()
-            .flat_map(|set| set.iter())
+        let by_key = (index == PK_INDEX)
+            .then(|| self.by_key.get(&self.rows, &self.schema.primary_key, key))
+            .flatten();
+        by_key.into_iter().chain(
+            self.indexes
+                .get(index)
+                .and_then(Option::as_ref)
+                .and_then(|ix| ix.map.get(key))
+                .into_iter()
+                .flat_map(|set| set.iter()),
+        )
     }
 
     /// How many rows the index holds under `key`.
     pub fn index_len(&self, index: usize, key: &[u8]) -> usize {
+        if index == PK_INDEX {
+            return self.index_lookup(index, key).count();
+        }
         self.indexes
             .get(index)
             .and_then(Option::as_ref)
