@@ -16,20 +16,12 @@
 //! connection then authenticates as a subject the clientID is not bound to, its lmid
 //! subscriptions are dropped with a `queryError`.
 
-use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::downstream::qid_key;
-use super::{frames, ConnId, Host};
-
-/// The `queryError` / `error` text of a clientID used by another subject.
-pub(crate) fn bound_elsewhere(client: &str) -> String {
-    format!(
-        "clientID `{client}` is bound to another subject: a clientID belongs to the subject \
-         of the first lease presented with it"
-    )
-}
+use super::frames::{self, bound_elsewhere};
+use super::wire::qid_key;
+use super::{ConnId, Host};
 
 impl Host {
     /// Binds `client` to `subject` unless it is bound already; returns whether it is

@@ -455,9 +455,9 @@ impl Host {
             c.held_subs = 0;
             c.held_mutes = 0;
         }
-        for (id, msg) in core::mem::take(&mut self.pending_subs) {
+        for (id, sub) in core::mem::take(&mut self.pending_subs) {
             if self.is_open(id) {
-                self.handle_subscribe(id, &msg, driver);
+                self.handle_subscribe(id, &sub, driver);
             }
         }
         for (id, envelope) in core::mem::take(&mut self.pending_mutes) {

@@ -7,19 +7,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::frames::{self, OpsCache};
+use super::wire::{qid_key, ClientFrame, Subscribe, Undecoded, Waiting};
 use super::{
     Conn, ConnId, Driver, Host, Level, Output, QueryEnt, SendClass, SubMeta, LMID_QUERY_NAME,
 };
-use crate::json::tree::JsValue;
-use crate::json::write::write_f64;
 use crate::token;
-
-/// A queryId as the text JavaScript's `String(n)` gives (subscription keys, map keys).
-pub(crate) fn qid_key(qid: f64) -> String {
-    let mut s = String::new();
-    write_f64(&mut s, qid);
-    s
-}
 
 /// The longest close reason a close frame carries (RFC 6455: 125 bytes of payload,
 /// 2 of them the code).
@@ -224,33 +216,28 @@ impl Host {
         if !self.is_open(id) {
             return;
         }
-        let Ok(msg) = JsValue::parse(text) else {
-            // Not JSON: ignored, as the seed does.
-            self.debug(|| format!("conn {id}: ignored frame: not JSON ({} bytes)", text.len()));
-            return;
-        };
-        if !matches!(msg, JsValue::Obj(_)) {
-            self.debug(|| format!("conn {id}: ignored frame: not a JSON object"));
-            return;
+        match ClientFrame::decode(text) {
+            Ok(frame) => self.handle_client_frame(id, frame, driver),
+            // Ignored, as the published room's Node shell does.
+            Err(Undecoded::NotJson(len)) => {
+                self.debug(|| format!("conn {id}: ignored frame: not JSON ({len} bytes)"));
+            }
+            Err(Undecoded::NotObject) => {
+                self.debug(|| format!("conn {id}: ignored frame: not a JSON object"));
+            }
         }
-        self.handle_downstream_msg(id, &msg, driver);
     }
 
-    fn handle_downstream_msg(&mut self, id: ConnId, msg: &JsValue, driver: &mut dyn Driver) {
-        match msg.get("t") {
+    fn handle_client_frame(&mut self, id: ConnId, frame: ClientFrame, driver: &mut dyn Driver) {
+        match frame {
             // The connection identity; no reply frame.
-            Some(JsValue::Str(t)) if t == "init" => self.on_init(id, msg),
-            Some(JsValue::Str(t)) if t == "subscribe" => {
-                let Some(JsValue::Num(qid)) = msg.get("queryId") else {
-                    self.debug(|| {
-                        format!("conn {id}: ignored frame: subscribe without a numeric queryId")
-                    });
-                    return;
-                };
+            ClientFrame::Init { client_id } => self.on_init(id, client_id.as_deref()),
+            ClientFrame::Subscribe(sub) => {
                 if let Some(c) = self.conns.get_mut(&id) {
                     c.identified = true;
                 }
-                if !self.admit_subscription(id, msg, &qid_key(*qid)) {
+                let key = qid_key(sub.qid);
+                if !self.admit_subscription(id, &sub, &key) {
                     return;
                 }
                 if !self.live || self.room.is_none() {
@@ -258,23 +245,18 @@ impl Host {
                     if let Some(c) = self.conns.get_mut(&id) {
                         c.held_subs += 1;
                     }
-                    self.pending_subs.push((id, msg.clone()));
-                    let key = qid_key(*qid);
+                    self.pending_subs.push((id, sub));
                     self.debug(|| {
                         format!("conn {id}: subscribe queryId {key} held until the room is live")
                     });
                     return;
                 }
-                self.handle_subscribe(id, msg, driver);
+                self.handle_subscribe(id, &sub, driver);
             }
-            Some(JsValue::Str(t)) if t == "unsubscribe" => {
-                let Some(JsValue::Num(q)) = msg.get("queryId") else {
-                    self.debug(|| {
-                        format!("conn {id}: ignored frame: unsubscribe without a numeric queryId")
-                    });
-                    return;
-                };
-                let key = qid_key(*q);
+            ClientFrame::SubscribeWithoutQid => self
+                .debug(|| format!("conn {id}: ignored frame: subscribe without a numeric queryId")),
+            ClientFrame::Unsubscribe { qid } => {
+                let key = qid_key(qid);
                 let prev = self.conns.get_mut(&id).and_then(|c| c.queries.remove(&key));
                 let known = prev.is_some();
                 if let Some(prev) = prev {
@@ -293,24 +275,29 @@ impl Host {
                     format!("conn {id}: unsubscribe queryId {key}{what}")
                 });
             }
-            Some(JsValue::Str(t)) if t == "pushMutation" => {
-                match super::writes::Envelope::from_frame(msg) {
-                    Some(envelope) => self.handle_push_mutation(id, envelope, driver),
-                    None => self.send(id, frames::error(None, "malformed pushMutation envelope")),
-                }
+            ClientFrame::UnsubscribeWithoutQid => self.debug(|| {
+                format!("conn {id}: ignored frame: unsubscribe without a numeric queryId")
+            }),
+            ClientFrame::PushMutation(Some(envelope)) => {
+                self.handle_push_mutation(id, envelope, driver);
             }
-            Some(JsValue::Str(t)) if t == "mutate" => {
+            ClientFrame::PushMutation(None) => {
+                self.send(id, frames::error(None, "malformed pushMutation envelope"));
+            }
+            ClientFrame::Mutate { query_id } => {
                 // Raw CRUD never crosses this wire: room writes are named mutators.
                 let text = frames::error(
-                    msg.get("queryId"),
+                    query_id.as_ref(),
                     "this room accepts named mutators only (pushMutation)",
                 );
                 self.send(id, text);
             }
-            other => self.debug(|| match other {
-                Some(JsValue::Str(t)) => format!("conn {id}: ignored frame: unknown type {t:?}"),
-                _ => format!("conn {id}: ignored frame: no string \"t\""),
-            }),
+            ClientFrame::Unknown(t) => {
+                self.debug(|| format!("conn {id}: ignored frame: unknown type {t:?}"));
+            }
+            ClientFrame::Untyped => {
+                self.debug(|| format!("conn {id}: ignored frame: no string \"t\""));
+            }
         }
     }
 
@@ -325,26 +312,29 @@ impl Host {
     }
 
     /// Serves one `subscribe` (live room only).
-    pub(super) fn handle_subscribe(&mut self, id: ConnId, msg: &JsValue, driver: &mut dyn Driver) {
+    pub(super) fn handle_subscribe(
+        &mut self,
+        id: ConnId,
+        sub: &Subscribe,
+        driver: &mut dyn Driver,
+    ) {
         if self.room.is_none() || !self.conns.contains_key(&id) {
             return; // raced an incarnation death, or the socket is gone
         }
-        let Some(JsValue::Num(qid)) = msg.get("queryId") else {
-            return;
-        };
-        let qid = *qid;
-        if let Some(JsValue::Str(name)) = msg.get("name") {
-            let name = name.clone();
+        let qid = sub.qid;
+        if let Some(name) = &sub.name {
             if name == LMID_QUERY_NAME {
-                let waiting = super::newcomer::Waiting::Subscribe(msg.clone());
-                if self.await_lmid(id, waiting).is_none() {
+                if self
+                    .await_lmid(id, Waiting::Subscribe(sub.clone()))
+                    .is_none()
+                {
                     return; // served once the authority told its durable lmid
                 }
             }
-            self.handle_lmid_subscribe(id, qid, &name, driver);
+            self.handle_lmid_subscribe(id, qid, name, driver);
             return;
         }
-        let Some(JsValue::Str(token_text)) = msg.get("leaseToken") else {
+        let Some(token_text) = sub.lease_token.as_deref() else {
             self.query_error(id, qid, "subscribe requires a lease token");
             return;
         };
@@ -420,7 +410,7 @@ impl Host {
         };
         if let Some(subject) = conn.sub.clone() {
             if !self.bind_client(&client, &subject) {
-                self.query_error(id, qid, &super::binding::bound_elsewhere(&client));
+                self.query_error(id, qid, &frames::bound_elsewhere(&client));
                 return;
             }
         }

@@ -186,6 +186,14 @@ pub fn upstream_subscribe(query_id: u64, lease_token: &str) -> String {
     s
 }
 
+/// The `queryError` / `error` text of a clientID used by another subject.
+pub(crate) fn bound_elsewhere(client: &str) -> String {
+    alloc::format!(
+        "clientID `{client}` is bound to another subject: a clientID belongs to the subject \
+         of the first lease presented with it"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

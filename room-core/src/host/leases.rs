@@ -6,7 +6,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::downstream::qid_key;
+use super::wire::qid_key;
 use super::{frames, ConnId, Host, Level, SubMeta};
 
 impl Host {

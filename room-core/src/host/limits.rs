@@ -4,7 +4,9 @@
 //! Past a limit the client gets an `error` frame saying which, then a 1008 close.
 
 use alloc::format;
+use alloc::string::String;
 
+use super::wire::Subscribe;
 use super::{frames, ConnId, Host, Level};
 use crate::json::tree::JsValue;
 
@@ -27,7 +29,7 @@ impl Host {
     pub(super) fn admit_subscription(
         &mut self,
         id: ConnId,
-        msg: &JsValue,
+        sub: &Subscribe,
         query_key: &str,
     ) -> bool {
         let max = self.cfg.max_subscriptions_per_conn;
@@ -41,7 +43,7 @@ impl Host {
             "too many subscriptions on this connection: the limit is {max} \
              (downstream.max_subscriptions_per_conn); unsubscribe first"
         );
-        self.refuse_conn(id, msg.get("queryId"), &message);
+        self.refuse_conn(id, Some(&sub.query_id()), &message);
         false
     }
 
@@ -65,8 +67,8 @@ impl Host {
     /// `init {clientID}`: the connection's identity, set once. The same clientID again
     /// is a no-op; a different one is refused (an identity per connection keeps a
     /// connection from minting clients — and their lmid queries — without end).
-    pub(super) fn on_init(&mut self, id: ConnId, msg: &JsValue) {
-        let Some(JsValue::Str(client)) = msg.get("clientID") else {
+    pub(super) fn on_init(&mut self, id: ConnId, client: Option<&str>) {
+        let Some(client) = client else {
             return;
         };
         if client.is_empty() {
@@ -86,9 +88,9 @@ impl Host {
                 self.refuse_conn(id, None, &message);
             }
             None => {
-                conn.client_id = Some(client.clone());
+                conn.client_id = Some(String::from(client));
                 let subject = conn.sub.clone();
-                let client = client.clone();
+                let client = String::from(client);
                 let ids = self.client_conns.entry(client.clone()).or_default();
                 if !ids.contains(&id) {
                     ids.push(id);

@@ -41,6 +41,7 @@ mod limits;
 mod metrics;
 mod newcomer;
 mod upstream;
+mod wire;
 mod writes;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -96,7 +97,7 @@ struct Conn {
     held_mutes: usize,
     /// lmid subscribes of a clientID the room must ask the authority about, waiting
     /// for the connection's first verified lease (newcomer.rs).
-    parked_lmid: Vec<crate::json::tree::JsValue>,
+    parked_lmid: Vec<wire::Subscribe>,
     /// When the first of them was parked.
     parked_since: u64,
     /// A close was output: no more frames go to it.
@@ -219,13 +220,13 @@ pub struct Host {
     /// clientID → the subject it is bound to.
     client_subjects: HashMap<String, String>,
     revoked: HashMap<String, u64>,
-    pending_subs: Vec<(ConnId, crate::json::tree::JsValue)>,
+    pending_subs: Vec<(ConnId, wire::Subscribe)>,
     logged_scope_skew: HashSet<String>,
     /// Log lines below this level are not produced ([`Host::set_log_level`]).
     log_level: Level,
 
     // ---- the write plane ----
-    pending_mutes: Vec<(ConnId, writes::Envelope)>,
+    pending_mutes: Vec<(ConnId, wire::Envelope)>,
     unacked: HashMap<String, VecDeque<(u64, u64)>>,
     /// Journaled entries the authority has not confirmed, in journal order (ack.rs).
     unconfirmed: VecDeque<ack::Unconfirmed>,

@@ -21,9 +21,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::authority::{Call, Purpose, Request};
-use super::writes::Envelope;
+use super::wire::Waiting;
 use super::{AuthorityError, AuthorityReply, ConnId, Driver, Host, Level};
-use crate::json::tree::JsValue;
 
 /// Frames one clientID may have waiting on its lmid fetch (across its connections).
 pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
@@ -47,15 +46,6 @@ pub(crate) struct Fetch {
     waiting: Vec<(ConnId, Waiting)>,
     /// When the waiting frames are served anyway.
     serve_by: u64,
-}
-
-/// A frame waiting for its clientID's durable lmid.
-#[derive(Clone, Debug)]
-pub(crate) enum Waiting {
-    /// The lmid system subscribe.
-    Subscribe(JsValue),
-    /// A `pushMutation`.
-    Mutation(Envelope),
 }
 
 impl Host {
@@ -87,7 +77,7 @@ impl Host {
         // mutation without a subject is refused downstream anyway.
         let authenticated = self.conns.get(&id).is_some_and(|c| c.sub.is_some());
         if !authenticated {
-            let Waiting::Subscribe(msg) = frame else {
+            let Waiting::Subscribe(sub) = frame else {
                 return Some(frame);
             };
             let max = self.cfg.max_subscriptions_per_conn;
@@ -99,7 +89,7 @@ impl Host {
                     let due = now + NEWCOMER_WAIT_MS;
                     self.timers.newcomer = Some(self.timers.newcomer.map_or(due, |t| t.min(due)));
                 }
-                conn.parked_lmid.push(msg);
+                conn.parked_lmid.push(sub);
             } else {
                 let message = format!(
                     "more than {max} lmid subscribes waiting for this connection's first lease"
@@ -159,9 +149,9 @@ impl Host {
             Some(c) if !c.parked_lmid.is_empty() => core::mem::take(&mut c.parked_lmid),
             _ => return,
         };
-        for msg in parked {
+        for sub in parked {
             if self.is_open(id) {
-                self.handle_subscribe(id, &msg, driver);
+                self.handle_subscribe(id, &sub, driver);
             }
         }
     }
@@ -244,7 +234,7 @@ impl Host {
                 continue;
             }
             match frame {
-                Waiting::Subscribe(msg) => self.handle_subscribe(id, &msg, driver),
+                Waiting::Subscribe(sub) => self.handle_subscribe(id, &sub, driver),
                 Waiting::Mutation(e) => self.handle_push_mutation(id, e, driver),
             }
         }
@@ -290,13 +280,10 @@ impl Host {
                 .get_mut(&id)
                 .map(|c| core::mem::take(&mut c.parked_lmid))
                 .unwrap_or_default();
-            for msg in msgs {
-                if let (Some(JsValue::Num(qid)), Some(JsValue::Str(name))) =
-                    (msg.get("queryId"), msg.get("name"))
-                {
-                    let (qid, name) = (*qid, name.clone());
+            for sub in msgs {
+                if let Some(name) = &sub.name {
                     if self.is_open(id) {
-                        self.handle_lmid_subscribe(id, qid, &name, driver);
+                        self.handle_lmid_subscribe(id, sub.qid, name, driver);
                     }
                 }
             }

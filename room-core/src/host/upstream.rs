@@ -4,12 +4,11 @@
 use alloc::format;
 use alloc::string::String;
 
+use super::wire::{decode_upstream, UpstreamFrame, UPSTREAM_QID};
 use super::{frames, Driver, Host, Level, Output, Phase};
-use crate::contract::{parse_upstream_frame, JsonRoom, UpstreamFrame};
+use crate::contract::JsonRoom;
 use crate::{ApplyStatus, Hello, Room, UpstreamBatch};
 
-/// The upstream subscription's queryId.
-pub(crate) const UPSTREAM_QID: f64 = 1.0;
 /// Delay before re-subscribing after a violation (and the first reconnect delay).
 pub(crate) const RESUBSCRIBE_DELAY_MS: u64 = 250;
 /// The longest wait before re-subscribing after snapshots past the memory budget.
@@ -80,19 +79,11 @@ impl Host {
     /// parses the whole frame once; a batch goes straight to the room.
     pub(super) fn on_upstream_frame(&mut self, text: &str, driver: &mut dyn Driver) {
         let room = self.room.as_ref().map(JsonRoom::room);
-        let frame = match parse_upstream_frame(text, UPSTREAM_QID, room) {
+        let frame = match decode_upstream(text, room) {
             Ok(Some(frame)) => frame,
             Ok(None) => return, // another queryId
-            Err(_) => {
-                // Not even a JSON object: the transport is garbage.
-                let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
-                self.violation(if json {
-                    "upstream frame is not a JSON object"
-                } else {
-                    "upstream frame is not JSON"
-                });
-                return;
-            }
+            // Not even a JSON object: the transport is garbage.
+            Err(garbage) => return self.violation(garbage.message()),
         };
         match frame {
             UpstreamFrame::Hello { hello, boot_id } => self.on_upstream_hello(hello, boot_id),

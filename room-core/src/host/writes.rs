@@ -9,7 +9,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::ack::Unconfirmed;
-use super::frames::{self, RecordedOutcome};
+use super::frames::{self, bound_elsewhere, RecordedOutcome};
+use super::wire::{Envelope, Waiting};
 use super::{ConnId, Driver, Host, IoId, JournalEntry, Level, MutatorOutcome, Outcome, Output};
 use crate::contract::js_uint;
 use crate::json::tree::JsValue;
@@ -17,36 +18,6 @@ use crate::{Begin, Commit};
 
 /// Recorded non-applied outcomes kept per client for re-sent mids.
 pub(crate) const MAX_RECORDED_OUTCOMES_PER_CLIENT: usize = 512;
-
-/// A validated `pushMutation` envelope.
-#[derive(Clone, Debug)]
-pub(crate) struct Envelope {
-    pub client_id: String,
-    pub mid: f64,
-    pub name: String,
-    pub args: Option<JsValue>,
-}
-
-impl Envelope {
-    /// `clientID` a string, `mid` a finite number, `name` a string — else `None`.
-    pub(crate) fn from_frame(msg: &JsValue) -> Option<Envelope> {
-        let e = msg.get("envelope")?;
-        let (Some(JsValue::Str(client_id)), Some(JsValue::Num(mid)), Some(JsValue::Str(name))) =
-            (e.get("clientID"), e.get("mid"), e.get("name"))
-        else {
-            return None;
-        };
-        if !mid.is_finite() {
-            return None;
-        }
-        Some(Envelope {
-            client_id: client_id.clone(),
-            mid: *mid,
-            name: name.clone(),
-            args: e.get("args").cloned(),
-        })
-    }
-}
 
 /// One mutation to run: live or replayed.
 #[derive(Debug)]
@@ -194,9 +165,7 @@ impl Host {
             }
             return;
         }
-        let Some(super::newcomer::Waiting::Mutation(e)) =
-            self.await_lmid(id, super::newcomer::Waiting::Mutation(e))
-        else {
+        let Some(Waiting::Mutation(e)) = self.await_lmid(id, Waiting::Mutation(e)) else {
             return; // run once the authority told its clientID's durable lmid
         };
         let Some(conn) = self.conns.get(&id) else {
@@ -211,7 +180,7 @@ impl Host {
             );
         };
         if !self.bind_client(&client, &sub) {
-            return fail(self, &super::binding::bound_elsewhere(&client));
+            return fail(self, &bound_elsewhere(&client));
         }
         let mid = match js_uint(e.mid, "mid") {
             Ok(m) => m,
