@@ -27,10 +27,11 @@ impl Host {
     /// Binds `client` to `subject` unless it is bound already; returns whether it is
     /// (now) bound to `subject`.
     pub(super) fn bind_client(&mut self, client: &str, subject: &str) -> bool {
-        match self.client_subjects.get(client) {
+        match self.down.client_subjects.get(client) {
             Some(bound) => bound == subject,
             None => {
-                self.client_subjects
+                self.down
+                    .client_subjects
                     .insert(client.to_string(), subject.to_string());
                 true
             }
@@ -42,7 +43,8 @@ impl Host {
     pub(super) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
         for (client, subject) in bindings {
             if !subject.is_empty() {
-                self.client_subjects
+                self.down
+                    .client_subjects
                     .entry(client.clone())
                     .or_insert_with(|| subject.clone());
             }
@@ -52,7 +54,7 @@ impl Host {
     /// Connection `id` just bound its subject: bind its clientID, or — when that clientID
     /// belongs to another subject — drop the connection's lmid subscriptions.
     pub(super) fn on_conn_subject(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.down.conns.get(&id) else {
             return;
         };
         let (Some(client), Some(subject)) = (conn.client_id.clone(), conn.sub.clone()) else {
@@ -62,6 +64,7 @@ impl Host {
             return;
         }
         let lmid_subs: Vec<(String, f64)> = self
+            .down
             .subs
             .iter()
             .filter(|(_, m)| m.conn == id && m.user.is_empty())
@@ -71,11 +74,11 @@ impl Host {
         let message = bound_elsewhere(&client);
         for (key, qid) in lmid_subs {
             self.send(id, frames::query_error(qid, &message));
-            self.subs.remove(&key);
-            if let Some(c) = self.conns.get_mut(&id) {
+            self.down.subs.remove(&key);
+            if let Some(c) = self.down.conns.get_mut(&id) {
                 c.queries.remove(&qid_key(qid));
             }
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().unsubscribe(&key, now);
             }
         }
@@ -84,8 +87,10 @@ impl Host {
     /// Connection `id` of `client` closed: forget the binding when nothing needs it (no
     /// other connection holds the clientID and nothing of it was ever journaled).
     pub(super) fn release_binding(&mut self, client: &str) {
-        if !self.client_conns.contains_key(client) && !self.known_clients.contains(client) {
-            self.client_subjects.remove(client);
+        if !self.down.client_conns.contains_key(client)
+            && !self.writes.known_clients.contains(client)
+        {
+            self.down.client_subjects.remove(client);
         }
     }
 }

@@ -125,7 +125,7 @@ impl Host {
                 reply(self, ControlReply::Health(running));
             }
             ControlRequest::Ready => {
-                let ready = self.live && self.phase == Phase::Running && !self.moved;
+                let ready = self.inc.live && self.phase == Phase::Running && !self.moved;
                 reply(self, ControlReply::Ready(ready));
             }
             ControlRequest::Revoke { user } => {
@@ -142,7 +142,7 @@ impl Host {
                     Level::Info,
                     String::from("shutting down: no new connections, draining"),
                 );
-                self.shutdown_reply = Some(id);
+                self.flushing.shutdown_reply = Some(id);
                 self.phase = Phase::ShuttingDown;
                 self.push(Output::StopAccepting);
                 self.timers.shutdown = Some(self.now + SHUTDOWN_DRAIN_MS);
@@ -164,7 +164,7 @@ impl Host {
                     Level::Warn,
                     String::from("aborted: sockets dropped, nothing drained"),
                 );
-                let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+                let conns: Vec<ConnId> = self.down.conns.keys().copied().collect();
                 for conn in conns {
                     self.push(Output::Terminate { conn });
                 }
@@ -178,7 +178,7 @@ impl Host {
 
     /// The shutdown drain ran out of time: close anyway.
     pub(super) fn shutdown_deadline_passed(&mut self) {
-        if self.shutdown_reply.is_none() {
+        if self.flushing.shutdown_reply.is_none() {
             return;
         }
         self.log(
@@ -188,23 +188,23 @@ impl Host {
                  anyway (the journal keeps what was not flushed; the next boot settles it)"
             ),
         );
-        self.drains.retain(|d| !d.is_shutdown());
+        self.flushing.drains.retain(|d| !d.is_shutdown());
         self.finish_shutdown();
     }
 
     /// Point-in-time gauges: `(connections, subscriptions, materializations,
     /// pending mutations, dirty keys, head cv)`.
     pub fn gauges(&self) -> Gauges {
-        let room = self.room.as_ref().map(|r| r.room());
+        let room = self.inc.room.as_ref().map(|r| r.room());
         Gauges {
-            live: self.live,
-            connections: self.conns.len(),
-            subscriptions: self.subs.len(),
+            live: self.inc.live,
+            connections: self.down.conns.len(),
+            subscriptions: self.down.subs.len(),
             materializations: room.map_or(0, |r| r.materialization_count()),
             pending_mutations: room.map_or(0, |r| r.pending_len()),
             dirty_keys: room.map_or(0, |r| r.dirty_len()),
             head_cv: room.map_or(0, |r| r.head_cv()),
-            placement_epoch: self.placement_epoch,
+            placement_epoch: self.boot.placement_epoch,
         }
     }
 
@@ -225,9 +225,9 @@ impl Host {
         num(&mut s, "pendingMutations", g.pending_mutations as u64);
         num(&mut s, "dirtyKeys", g.dirty_keys as u64);
         num(&mut s, "placementEpoch", g.placement_epoch);
-        num(&mut s, "flushesConfirmed", self.flushes_confirmed);
+        num(&mut s, "flushesConfirmed", self.flushing.confirmed);
         s.push_str(",\"flushInFlight\":");
-        s.push_str(if self.flush.is_some() {
+        s.push_str(if self.flushing.in_flight.is_some() {
             "true"
         } else {
             "false"

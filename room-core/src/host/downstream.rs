@@ -2,15 +2,16 @@
 //! subscribes, the lmid system query, the drain fan-out with its `progress` release
 //! points, and the backlog caps on every socket.
 
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use hashbrown::{HashMap, HashSet};
+
 use super::frames::{self, OpsCache};
 use super::wire::{qid_key, ClientFrame, Subscribe, Undecoded, Waiting};
-use super::{
-    Conn, ConnId, Driver, Host, Level, Output, QueryEnt, SendClass, SubMeta, LMID_QUERY_NAME,
-};
+use super::{ConnId, Driver, Host, HostConfig, Level, Output, SendClass, LMID_QUERY_NAME};
 use crate::token;
 
 /// The longest close reason a close frame carries (RFC 6455: 125 bytes of payload,
@@ -26,10 +27,96 @@ pub fn close_reason(reason: &str) -> String {
     String::from(&reason[..end])
 }
 
-impl Host {
+/// The downstream leg's state.
+#[derive(Debug)]
+pub(super) struct Connections {
+    /// The open connections.
+    pub(super) conns: BTreeMap<ConnId, Conn>,
+    /// clientID → the connections that sent `init` with it.
+    pub(super) client_conns: HashMap<String, Vec<ConnId>>,
+    /// Subscription key (`conn:queryId`) → where its frames go.
+    pub(super) subs: BTreeMap<String, SubMeta>,
+    /// clientID → the subject it is bound to.
+    pub(super) client_subjects: HashMap<String, String>,
+    /// Subject → the time (ms) before which its leases are refused.
+    pub(super) revoked: HashMap<String, u64>,
+    /// Subscribes held until the room is live, in arrival order.
+    pub(super) pending_subs: Vec<(ConnId, Subscribe)>,
+    /// The scopes hash the room's commit gate is armed with (from the configuration).
+    pub(super) armed_scopes_hash: Option<String>,
+    /// Scope skews already logged (lease hash + armed hash), so each is logged once.
+    pub(super) logged_scope_skew: HashSet<String>,
+}
+
+impl Connections {
+    /// No connections yet; the revocations configured.
+    pub(super) fn new(cfg: &HostConfig) -> Connections {
+        Connections {
+            conns: BTreeMap::new(),
+            client_conns: HashMap::new(),
+            subs: BTreeMap::new(),
+            client_subjects: HashMap::new(),
+            revoked: cfg.revoked.iter().cloned().collect(),
+            pending_subs: Vec::new(),
+            armed_scopes_hash: cfg.armed_scopes_hash(),
+            logged_scope_skew: HashSet::new(),
+        }
+    }
+
     /// Whether `conn` is known and not closing (`readyState === OPEN`).
     pub(super) fn is_open(&self, conn: ConnId) -> bool {
         self.conns.get(&conn).is_some_and(|c| !c.closing)
+    }
+}
+
+/// One downstream connection's state.
+#[derive(Debug)]
+pub(super) struct Conn {
+    /// queryId (as JS text) → its subscription key and downstream epoch.
+    pub(super) queries: HashMap<String, QueryEnt>,
+    /// The `init` clientID.
+    pub(super) client_id: Option<String>,
+    /// The subject bound by the first verified lease.
+    pub(super) sub: Option<String>,
+    /// When the socket opened: the first-frame deadline counts from it.
+    pub(super) opened_at: u64,
+    /// Whether it sent a valid `init` or `subscribe` yet.
+    pub(super) identified: bool,
+    /// Subscribes held until the room is live.
+    pub(super) held_subs: usize,
+    /// `pushMutation`s held until the room is live.
+    pub(super) held_mutes: usize,
+    /// lmid subscribes of a clientID the room must ask the authority about, waiting
+    /// for the connection's first verified lease (see `newcomer.rs`).
+    pub(super) parked_lmid: Vec<Subscribe>,
+    /// When the first of them was parked.
+    pub(super) parked_since: u64,
+    /// A close was output: no more frames go to it.
+    pub(super) closing: bool,
+}
+
+/// A `(connection, queryId)` subscription.
+#[derive(Clone, Debug)]
+pub(super) struct QueryEnt {
+    pub(super) sub_key: String,
+    pub(super) epoch: u64,
+}
+
+/// Where a subscriber's frames go, and its lease.
+#[derive(Clone, Debug)]
+pub(super) struct SubMeta {
+    pub(super) conn: ConnId,
+    pub(super) qid: f64,
+    /// The lease subject (`""` for the lmid system subscription).
+    pub(super) user: String,
+    /// Lease expiry, ms (`INFINITY` for the lmid subscription).
+    pub(super) exp: f64,
+}
+
+impl Host {
+    /// Whether `conn` is known and not closing (`readyState === OPEN`).
+    pub(super) fn is_open(&self, conn: ConnId) -> bool {
+        self.down.is_open(conn)
     }
 
     /// Queues a frame outside every cap (seed `send`); dropped for a closing socket.
@@ -43,19 +130,14 @@ impl Host {
         }
         self.counters.frames_out += 1;
         self.counters.bytes_out += text.len() as u64;
-        let u = self.unpolled.entry(conn).or_insert((0, 0));
-        match class {
-            SendClass::Live | SendClass::Plain => u.0 += text.len(),
-            SendClass::Snapshot => u.1 += text.len(),
-        }
-        self.push(Output::Send { conn, text, class });
+        self.out.push_send(conn, text, class);
     }
 
     /// The socket's backlog of each class: what its driver holds unread plus what the
     /// host has output and the driver not polled yet.
     fn backlog(&self, conn: ConnId, driver: &dyn Driver) -> (usize, usize) {
         let b = driver.backlog(conn);
-        let (live, snapshot) = self.unpolled.get(&conn).copied().unwrap_or((0, 0));
+        let (live, snapshot) = self.out.unpolled.get(&conn).copied().unwrap_or((0, 0));
         (b.live + live, b.snapshot + snapshot)
     }
 
@@ -110,7 +192,7 @@ impl Host {
     /// Closes a connection with `code` and `reason` (once); `discard` drops what is
     /// queued for it, in the host and in the driver.
     pub(super) fn close_conn(&mut self, conn: ConnId, code: u16, reason: &str, discard: bool) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.down.conns.get_mut(&conn) else {
             return;
         };
         if c.closing {
@@ -118,9 +200,7 @@ impl Host {
         }
         c.closing = true;
         if discard {
-            self.out
-                .retain(|o| !matches!(o, Output::Send { conn: c2, .. } if *c2 == conn));
-            self.unpolled.remove(&conn);
+            self.out.discard_sends(conn);
         }
         self.push(Output::Close {
             conn,
@@ -131,7 +211,7 @@ impl Host {
     }
 
     pub(super) fn on_conn_open(&mut self, id: ConnId) {
-        self.conns.insert(
+        self.down.conns.insert(
             id,
             Conn {
                 queries: Default::default(),
@@ -153,15 +233,15 @@ impl Host {
     }
 
     pub(super) fn on_conn_closed(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.remove(&id) else {
+        let Some(conn) = self.down.conns.remove(&id) else {
             return;
         };
-        self.unpolled.remove(&id);
+        self.out.unpolled.remove(&id);
         if conn.held_subs > 0 {
-            self.pending_subs.retain(|(i, _)| *i != id);
+            self.down.pending_subs.retain(|(i, _)| *i != id);
         }
         if conn.held_mutes > 0 {
-            self.pending_mutes.retain(|(i, _)| *i != id);
+            self.writes.pending_mutes.retain(|(i, _)| *i != id);
         }
         if let Some(client) = &conn.client_id {
             self.unindex_client(client, id);
@@ -169,10 +249,10 @@ impl Host {
         }
         let now = self.now;
         for q in conn.queries.values() {
-            if self.subs.get(&q.sub_key).is_some_and(|m| m.conn == id) {
-                self.subs.remove(&q.sub_key);
+            if self.down.subs.get(&q.sub_key).is_some_and(|m| m.conn == id) {
+                self.down.subs.remove(&q.sub_key);
             }
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().unsubscribe(&q.sub_key, now);
             }
         }
@@ -185,10 +265,10 @@ impl Host {
 
     /// Drops connection `id` from the connections of `client`.
     fn unindex_client(&mut self, client: &str, id: ConnId) {
-        if let Some(ids) = self.client_conns.get_mut(client) {
+        if let Some(ids) = self.down.client_conns.get_mut(client) {
             ids.retain(|&i| i != id);
             if ids.is_empty() {
-                self.client_conns.remove(client);
+                self.down.client_conns.remove(client);
             }
         }
     }
@@ -196,16 +276,18 @@ impl Host {
     /// The connection holding `client`'s first subscription in subscription-key order
     /// (the order of `subs`), with that key.
     pub(super) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, ConnId)> {
-        self.client_conns
+        self.down
+            .client_conns
             .get(client)?
             .iter()
             .filter_map(|&id| {
-                self.conns
+                self.down
+                    .conns
                     .get(&id)?
                     .queries
                     .values()
                     .map(|q| q.sub_key.as_str())
-                    .filter(|k| self.subs.get(*k).is_some_and(|m| m.conn == id))
+                    .filter(|k| self.down.subs.get(*k).is_some_and(|m| m.conn == id))
                     .min()
                     .map(|k| (k, id))
             })
@@ -233,19 +315,19 @@ impl Host {
             // The connection identity; no reply frame.
             ClientFrame::Init { client_id } => self.on_init(id, client_id.as_deref()),
             ClientFrame::Subscribe(sub) => {
-                if let Some(c) = self.conns.get_mut(&id) {
+                if let Some(c) = self.down.conns.get_mut(&id) {
                     c.identified = true;
                 }
                 let key = qid_key(sub.qid);
                 if !self.admit_subscription(id, &sub, &key) {
                     return;
                 }
-                if !self.live || self.room.is_none() {
+                if !self.inc.live || self.inc.room.is_none() {
                     // Held until the seq-0 snapshot lands.
-                    if let Some(c) = self.conns.get_mut(&id) {
+                    if let Some(c) = self.down.conns.get_mut(&id) {
                         c.held_subs += 1;
                     }
-                    self.pending_subs.push((id, sub));
+                    self.down.pending_subs.push((id, sub));
                     self.debug(|| {
                         format!("conn {id}: subscribe queryId {key} held until the room is live")
                     });
@@ -257,12 +339,16 @@ impl Host {
                 .debug(|| format!("conn {id}: ignored frame: subscribe without a numeric queryId")),
             ClientFrame::Unsubscribe { qid } => {
                 let key = qid_key(qid);
-                let prev = self.conns.get_mut(&id).and_then(|c| c.queries.remove(&key));
+                let prev = self
+                    .down
+                    .conns
+                    .get_mut(&id)
+                    .and_then(|c| c.queries.remove(&key));
                 let known = prev.is_some();
                 if let Some(prev) = prev {
-                    self.subs.remove(&prev.sub_key);
+                    self.down.subs.remove(&prev.sub_key);
                     let now = self.now;
-                    if let Some(room) = self.room.as_mut() {
+                    if let Some(room) = self.inc.room.as_mut() {
                         room.room_mut().unsubscribe(&prev.sub_key, now);
                     }
                 }
@@ -318,7 +404,7 @@ impl Host {
         sub: &Subscribe,
         driver: &mut dyn Driver,
     ) {
-        if self.room.is_none() || !self.conns.contains_key(&id) {
+        if self.inc.room.is_none() || !self.down.conns.contains_key(&id) {
             return; // raced an incarnation death, or the socket is gone
         }
         let qid = sub.qid;
@@ -346,7 +432,7 @@ impl Host {
                 return;
             }
         };
-        if let Some(&at) = self.revoked.get(&payload.sub) {
+        if let Some(&at) = self.down.revoked.get(&payload.sub) {
             if payload.iat <= at as f64 {
                 self.query_error(id, qid, "lease token refused: revoked");
                 return;
@@ -354,7 +440,7 @@ impl Host {
         }
         self.check_scope_skew(payload.scopes_hash.as_deref());
         // Subject binding: the first verified lease binds the connection's subject.
-        let Some(conn) = self.conns.get_mut(&id) else {
+        let Some(conn) = self.down.conns.get_mut(&id) else {
             return;
         };
         match &conn.sub {
@@ -401,7 +487,7 @@ impl Host {
             );
             return;
         }
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.down.conns.get(&id) else {
             return;
         };
         let Some(client) = conn.client_id.clone() else {
@@ -438,17 +524,18 @@ impl Host {
         let key = qid_key(qid);
         let sub_key = format!("{id}:{key}");
         let prev = self
+            .down
             .conns
             .get(&id)
             .and_then(|c| c.queries.get(&key))
             .cloned();
         let epoch = prev.as_ref().map_or(1, |p| p.epoch + 1);
         if let Some(p) = &prev {
-            self.subs.remove(&p.sub_key);
+            self.down.subs.remove(&p.sub_key);
         }
         let now = self.now;
         let max = self.cfg.max_materializations;
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return;
         };
         let room = room.room_mut();
@@ -479,10 +566,10 @@ impl Host {
         let snapshot = frames::nbatch(qid, &res.snapshot);
         let max = self.cfg.max_snapshot_bytes;
         if snapshot.len() > max {
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().unsubscribe(&sub_key, now);
             }
-            if let Some(c) = self.conns.get_mut(&id) {
+            if let Some(c) = self.down.conns.get_mut(&id) {
                 c.queries.remove(&key);
             }
             let message = format!(
@@ -494,11 +581,11 @@ impl Host {
             return;
         }
         if let Some(budget) = self.cfg.max_room_bytes {
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 let retained = room.room().retained_bytes() as u64;
                 if retained > budget {
                     room.room_mut().undo_subscribe(&sub_key, now);
-                    if let Some(c) = self.conns.get_mut(&id) {
+                    if let Some(c) = self.down.conns.get_mut(&id) {
                         c.queries.remove(&key);
                     }
                     self.counters.budget_refusals += 1;
@@ -519,7 +606,7 @@ impl Host {
             let bytes = snapshot.len();
             format!("conn {id}: subscribed queryId {key} ({who}, epoch {epoch}, snapshot {bytes} bytes)")
         });
-        if let Some(c) = self.conns.get_mut(&id) {
+        if let Some(c) = self.down.conns.get_mut(&id) {
             c.queries.insert(
                 key,
                 QueryEnt {
@@ -528,22 +615,22 @@ impl Host {
                 },
             );
         }
-        self.subs.insert(sub_key, meta);
-        let hello = frames::nhello(qid, &res.hello, &self.boot_id);
+        self.down.subs.insert(sub_key, meta);
+        let hello = frames::nhello(qid, &res.hello, &self.inc.boot_id);
         self.send(id, hello);
         self.send_snapshot(id, snapshot, driver);
         self.send_progress(id, driver);
     }
 
     fn check_scope_skew(&mut self, lease: Option<&str>) {
-        let (Some(armed), Some(lease)) = (self.armed_scopes_hash.clone(), lease) else {
+        let (Some(armed), Some(lease)) = (self.down.armed_scopes_hash.clone(), lease) else {
             return;
         };
         if armed == lease {
             return;
         }
         let key = format!("{lease}{armed}");
-        if self.logged_scope_skew.insert(key) {
+        if self.down.logged_scope_skew.insert(key) {
             self.log(
                 Level::Warn,
                 format!(
@@ -558,7 +645,7 @@ impl Host {
     /// Drains the core once and fans the frames out, then one `progress` per touched
     /// connection, after its data. Returns the touched connections.
     pub(super) fn drain_downstream(&mut self, driver: &mut dyn Driver) -> Vec<ConnId> {
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return Vec::new();
         };
         let drained = room.room_mut().commit_all();
@@ -568,7 +655,7 @@ impl Host {
         let mut cache = OpsCache::default();
         let mut out: Vec<(ConnId, String)> = Vec::with_capacity(drained.len());
         for f in &drained {
-            if let Some(meta) = self.subs.get(&*f.sub) {
+            if let Some(meta) = self.down.subs.get(&*f.sub) {
                 let text = frames::nbatch_with_ops(meta.qid, &f.batch, cache.get(&f.batch.ops));
                 out.push((meta.conn, text));
             }
@@ -596,18 +683,22 @@ impl Host {
     }
 
     fn progress_text(&self, conn: ConnId) -> Option<String> {
-        let room = self.room.as_ref()?;
+        let room = self.inc.room.as_ref()?;
         let mut cv_min = room.head_cv() as i64;
-        let client = self.conns.get(&conn).and_then(|c| c.client_id.as_ref());
-        if let Some(held) = client.and_then(|c| self.unacked.get(c)) {
+        let client = self
+            .down
+            .conns
+            .get(&conn)
+            .and_then(|c| c.client_id.as_ref());
+        if let Some(held) = client.and_then(|c| self.writes.unacked.get(c)) {
             if let Some(&(_, apply_cv)) = held.front() {
                 cv_min = cv_min.min(apply_cv as i64 - 1);
             }
         }
         Some(frames::progress(
             cv_min,
-            self.upstream_cv_min,
-            self.upstream_boot.as_deref(),
+            self.up.cv_min,
+            self.up.daemon_boot.as_deref(),
         ))
     }
 }

@@ -33,7 +33,7 @@ impl Host {
         query_key: &str,
     ) -> bool {
         let max = self.cfg.max_subscriptions_per_conn;
-        let Some(c) = self.conns.get(&id) else {
+        let Some(c) = self.down.conns.get(&id) else {
             return false;
         };
         if c.queries.contains_key(query_key) || c.queries.len() + c.held_subs < max {
@@ -50,7 +50,7 @@ impl Host {
     /// Whether connection `id` may hold one more `pushMutation` until the room is live;
     /// refuses it otherwise.
     pub(super) fn admit_held_mutation(&mut self, id: ConnId) -> bool {
-        let Some(c) = self.conns.get(&id) else {
+        let Some(c) = self.down.conns.get(&id) else {
             return false;
         };
         if c.held_mutes < MAX_HELD_MUTATIONS_PER_CONN {
@@ -74,7 +74,7 @@ impl Host {
         if client.is_empty() {
             return;
         }
-        let Some(conn) = self.conns.get_mut(&id) else {
+        let Some(conn) = self.down.conns.get_mut(&id) else {
             return;
         };
         conn.identified = true;
@@ -91,7 +91,7 @@ impl Host {
                 conn.client_id = Some(String::from(client));
                 let subject = conn.sub.clone();
                 let client = String::from(client);
-                let ids = self.client_conns.entry(client.clone()).or_default();
+                let ids = self.down.client_conns.entry(client.clone()).or_default();
                 if !ids.contains(&id) {
                     ids.push(id);
                 }
@@ -107,6 +107,7 @@ impl Host {
     pub(super) fn close_silent_conns(&mut self, now: u64) {
         let timeout = self.cfg.first_frame_timeout_ms;
         let silent: alloc::vec::Vec<ConnId> = self
+            .down
             .conns
             .iter()
             .filter(|(_, c)| {

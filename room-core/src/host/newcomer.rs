@@ -20,6 +20,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use hashbrown::HashSet;
+
 use super::authority::{Call, Purpose, Request};
 use super::wire::Waiting;
 use super::{AuthorityError, AuthorityReply, ConnId, Driver, Host, Level};
@@ -48,21 +50,36 @@ pub(crate) struct Fetch {
     serve_by: u64,
 }
 
+/// The newcomer gate's state.
+#[derive(Debug, Default)]
+pub(super) struct Newcomers {
+    /// clientIDs whose durable lmid this incarnation knows.
+    pub(super) known: HashSet<String>,
+    /// Lmid fetches under way, with what waits on them.
+    pub(super) fetching: Fetching,
+}
+
 impl Host {
     /// Takes connection `id`'s `frame` when it must wait for its clientID's durable
     /// lmid (a fetch is then under way); hands it back when it may be served now.
     pub(super) fn await_lmid(&mut self, id: ConnId, frame: Waiting) -> Option<Waiting> {
-        if !self.has_authority() || self.room.is_none() {
+        if !self.has_authority() || self.inc.room.is_none() {
             return Some(frame);
         }
-        let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.as_deref()) else {
+        let Some(client) = self
+            .down
+            .conns
+            .get(&id)
+            .and_then(|c| c.client_id.as_deref())
+        else {
             return Some(frame);
         };
-        if self.lmid_known.contains(client) {
+        if self.newcomers.known.contains(client) {
             return Some(frame); // the common case: no allocation
         }
         let client = String::from(client);
         let has_row = self
+            .inc
             .room
             .as_ref()
             .is_some_and(|r| r.room().acked_lmid(&client) > 0);
@@ -75,14 +92,14 @@ impl Host {
         // drive the authority. It waits for the connection's first verified lease (see
         // `release_parked`) at most NEWCOMER_WAIT_MS, then the room's ledger answers it; a
         // mutation without a subject is refused downstream anyway.
-        let authenticated = self.conns.get(&id).is_some_and(|c| c.sub.is_some());
+        let authenticated = self.down.conns.get(&id).is_some_and(|c| c.sub.is_some());
         if !authenticated {
             let Waiting::Subscribe(sub) = frame else {
                 return Some(frame);
             };
             let max = self.cfg.max_subscriptions_per_conn;
             let now = self.now;
-            let conn = self.conns.get_mut(&id)?;
+            let conn = self.down.conns.get_mut(&id)?;
             if conn.parked_lmid.len() < max {
                 if conn.parked_lmid.is_empty() {
                     conn.parked_since = now;
@@ -99,7 +116,12 @@ impl Host {
             return None;
         }
         let busy = self.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
-        match self.fetching.get_mut(&client).map(|f| &mut f.waiting) {
+        match self
+            .newcomers
+            .fetching
+            .get_mut(&client)
+            .map(|f| &mut f.waiting)
+        {
             Some(waiting) if waiting.len() >= MAX_FRAMES_AWAITING_LMID => {
                 let message = format!(
                     "more than {MAX_FRAMES_AWAITING_LMID} frames for clientID `{client}` while \
@@ -108,10 +130,10 @@ impl Host {
                 self.refuse_conn(id, None, &message);
             }
             Some(waiting) => waiting.push((id, frame)),
-            None if self.lmid_known.len() >= MAX_KNOWN_NEWCOMERS => {
+            None if self.newcomers.known.len() >= MAX_KNOWN_NEWCOMERS => {
                 // Writers with no ledger row yet, remembered so each is fetched once: a
                 // bound, not a leak — forgetting them costs a fetch each, nothing more.
-                self.lmid_known.clear();
+                self.newcomers.known.clear();
                 self.start_fetch(client, id, frame);
             }
             None if busy => {
@@ -122,7 +144,7 @@ impl Host {
                          clientID {client} from this room's ledger"
                     ),
                 );
-                self.lmid_known.insert(client);
+                self.newcomers.known.insert(client);
                 return Some(frame);
             }
             None => self.start_fetch(client, id, frame),
@@ -136,7 +158,7 @@ impl Host {
             waiting: alloc::vec![(id, frame)],
             serve_by,
         };
-        self.fetching.insert(client.clone(), fetch);
+        self.newcomers.fetching.insert(client.clone(), fetch);
         let next = self.timers.newcomer.map_or(serve_by, |t| t.min(serve_by));
         self.timers.newcomer = Some(next);
         self.call(Purpose::Newcomer, Request::Lmids(alloc::vec![client]));
@@ -145,7 +167,7 @@ impl Host {
     /// Connection `id` was just authenticated: its parked lmid subscribes go through
     /// the gate again (now allowed to fetch).
     pub(super) fn release_parked(&mut self, id: ConnId, driver: &mut dyn Driver) {
-        let parked = match self.conns.get_mut(&id) {
+        let parked = match self.down.conns.get_mut(&id) {
             Some(c) if !c.parked_lmid.is_empty() => core::mem::take(&mut c.parked_lmid),
             _ => return,
         };
@@ -158,8 +180,9 @@ impl Host {
 
     fn newcomer_fetches(&self) -> usize {
         self.calls
+            .in_flight
             .values()
-            .chain(self.retries.iter().map(|(_, c)| c))
+            .chain(self.calls.retries.iter().map(|(_, c)| c))
             .filter(|c| c.purpose == Purpose::Newcomer)
             .count()
     }
@@ -177,10 +200,11 @@ impl Host {
         let Some(client) = clients.first().cloned() else {
             return;
         };
-        if call.incarnation != self.incarnation {
+        if call.incarnation != self.inc.number {
             return; // the incarnation died: its waiters were closed with it
         }
         let waiting = self
+            .newcomers
             .fetching
             .remove(&client)
             .map(|f| f.waiting)
@@ -207,7 +231,7 @@ impl Host {
             }
         };
         if lmid > 0 {
-            let Some(room) = self.room.as_mut() else {
+            let Some(room) = self.inc.room.as_mut() else {
                 return;
             };
             match room.room_mut().seed_durable(&[(client.clone(), lmid)]) {
@@ -223,7 +247,7 @@ impl Host {
             );
         }
         if lmid == 0 {
-            self.lmid_known.insert(client); // with a row, the ledger itself says so
+            self.newcomers.known.insert(client); // with a row, the ledger itself says so
         }
         self.serve_waiting(waiting, driver);
     }
@@ -245,13 +269,14 @@ impl Host {
     pub(super) fn serve_overdue_newcomers(&mut self, driver: &mut dyn Driver) {
         let now = self.now;
         let overdue: Vec<String> = self
+            .newcomers
             .fetching
             .iter()
             .filter(|(_, f)| f.serve_by <= now)
             .map(|(c, _)| c.clone())
             .collect();
         for client in overdue {
-            let Some(fetch) = self.fetching.remove(&client) else {
+            let Some(fetch) = self.newcomers.fetching.remove(&client) else {
                 continue;
             };
             self.log(
@@ -263,12 +288,13 @@ impl Host {
                      answer lands)"
                 ),
             );
-            self.lmid_known.insert(client);
+            self.newcomers.known.insert(client);
             self.serve_waiting(fetch.waiting, driver);
         }
         // Connections that never presented a lease: their lmid subscribes are answered
         // from the ledger (no authority call on an anonymous socket's behalf).
         let parked: Vec<ConnId> = self
+            .down
             .conns
             .iter()
             .filter(|(_, c)| !c.parked_lmid.is_empty() && c.parked_since + NEWCOMER_WAIT_MS <= now)
@@ -276,6 +302,7 @@ impl Host {
             .collect();
         for id in parked {
             let msgs = self
+                .down
                 .conns
                 .get_mut(&id)
                 .map(|c| core::mem::take(&mut c.parked_lmid))
@@ -288,8 +315,9 @@ impl Host {
                 }
             }
         }
-        let fetches = self.fetching.values().map(|f| f.serve_by);
+        let fetches = self.newcomers.fetching.values().map(|f| f.serve_by);
         let conns = self
+            .down
             .conns
             .values()
             .filter(|c| !c.parked_lmid.is_empty())
@@ -300,9 +328,9 @@ impl Host {
     /// The incarnation died: connections waiting on a fetch are closed with the rest
     /// (`1012`); they re-send after reconnecting.
     pub(super) fn drop_fetches(&mut self) {
-        self.lmid_known.clear();
+        self.newcomers.known.clear();
         self.timers.newcomer = None;
-        let ids: Vec<ConnId> = core::mem::take(&mut self.fetching)
+        let ids: Vec<ConnId> = core::mem::take(&mut self.newcomers.fetching)
             .into_values()
             .flat_map(|f| f.waiting)
             .map(|(id, _)| id)
