@@ -558,6 +558,7 @@ impl Pair {
                 self.replies.insert(id, reply);
             }
             Output::Log { level, text } => self.logs.push((level, text)),
+            other => panic!("the test driver does not carry {other:?}"),
         }
     }
 

@@ -194,6 +194,8 @@ pub enum ControlReply {
 
 /// Everything a driver feeds the host.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
+#[must_use = "an input does nothing until it is handed to `Host::handle`"]
 pub enum Input<'a> {
     /// A lease mint ([`Output::MintLease`]) finished.
     LeaseMinted(Result<String, String>),
@@ -291,6 +293,8 @@ pub enum Level {
 
 /// Everything the host asks a driver to do.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "an output is work the driver must carry out"]
 pub enum Output {
     /// Start-up finished (the epoch claimed, the first lease minted): serve sockets.
     Started,
