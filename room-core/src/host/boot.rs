@@ -6,7 +6,7 @@
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::ack::Unconfirmed;
@@ -56,10 +56,31 @@ pub(super) struct Boot {
     pub(super) start_io: Option<IoId>,
 }
 
+/// Why replaying the journal into a fresh incarnation failed (the incarnation dies).
+#[derive(Debug)]
+enum ReplayError {
+    /// The incarnation's room is gone.
+    NoRoom,
+    /// Seeding the durable lmids failed.
+    Seed(crate::Error),
+    /// Re-running or acknowledging a journaled mutation failed.
+    Replay(crate::Error),
+}
+
+impl core::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ReplayError::NoRoom => f.write_str("no room"),
+            ReplayError::Seed(e) => write!(f, "durable seed failed: {e}"),
+            ReplayError::Replay(e) => write!(f, "journal replay failed: {e}"),
+        }
+    }
+}
+
 impl Host {
     /// The journal's flush records arrived at start-up: seed the flush stream past them,
     /// then claim the epoch.
-    fn on_start_journal(&mut self, result: Result<JournalContents, String>) {
+    fn on_start_journal(&mut self, result: Result<JournalContents, super::JournalError>) {
         match result {
             Err(e) => self.start_failed(format!("cannot read the journal's flush records: {e}")),
             Ok(contents) => {
@@ -106,7 +127,7 @@ impl Host {
     }
 
     /// The first lease: start-up is done (or failed).
-    pub(super) fn on_start_lease(&mut self, result: Result<String, String>) {
+    pub(super) fn on_start_lease(&mut self, result: Result<String, super::MintError>) {
         match result {
             Ok(token) => {
                 self.up.lease_token = token;
@@ -116,7 +137,7 @@ impl Host {
                 self.push(Output::Started);
                 self.connect_upstream();
             }
-            Err(e) => self.start_failed(e),
+            Err(e) => self.start_failed(e.to_string()),
         }
     }
 
@@ -162,7 +183,7 @@ impl Host {
     pub(super) fn on_journal_read(
         &mut self,
         io: IoId,
-        result: Result<JournalContents, String>,
+        result: Result<JournalContents, super::JournalError>,
         driver: &mut dyn Driver,
     ) {
         if self.boot.start_io == Some(io) {
@@ -312,7 +333,7 @@ impl Host {
     pub(super) fn on_other_journal_write(
         &mut self,
         io: IoId,
-        result: Result<(), String>,
+        result: Result<(), super::JournalError>,
         driver: &mut dyn Driver,
     ) {
         let confirming = self
@@ -366,7 +387,7 @@ impl Host {
             return;
         };
         if let Err(why) = self.replay(boot.contents, boot.lmids, driver) {
-            self.violation(&why);
+            self.violation(&why.to_string());
             return;
         }
         self.become_live(driver);
@@ -379,13 +400,17 @@ impl Host {
         contents: JournalContents,
         lmids: BTreeMap<String, u64>,
         driver: &mut dyn Driver,
-    ) -> Result<(), String> {
+    ) -> Result<(), ReplayError> {
         self.seed_bindings(&contents.bindings);
         let seeds: Vec<(String, u64)> = lmids.into_iter().filter(|(_, l)| *l > 0).collect();
         if !seeds.is_empty() {
-            let room = self.inc.room.as_mut().ok_or("no room")?.room_mut();
-            room.seed_durable(&seeds)
-                .map_err(|e| format!("durable seed failed: {e}"))?;
+            let room = self
+                .inc
+                .room
+                .as_mut()
+                .ok_or(ReplayError::NoRoom)?
+                .room_mut();
+            room.seed_durable(&seeds).map_err(ReplayError::Seed)?;
             room.commit_all(); // drop the (subscriber-less) ledger fan-out
             let list: Vec<String> = seeds.iter().map(|(c, l)| format!("{c}→{l}")).collect();
             self.log(Level::Info, format!("durable seed: {}", list.join(", ")));
@@ -404,7 +429,7 @@ impl Host {
             let cv = self.next_cv();
             let res = self
                 .run_mutation(&input, driver)
-                .map_err(|e| format!("journal replay failed: {e}"))?;
+                .map_err(ReplayError::Replay)?;
             if !matches!(res, RunResult::Dedup) {
                 // Acknowledged again below; confirmed only by a flush.
                 if self.has_authority() {
@@ -442,9 +467,13 @@ impl Host {
                 .iter()
                 .map(|e| (e.client_id.clone(), e.mid))
                 .collect();
-            let room = self.inc.room.as_mut().ok_or("no room")?.room_mut();
-            room.ack(&acks)
-                .map_err(|e| format!("journal replay failed: {e}"))?;
+            let room = self
+                .inc
+                .room
+                .as_mut()
+                .ok_or(ReplayError::NoRoom)?
+                .room_mut();
+            room.ack(&acks).map_err(ReplayError::Replay)?;
             room.commit_all(); // drop the (subscriber-less) fan-out of the replay
             self.log(
                 Level::Info,

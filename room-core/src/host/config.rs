@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use serde_json::Value as Json;
 
+use super::ConfigError;
 use crate::json::tree::JsValue;
 
 /// The write plane (`WritesOptions`).
@@ -116,14 +117,12 @@ impl HostConfig {
 
     /// Checks the seed's construction-time rules: a non-empty owned set, and scopes
     /// that only narrow it.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let Some(w) = &self.writes else {
             return Ok(());
         };
         if w.owned_tables.is_empty() {
-            return Err(String::from(
-                "writes.ownedTables must name at least one table",
-            ));
+            return Err(ConfigError::NoOwnedTables);
         }
         if let Some(scopes) = &w.scopes {
             check_scopes_narrow(scopes, &w.owned_tables)?;
@@ -133,12 +132,11 @@ impl HostConfig {
 }
 
 /// The boot-wire scopes may only narrow the host's owned set, never extend it.
-fn check_scopes_narrow(scopes: &Json, owned: &[String]) -> Result<(), String> {
-    use alloc::format;
+fn check_scopes_narrow(scopes: &Json, owned: &[String]) -> Result<(), ConfigError> {
     let Some(items) = scopes.as_array() else {
-        return Err(String::from("writes.scopes must be an array"));
+        return Err(ConfigError::ScopesNotArray);
     };
-    let rogue: Vec<&str> = items
+    let tables: Vec<String> = items
         .iter()
         .filter(|s| {
             let kind = s
@@ -149,17 +147,12 @@ fn check_scopes_narrow(scopes: &Json, owned: &[String]) -> Result<(), String> {
         })
         .filter_map(|s| s.get("table").and_then(Json::as_str))
         .filter(|t| !owned.iter().any(|o| o == t))
+        .map(String::from)
         .collect();
-    if rogue.is_empty() {
+    if tables.is_empty() {
         return Ok(());
     }
-    let names: Vec<String> = rogue.iter().map(|t| format!("`{t}`")).collect();
-    Err(format!(
-        "writes.scopes marks {} writable, but the host's writes.ownedTables does not include {} — \
-         the boot-wire scopes may only ever narrow the host's owned set, never extend it",
-        names.join(", "),
-        if rogue.len() == 1 { "it" } else { "them" }
-    ))
+    Err(ConfigError::ScopesWiden { tables })
 }
 
 #[cfg(test)]
@@ -176,7 +169,9 @@ mod tests {
         )
         .unwrap();
         assert!(check_scopes_narrow(&scopes, &["a".to_string(), "c".to_string()]).is_ok());
-        let err = check_scopes_narrow(&scopes, &["a".to_string()]).unwrap_err();
+        let err = check_scopes_narrow(&scopes, &["a".to_string()])
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("writes.scopes marks `c` writable"), "{err}");
         assert!(err.contains("does not include it —"), "{err}");
     }

@@ -20,7 +20,7 @@
 
 use crate::texts::{bearer_matches, error_body};
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::{ConnId, ControlReply, ControlRequest, Driver, Host, Level, Output, Phase};
@@ -107,7 +107,7 @@ impl ControlRoute {
                 s.push_str(",\"drained\":true}");
                 (200, s)
             }
-            Some(ControlReply::Drained(Err(e))) => (500, error_body(e)),
+            Some(ControlReply::Drained(Err(e))) => (500, error_body(&e.to_string())),
         }
     }
 }

@@ -4,13 +4,13 @@
 
 use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::authority::{Call, Purpose, Request};
 use super::{
-    ApplyResult, AuthorityError, AuthorityReply, ControlReply, Driver, FlushRecord, Host, IoId,
-    Level, Output, Phase,
+    ApplyResult, AuthorityError, AuthorityReply, ControlReply, DrainError, Driver, FlushRecord,
+    Host, IoId, JournalError, Level, Output, Phase,
 };
 use crate::json::write::{write_i64, write_str};
 
@@ -49,7 +49,7 @@ pub(super) struct FlushIo {
 enum FlushResult {
     Settled(ApplyResult),
     Fatal(String),
-    JournalFailed(String),
+    JournalFailed(JournalError),
     Stopped,
 }
 
@@ -221,7 +221,7 @@ impl Host {
     pub(super) fn on_flush_journal_write(
         &mut self,
         io: IoId,
-        result: Result<(), String>,
+        result: Result<(), super::JournalError>,
         driver: &mut dyn Driver,
     ) {
         if self.flushing.compact_io == Some(io) {
@@ -500,13 +500,12 @@ impl Host {
                 w.iterations += 1;
                 if w.iterations > DRAIN_MAX_ITERATIONS {
                     let room = self.inc.room.as_ref().map(|r| r.room());
-                    let err = format!(
-                        "drain: room {} failed to quiesce after {DRAIN_MAX_ITERATIONS} flushes \
-                         (dirty={}, pending={})",
-                        self.cfg.doc_id,
-                        room.map_or(0, |r| r.dirty_len()),
-                        room.map_or(0, |r| r.pending_len()),
-                    );
+                    let err = DrainError::NotQuiescent {
+                        doc: self.cfg.doc_id.clone(),
+                        flushes: DRAIN_MAX_ITERATIONS,
+                        dirty: room.map_or(0, |r| r.dirty_len()),
+                        pending: room.map_or(0, |r| r.pending_len()),
+                    };
                     self.finish_drain(w, Err(err));
                 } else {
                     keep.push(w);
@@ -519,9 +518,9 @@ impl Host {
         }
     }
 
-    fn finish_drain(&mut self, w: DrainWaiter, result: Result<u64, String>) {
+    fn finish_drain(&mut self, w: DrainWaiter, result: Result<u64, DrainError>) {
         if let Err(e) = &result {
-            self.log(Level::Error, e.clone());
+            self.log(Level::Error, e.to_string());
         }
         if let Some(id) = w.reply {
             self.push(Output::ControlReply {

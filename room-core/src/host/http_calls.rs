@@ -37,6 +37,7 @@ use alloc::string::String;
 
 use serde_json::Value as Json;
 
+use super::MintError;
 use super::{ApplyResult, AuthorityError, AuthorityReply};
 use crate::json::tree::JsValue;
 use crate::json::write::{write_f64, write_str, write_str_array};
@@ -219,21 +220,24 @@ pub fn materialize_body(footprint_ast: &JsValue, lease_ttl_ms: Option<u64>) -> S
 
 /// Classifies rindled's `/materialize` reply: the lease token, or the error the host
 /// logs before it retries the mint (the seed's texts).
-pub fn lease_reply(status: u16, text: &str) -> Result<String, String> {
+pub fn lease_reply(status: u16, text: &str) -> Result<String, MintError> {
     if !(200..300).contains(&status) {
-        return Err(format!("upstream /materialize failed: {status} {text}"));
+        return Err(MintError::Status {
+            status,
+            body: String::from(text),
+        });
     }
-    let out = JsValue::parse(text)
-        .map_err(|e| format!("upstream /materialize returned invalid JSON: {e}"))?;
+    let out = JsValue::parse(text).map_err(|e| MintError::InvalidJson(format!("{e}")))?;
     match out.get("leaseToken") {
         Some(JsValue::Str(t)) => Ok(t.clone()),
-        _ => Err(String::from("upstream /materialize returned no leaseToken")),
+        _ => Err(MintError::NoLeaseToken),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
     use alloc::vec;
 
     const URL: &str = "http://a/apply";
@@ -382,15 +386,16 @@ mod tests {
             Ok(String::from("t"))
         );
         assert_eq!(
-            lease_reply(500, "boom"),
+            lease_reply(500, "boom").map_err(|e| e.to_string()),
             Err(String::from("upstream /materialize failed: 500 boom"))
         );
         assert_eq!(
-            lease_reply(200, "{}"),
+            lease_reply(200, "{}").map_err(|e| e.to_string()),
             Err(String::from("upstream /materialize returned no leaseToken"))
         );
         assert!(lease_reply(200, "nope")
             .unwrap_err()
+            .to_string()
             .contains("invalid JSON"));
     }
 }

@@ -11,6 +11,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::{DrainError, JournalError, MintError, TablesError};
 use crate::schema::TableSchema;
 use crate::write::keyed::MutationTx;
 
@@ -185,7 +186,7 @@ pub enum ControlReply {
     /// How many subscriptions a revocation dropped.
     Revoked(u64),
     /// A drain finished: the last committed flush seq, or why it failed.
-    Drained(Result<u64, String>),
+    Drained(Result<u64, DrainError>),
     /// A flush settled (or there was nothing to flush).
     Flushed,
     /// The host stopped (shutdown or abort).
@@ -198,7 +199,7 @@ pub enum ControlReply {
 #[must_use = "an input does nothing until it is handed to `Host::handle`"]
 pub enum Input<'a> {
     /// A lease mint ([`Output::MintLease`]) finished.
-    LeaseMinted(Result<String, String>),
+    LeaseMinted(Result<String, MintError>),
     /// Upstream link `link` ([`Output::OpenUpstream`]) is open.
     UpstreamOpened {
         /// The link.
@@ -240,7 +241,7 @@ pub enum Input<'a> {
         /// The operation.
         io: IoId,
         /// The contents, or why the read failed.
-        result: Result<JournalContents, String>,
+        result: Result<JournalContents, JournalError>,
     },
     /// A journal write ([`Output::JournalAppend`], [`Output::JournalAppendFlush`],
     /// [`Output::JournalConfirmFlush`], [`Output::JournalCompact`]) finished: durable
@@ -249,7 +250,7 @@ pub enum Input<'a> {
         /// The operation.
         io: IoId,
         /// `Ok` once durable, or why it failed.
-        result: Result<(), String>,
+        result: Result<(), JournalError>,
     },
     /// An authority call finished.
     Authority {
@@ -481,7 +482,7 @@ pub trait Driver {
     /// The room's tables are known (each incarnation's hello, before the write plane
     /// serves): a driver validates or builds its mutators here; `Err` kills the
     /// incarnation with `write-plane boot failed: …`.
-    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), String> {
+    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), TablesError> {
         let _ = tables;
         Ok(())
     }

@@ -31,6 +31,7 @@ mod boot;
 mod config;
 mod control;
 mod downstream;
+mod error;
 mod flush;
 pub mod frames;
 mod http_calls;
@@ -55,6 +56,7 @@ pub use crate::texts::{bearer_matches, error_body, snippet, REPLY_SNIPPET_BYTES}
 pub use config::{HostConfig, Placement, WriteSettings};
 pub use control::{route_control, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
+pub use error::{ConfigError, DrainError, JournalError, JsonError, MintError, TablesError};
 pub use flush::{flush_body, pad_offset};
 pub use frames::RecordedOutcome;
 pub use http_calls::{
@@ -141,7 +143,7 @@ impl core::fmt::Debug for Host {
 impl Host {
     /// A host for `cfg` (checked with [`HostConfig::validate`]). Nothing happens until
     /// [`Host::start`].
-    pub fn new(cfg: HostConfig) -> Result<Host, String> {
+    pub fn new(cfg: HostConfig) -> Result<Host, ConfigError> {
         cfg.validate()?;
         let down = downstream::Connections::new(&cfg);
         let mut inc = incarnation::Incarnation::default();

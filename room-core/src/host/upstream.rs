@@ -246,7 +246,11 @@ impl Host {
         self.push(Output::MintLease);
     }
 
-    pub(super) fn on_lease_minted(&mut self, result: Result<String, String>, _: &mut dyn Driver) {
+    pub(super) fn on_lease_minted(
+        &mut self,
+        result: Result<String, super::MintError>,
+        _: &mut dyn Driver,
+    ) {
         if self.phase == Phase::Starting {
             return self.on_start_lease(result);
         }

@@ -350,7 +350,7 @@ impl Host {
     pub(super) fn on_journal_written(
         &mut self,
         io: IoId,
-        result: Result<(), String>,
+        result: Result<(), super::JournalError>,
         driver: &mut dyn Driver,
     ) {
         let Some(pos) = self.writes.appends.iter().position(|(i, ..)| *i == io) else {

@@ -197,7 +197,9 @@ async fn route(req: &http::Request, token: &str, events: &Sender<Event>) -> Repl
         ControlRequest::Revoke { user } => ask(events, |reply| Control::Revoke { user, reply })
             .await
             .map(ControlReply::Revoked),
-        ControlRequest::Drain => ask(events, Control::Drain).await.map(ControlReply::Drained),
+        ControlRequest::Drain => ask(events, Control::Drain)
+            .await
+            .map(|r| ControlReply::Drained(r.map_err(Into::into))),
         // The router hands out nothing else.
         _ => None,
     };

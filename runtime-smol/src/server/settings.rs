@@ -48,7 +48,7 @@ pub(crate) fn host_config(
         revoked: Vec::new(),
         max_room_bytes: None,
     };
-    cfg.validate()?;
+    cfg.validate().map_err(|e| e.to_string())?;
     Ok(cfg)
 }
 

@@ -278,7 +278,9 @@ impl Actor {
                     error: error.as_deref(),
                 });
             }
-            Event::LeaseMinted { result } => self.input(Input::LeaseMinted(result)),
+            Event::LeaseMinted { result } => {
+                self.input(Input::LeaseMinted(result.map_err(Into::into)))
+            }
             Event::Conn(ConnEvent::Open { id, out }) => {
                 self.conns.insert(id, out);
                 self.input(Input::ConnOpened { conn: id });
@@ -294,10 +296,14 @@ impl Actor {
                 self.conns.remove(&id);
                 self.input(Input::ConnClosed { conn: id });
             }
-            Event::JournalRead { io, result } => self.input(Input::JournalRead { io, result }),
-            Event::JournalWritten { io, result } => {
-                self.input(Input::JournalWritten { io, result })
-            }
+            Event::JournalRead { io, result } => self.input(Input::JournalRead {
+                io,
+                result: result.map_err(Into::into),
+            }),
+            Event::JournalWritten { io, result } => self.input(Input::JournalWritten {
+                io,
+                result: result.map_err(Into::into),
+            }),
             Event::Authority { io, result } => self.input(Input::Authority { io, result }),
             Event::Control(c) => self.on_control(c),
         }
@@ -319,7 +325,7 @@ impl Actor {
                 let _ = tx.try_send(n);
             }
             (Waiter::Drain(tx), ControlReply::Drained(r)) => {
-                let _ = tx.try_send(r);
+                let _ = tx.try_send(r.map_err(|e| e.to_string()));
             }
             (Waiter::Unit(tx), _) => {
                 let _ = tx.try_send(());

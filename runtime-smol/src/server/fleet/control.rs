@@ -148,11 +148,13 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
                     rooms.step(Some(rindle_room_core::fleet::Input::Drained {
                         doc: doc.clone(),
                         incarnation: room.incarnation,
-                        result: result.clone(),
+                        result: result.clone().map_err(Into::into),
                     }));
                 }
                 json(ControlRoute::http(
-                    reply.map(ControlReply::Drained).as_ref(),
+                    reply
+                        .map(|r| ControlReply::Drained(r.map_err(Into::into)))
+                        .as_ref(),
                 ))
             }
             Some(Err(record)) => match record.final_flush_seq {

@@ -198,7 +198,7 @@ impl Rooms {
                             });
                             Ok(())
                         }
-                        Err(e) => Err(e),
+                        Err(e) => Err(e.into()),
                     };
                     me.step(Some(Input::Started {
                         doc,
@@ -325,7 +325,7 @@ impl Rooms {
             self.step(Some(Input::Drained {
                 doc: room.doc.clone(),
                 incarnation: room.incarnation,
-                result: result.clone(),
+                result: result.clone().map_err(Into::into),
             }));
         }
         drained
