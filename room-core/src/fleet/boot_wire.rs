@@ -1,10 +1,11 @@
-//! The room-boot wire (authority.md §3.2, fleet.md F2): the request a box sends for a
+//! The room-boot wire (`docs/design/authority.md`, "Scope specs and the commit gate";
+//! `docs/fleet.md`, "Booting a room"): the request a box sends for a
 //! doc it does not serve, what the answer grants, and what each failure means for the
 //! sockets waiting on the boot.
 //!
 //! | reply | result | waiting sockets |
 //! |---|---|---|
-//! | 2xx with the §3.2 shape | [`BootGrant`] | served by the booted room |
+//! | 2xx with a grant's shape | [`BootGrant`] | served by the booted room |
 //! | 2xx, not JSON | [`BootFailure::Retryable`] | wait (backoff) |
 //! | 2xx, JSON of another shape | [`BootFailure::Invalid`] | close 1013 `room boot failed` |
 //! | 404 | [`BootFailure::NoRoom`] | close 4404 `no room for doc` |

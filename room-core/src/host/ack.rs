@@ -1,4 +1,5 @@
-//! When an acknowledged write is *acknowledged* (fleet.md F4), and what a fenced room
+//! When an acknowledged write is *acknowledged* (`docs/fleet.md`, "Acknowledgement
+//! modes"), and what a fenced room
 //! owes its authors.
 //!
 //! Every journaled mutation the authority has not confirmed yet waits here as an

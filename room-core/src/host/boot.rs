@@ -1,5 +1,5 @@
 //! Start-up (read the journal's flush records, claim the placement epoch, mint the
-//! lease) and, after each seq-0 snapshot (seed 002 `finishBoot`): enable the write
+//! lease) and, after each seq-0 snapshot (the Node shell's `finishBoot`): enable the write
 //! plane, read the journal, settle unconfirmed flush records, probe the durable lmids,
 //! replay the journal by re-invoking the mutators, ack everything replayed — then go
 //! live.
@@ -215,7 +215,7 @@ impl Host {
     }
 
     /// Resubmits the next unconfirmed journaled flush, byte-identically, in seq order
-    /// (seed 002 `settleUnconfirmedFlushes`); then the lmid probe.
+    /// (the Node shell's `settleUnconfirmedFlushes`); then the lmid probe.
     fn settle_next(&mut self, driver: &mut dyn Driver) {
         let Some(boot) = self.boot.io.as_mut() else {
             return;

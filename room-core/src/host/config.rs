@@ -1,4 +1,5 @@
-//! The host's settings: what seed 000's `DownstreamOptions` / `WritesOptions` say, plus
+//! The host's settings: what the `DownstreamOptions` / `WritesOptions` of `@rindle/room`
+//! 0.9's API say, plus
 //! the limits of docs/security.md. Drivers build one from their own configuration.
 
 use alloc::string::String;
@@ -25,13 +26,15 @@ pub struct WriteSettings {
     /// Whether an authority is configured (the write-behind flush, epoch claim, lmid
     /// probe and drain run only with one).
     pub authority: bool,
-    /// `ack = "flushed"` (fleet.md F4): the lmid ack and the author's progress wait
+    /// `ack = "flushed"` (`docs/fleet.md`, "Acknowledgement modes"): the lmid ack and the
+    /// author's progress wait
     /// until the flush carrying the mutation commits; `false` = `ack = "journaled"`,
     /// the ack follows the local fsync.
     pub ack_after_flush: bool,
 }
 
-/// A placement granted by the API server's room-boot (fleet.md F2): the epoch it
+/// A placement granted by the API server's room-boot (`docs/fleet.md`, "Booting a
+/// room"): the epoch it
 /// claimed and the upstream lease it minted. A host started with one claims no epoch
 /// and mints no first lease itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,7 +118,8 @@ impl HostConfig {
         Some(crate::token::scope_specs_hash(&JsValue::from_serde(scopes)))
     }
 
-    /// Checks the seed's construction-time rules: a non-empty owned set, and scopes
+    /// Checks the published room's construction-time rules: a non-empty owned set, and
+    /// scopes
     /// that only narrow it.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let Some(w) = &self.writes else {

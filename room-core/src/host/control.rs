@@ -1,4 +1,5 @@
-//! The control plane (seed 002 `startControl`, authority.md §7): the routes, the bearer
+//! The control plane (the Node shell's `startControl`; `docs/design/authority.md`,
+//! "Revocation and the control plane"): the routes, the bearer
 //! check and the answers, for any driver's HTTP server; and the host's side of each
 //! request.
 //!
@@ -6,16 +7,16 @@
 //! |---|---|---|
 //! | `GET /healthz` | no | 200 `{"live":true}` while the room runs (liveness) |
 //! | `GET /readyz` | no | 200 `{"ready":true}` when the incarnation is live and the room is not shutting down, else 503 `{"ready":false}` |
-//! | `GET /stats` | yes | 200, the seed's fields |
+//! | `GET /stats` | yes | 200, the published room's fields |
 //! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
 //! | `POST /drain` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
 //! | `GET /metrics` | yes | 200, the driver's Prometheus text |
 //! | anything else | yes | 404 `{"error":"unknown endpoint"}` |
 //!
-//! The probes answer without a token and reveal nothing else (fleet.md F9, as in fleet
-//! mode); every other request must carry `Authorization: Bearer <token>` (compared in
+//! The probes answer without a token and reveal nothing else (`docs/fleet.md`, "Health",
+//! as in fleet mode); every other request must carry `Authorization: Bearer <token>` (compared in
 //! constant time), else 401 `{"error":"unauthorized"}`. Routing compares the method and
-//! the raw request-target exactly, as the seed does. A room that stopped answers no
+//! the raw request-target exactly, as the published room's Node shell does. A room that stopped answers no
 //! probe: the driver renders that as 503 (`ControlRoute::http(None)`).
 
 use crate::texts::{bearer_matches, error_body};
@@ -208,7 +209,7 @@ impl Host {
         }
     }
 
-    /// The seed's `/stats` object, in its member order.
+    /// The `/stats` object, in the published room's member order.
     pub fn stats_json(&self) -> String {
         let g = self.gauges();
         let mut s = String::from("{\"live\":");

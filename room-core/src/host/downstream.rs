@@ -1,4 +1,5 @@
-//! The downstream leg (seed 002 `serveDownstream` … `sendBudgeted`): lease-token
+//! The downstream leg (the Node shell's `serveDownstream` … `sendBudgeted` in the
+//! published room): lease-token
 //! subscribes, the lmid system query, the drain fan-out with its `progress` release
 //! points, and the backlog caps on every socket.
 
@@ -119,7 +120,8 @@ impl Host {
         self.down.is_open(conn)
     }
 
-    /// Queues a frame outside every cap (seed `send`); dropped for a closing socket.
+    /// Queues a frame outside every cap (the Node shell's `send`); dropped for a closing
+    /// socket.
     pub(super) fn send(&mut self, conn: ConnId, text: String) {
         self.queue(conn, text, SendClass::Plain);
     }
@@ -142,7 +144,7 @@ impl Host {
     }
 
     /// Queues a live frame unless the socket's live backlog would pass the send budget,
-    /// in which case the socket is cut (seed 002 `sendBudgeted`).
+    /// in which case the socket is cut (the Node shell's `sendBudgeted`).
     pub(super) fn send_live(&mut self, conn: ConnId, text: String, driver: &dyn Driver) {
         if !self.is_open(conn) {
             return;

@@ -1,4 +1,5 @@
-//! The write-behind flush (seed 002 `scheduleFlush` … `roomMoved`): build the batch in
+//! The write-behind flush (the Node shell's `scheduleFlush` … `roomMoved` in the published
+//! room): build the batch in
 //! the core, journal its exact body before the first send, settle it against the
 //! authority, drain-before-downgrade, and the host's ways of stopping.
 
@@ -73,7 +74,8 @@ pub fn pad_offset(seq: u64) -> String {
     format!("{seq:020}")
 }
 
-/// The flush body, composed once (key order exactly as seed 002 `fireFlush`):
+/// The flush body, composed once (key order exactly as the published room's Node shell's
+/// `fireFlush`):
 /// `{"source":"room:<doc>:<epoch>","offset":"<seq, 20 digits>","doc","epoch","batchHash",
 /// "cas":true,"changes":[…]}`.
 pub fn flush_body(doc: &str, epoch: u64, seq: u64, batch_hash: &str, changes: &str) -> String {

@@ -1,6 +1,6 @@
 //! The text of every frame the server sends, built with the core's JSON writers so
-//! numbers and strings print exactly as `JSON.stringify` prints them (docs/protocol.md, "Numbers"), and
-//! members in the order seed 002 writes them.
+//! numbers and strings print exactly as `JSON.stringify` prints them (docs/protocol.md,
+//! "Numbers"), and members in the order the published room's Node shell writes them.
 
 use alloc::string::String;
 use alloc::sync::Arc;

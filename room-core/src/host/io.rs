@@ -32,8 +32,8 @@ pub enum Outcome {
     Deopt,
 }
 
-/// One journaled mutation: the wire envelope plus its recorded outcome (seed 000
-/// `RoomJournalEntry`).
+/// One journaled mutation: the wire envelope plus its recorded outcome (the
+/// `RoomJournalEntry` of `@rindle/room` 0.9's `WasmRoom` API).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JournalEntry {
     /// The envelope's `clientID`.
@@ -75,7 +75,8 @@ pub struct JournalContents {
     pub max_flush_seq: u64,
 }
 
-/// The authority's answer to `/apply-row-change-txn` (authority.md §4.4).
+/// The authority's answer to `/apply-row-change-txn` (`docs/design/authority.md`, "The
+/// apply call").
 #[derive(Clone, Debug, PartialEq)]
 pub enum ApplyResult {
     /// Committed (`applied: true`) or absorbed as a replay (`applied: false`); `cv` is
@@ -168,7 +169,7 @@ pub enum ControlRequest {
     Shutdown,
     /// Stop at once, like a crash: nothing journaled or drained, sockets terminated.
     Abort,
-    /// Stop now without draining (seed 002 `close()`): every socket closes with 1001,
+    /// Stop now without draining (the Node shell's `close()`): every socket closes with 1001,
     /// the upstream link is dropped; what is journaled stays journaled, the group
     /// commit's window is not appended (its mutations were never acknowledged).
     Close,
@@ -177,7 +178,7 @@ pub enum ControlRequest {
 /// The answer to a [`ControlRequest`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControlReply {
-    /// `/stats` as JSON text, in the seed's member order.
+    /// `/stats` as JSON text, in the published room's member order.
     Stats(String),
     /// Liveness: whether the room still runs (`false` once it stopped or moved).
     Health(bool),
@@ -312,7 +313,8 @@ pub enum Output {
         moved: bool,
     },
     /// Acknowledged mutations a fenced room could not deliver (`ack = "journaled"`,
-    /// fleet.md F4): the driver counts and reports them; the journal keeps them. Comes
+    /// `docs/fleet.md`, "Acknowledgement modes"): the driver counts and reports them; the
+    /// journal keeps them. Comes
     /// right before `Stopped { moved: true }`.
     Stranded {
         /// One per mutation, in journal order.
@@ -468,8 +470,8 @@ pub enum MutatorOutcome {
 /// while it handles an input.
 pub trait Driver {
     /// Runs mutator `name` against the open transaction `tx` with `args` (JSON text;
-    /// `None` = absent) as subject `user`, synchronously (seed 000's plain `RoomMutator`
-    /// functions). Returning anything but [`MutatorOutcome::Done`] discards the staged
+    /// `None` = absent) as subject `user`, synchronously (like the plain `RoomMutator`
+    /// functions of `@rindle/room` 0.9's API). Returning anything but [`MutatorOutcome::Done`] discards the staged
     /// writes. A driver that can catch panics reports one as `Rejected`.
     fn run_mutator(
         &mut self,

@@ -1,7 +1,8 @@
 //! The host's I/O as JSON text, for drivers that cross a language boundary (the Node
 //! addon, the C library): the configuration, journal contents and entries, authority
 //! results, control requests, and every [`Output`] / [`Input`] as one JSON object.
-//! Field names follow seed 000 (`clientID`, `maxFlushSeq`, …); frame texts travel as
+//! Field names follow `@rindle/room` 0.9's `WasmRoom` API (`clientID`, `maxFlushSeq`, …);
+//! frame texts travel as
 //! JSON strings.
 
 use alloc::collections::BTreeMap;
@@ -178,7 +179,8 @@ pub fn contents_from_json(json: &str) -> Result<JournalContents, JsonError> {
     })
 }
 
-/// A seed-shaped entry (`args` as a JSON value; `outcome`, else the legacy `rejected`).
+/// An entry in the published room's shape (`args` as a JSON value; `outcome`, else the
+/// legacy `rejected`).
 pub fn entry_from_json(v: &Json) -> Result<JournalEntry, JsonError> {
     let outcome = match v["outcome"].as_str() {
         Some("applied") => Outcome::Applied,
@@ -206,7 +208,8 @@ pub fn entry_from_json(v: &Json) -> Result<JournalEntry, JsonError> {
     })
 }
 
-/// Entries as seed-shaped JSON (`args` embedded as the JSON value the host keeps).
+/// Entries as JSON in the published room's shape (`args` embedded as the JSON value the
+/// host keeps).
 pub fn entries_json(entries: &[JournalEntry]) -> String {
     let mut s = String::from("[");
     for (i, e) in entries.iter().enumerate() {
@@ -312,8 +315,8 @@ pub fn authority_result_from_json(json: &str) -> Result<AuthorityReply, Authorit
 
 /// An authority result as [`authority_result_from_json`] reads it: `{claimed}`,
 /// `{lmids}`, `{applied: {kind: "ok", applied, cv?} | {kind: "conflict", conflicts} |
-/// {kind: "fenced", currentEpoch?}}`, `{retryable}` or `{fatal}` — the forms of seed
-/// 000's `RoomAuthority` results, for a driver that classifies HTTP replies with
+/// {kind: "fenced", currentEpoch?}}`, `{retryable}` or `{fatal}` — the forms of the
+/// `RoomAuthority` results of `@rindle/room` 0.9's API, for a driver that classifies HTTP replies with
 /// [`super::authority_reply`].
 pub fn authority_result_json(result: &Result<AuthorityReply, AuthorityError>) -> String {
     let mut s = String::from("{");

@@ -1,4 +1,4 @@
-//! Lease enforcement after subscribe (seed 002 `sweep`, `revokeUser`): the expiry
+//! Lease enforcement after subscribe (the Node shell's `sweep`, `revokeUser`): the expiry
 //! sweep, idle-query reclamation, silent sockets, and synchronous revocation.
 
 use alloc::collections::BTreeSet;

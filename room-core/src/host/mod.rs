@@ -1,4 +1,5 @@
-//! The room host: the rules of seed 002's room shell as a sans-IO state machine — the
+//! The room host: the rules of the published room's Node shell (`@rindle/room`) as a
+//! sans-IO state machine — the
 //! upstream leg and its incarnations, leases and revocation, subject and clientID
 //! binding, the write path with its group commit, acks and outcomes, the author's
 //! progress holdback, the write-behind flush and drain, the control plane's answers and

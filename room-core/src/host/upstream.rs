@@ -1,4 +1,5 @@
-//! The upstream leg (seed 002 `connectUpstream` … `incarnationDead`): the room is a
+//! The upstream leg (the Node shell's `connectUpstream` … `incarnationDead` in the
+//! published room): the room is a
 //! client of the daemon, and every violation kills the incarnation — no patch-up path.
 
 use alloc::format;

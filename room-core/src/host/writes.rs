@@ -1,4 +1,5 @@
-//! The write path (seed 002 `runMutation` … `applyAck`): run the mutator against the
+//! The write path (the Node shell's `runMutation` … `applyAck` in the published room): run
+//! the mutator against the
 //! core's keyed transaction, fan out at once, answer non-applied verdicts before the
 //! journal enqueue, group-commit into the journal, and ack only after the append is
 //! durable.
