@@ -43,24 +43,6 @@ impl Host {
         self.inc.room.as_ref().map_or(1, |r| r.room().head_cv() + 1)
     }
 
-    /// Holds `client`'s progress below `cv` until the mutation `mid` is acknowledged.
-    pub(super) fn hold(&mut self, client: &str, mid: u64, cv: u64) {
-        let held = self.writes.unacked.entry(String::from(client)).or_default();
-        if held.back().is_none_or(|(m, _)| *m < mid) {
-            held.push_back((mid, cv));
-        }
-    }
-
-    /// Drops `client`'s holds at or below `mid`.
-    pub(super) fn release_holds(&mut self, client: &str, mid: u64) {
-        if let Some(held) = self.writes.unacked.get_mut(client) {
-            held.retain(|(m, _)| *m > mid);
-            if held.is_empty() {
-                self.writes.unacked.remove(client);
-            }
-        }
-    }
-
     /// One `progress` per author, to the connection of its first subscription (in
     /// `subs` order): raises each release point even if no frame reached it. A
     /// connection in `sent` already got this cycle's `progress` (one per drain, as the
@@ -73,7 +55,7 @@ impl Host {
     ) {
         let mut targets: Vec<(&str, ConnId)> = authors
             .iter()
-            .filter_map(|a| self.first_subscribed_conn(a))
+            .filter_map(|a| self.down.first_subscribed_conn(a))
             .filter(|(_, conn)| !sent.contains(conn))
             .collect();
         targets.sort_unstable();
@@ -106,7 +88,7 @@ impl Host {
             .map(|a| (a.clone(), room.durable_lmid(a)))
             .collect();
         for (a, durable) in marks {
-            self.release_holds(&a, durable);
+            self.writes.release_holds(&a, durable);
         }
         self.progress_to_authors(&authors, &[], driver);
     }

@@ -59,6 +59,17 @@ pub(super) struct Calls {
     pub(super) retries: Vec<(u64, Call)>,
 }
 
+impl Calls {
+    /// Newcomer lmid fetches in flight or waiting for their backoff.
+    pub(super) fn newcomer_fetches(&self) -> usize {
+        self.in_flight
+            .values()
+            .chain(self.retries.iter().map(|(_, c)| c))
+            .filter(|c| c.purpose == Purpose::Newcomer)
+            .count()
+    }
+}
+
 impl Host {
     /// Starts an authority call.
     pub(super) fn call(&mut self, purpose: Purpose, request: Request) {

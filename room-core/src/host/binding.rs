@@ -16,7 +16,7 @@
 //! connection then authenticates as a subject the clientID is not bound to, its lmid
 //! subscriptions are dropped with a `queryError`.
 
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::frames::{self, bound_elsewhere};
@@ -24,33 +24,6 @@ use super::wire::qid_key;
 use super::{ConnId, Host};
 
 impl Host {
-    /// Binds `client` to `subject` unless it is bound already; returns whether it is
-    /// (now) bound to `subject`.
-    pub(super) fn bind_client(&mut self, client: &str, subject: &str) -> bool {
-        match self.down.client_subjects.get(client) {
-            Some(bound) => bound == subject,
-            None => {
-                self.down
-                    .client_subjects
-                    .insert(client.to_string(), subject.to_string());
-                true
-            }
-        }
-    }
-
-    /// Seeds bindings read from the journal at boot (the first one per client wins; a
-    /// binding this process already holds stays).
-    pub(super) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
-        for (client, subject) in bindings {
-            if !subject.is_empty() {
-                self.down
-                    .client_subjects
-                    .entry(client.clone())
-                    .or_insert_with(|| subject.clone());
-            }
-        }
-    }
-
     /// Connection `id` just bound its subject: bind its clientID, or — when that clientID
     /// belongs to another subject — drop the connection's lmid subscriptions.
     pub(super) fn on_conn_subject(&mut self, id: ConnId) {
@@ -60,7 +33,7 @@ impl Host {
         let (Some(client), Some(subject)) = (conn.client_id.clone(), conn.sub.clone()) else {
             return;
         };
-        if self.bind_client(&client, &subject) {
+        if self.down.bind_client(&client, &subject) {
             return;
         }
         let lmid_subs: Vec<(String, f64)> = self

@@ -401,7 +401,7 @@ impl Host {
         lmids: BTreeMap<String, u64>,
         driver: &mut dyn Driver,
     ) -> Result<(), ReplayError> {
-        self.seed_bindings(&contents.bindings);
+        self.down.seed_bindings(&contents.bindings);
         let seeds: Vec<(String, u64)> = lmids.into_iter().filter(|(_, l)| *l > 0).collect();
         if !seeds.is_empty() {
             let room = self
@@ -436,7 +436,7 @@ impl Host {
                     self.writes.unconfirmed.push_back(unconfirmed(entry));
                 }
                 if self.ack_after_flush() {
-                    self.hold(&entry.client_id, entry.mid, cv);
+                    self.writes.hold(&entry.client_id, entry.mid, cv);
                 }
             }
             if let RunResult::NonApplied { kind, reason } = res {
@@ -449,7 +449,8 @@ impl Host {
                     name: deopt.then(|| entry.name.clone()),
                     args: deopt.then(|| entry.args.clone()),
                 };
-                self.record_outcome(&entry.client_id, entry.mid, recorded);
+                self.writes
+                    .record_outcome(&entry.client_id, entry.mid, recorded);
                 if entry.outcome == Outcome::Applied {
                     self.log(
                         Level::Warn,

@@ -5,7 +5,7 @@
 
 use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use hashbrown::{HashMap, HashSet};
@@ -50,6 +50,60 @@ pub(super) struct Connections {
 }
 
 impl Connections {
+    /// The connection holding `client`'s first subscription in subscription-key order
+    /// (the order of `subs`), with that key.
+    pub(super) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, ConnId)> {
+        self.client_conns
+            .get(client)?
+            .iter()
+            .filter_map(|&id| {
+                self.conns
+                    .get(&id)?
+                    .queries
+                    .values()
+                    .map(|q| q.sub_key.as_str())
+                    .filter(|k| self.subs.get(*k).is_some_and(|m| m.conn == id))
+                    .min()
+                    .map(|k| (k, id))
+            })
+            .min()
+    }
+
+    /// Drops connection `id` from the connections of `client`.
+    pub(super) fn unindex_client(&mut self, client: &str, id: ConnId) {
+        if let Some(ids) = self.client_conns.get_mut(client) {
+            ids.retain(|&i| i != id);
+            if ids.is_empty() {
+                self.client_conns.remove(client);
+            }
+        }
+    }
+
+    /// Seeds bindings read from the journal at boot (the first one per client wins; a
+    /// binding this process already holds stays).
+    pub(super) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
+        for (client, subject) in bindings {
+            if !subject.is_empty() {
+                self.client_subjects
+                    .entry(client.clone())
+                    .or_insert_with(|| subject.clone());
+            }
+        }
+    }
+
+    /// Binds `client` to `subject` unless it is bound already; returns whether it is
+    /// (now) bound to `subject`.
+    pub(super) fn bind_client(&mut self, client: &str, subject: &str) -> bool {
+        match self.client_subjects.get(client) {
+            Some(bound) => bound == subject,
+            None => {
+                self.client_subjects
+                    .insert(client.to_string(), subject.to_string());
+                true
+            }
+        }
+    }
+
     /// No connections yet; the revocations configured.
     pub(super) fn new(cfg: &HostConfig) -> Connections {
         Connections {
@@ -246,7 +300,7 @@ impl Host {
             self.writes.pending_mutes.retain(|(i, _)| *i != id);
         }
         if let Some(client) = &conn.client_id {
-            self.unindex_client(client, id);
+            self.down.unindex_client(client, id);
             self.release_binding(client);
         }
         let now = self.now;
@@ -263,37 +317,6 @@ impl Host {
             let n = conn.queries.len();
             format!("conn {id}: closed (clientID {client}, {n} subscription(s) detached)")
         });
-    }
-
-    /// Drops connection `id` from the connections of `client`.
-    fn unindex_client(&mut self, client: &str, id: ConnId) {
-        if let Some(ids) = self.down.client_conns.get_mut(client) {
-            ids.retain(|&i| i != id);
-            if ids.is_empty() {
-                self.down.client_conns.remove(client);
-            }
-        }
-    }
-
-    /// The connection holding `client`'s first subscription in subscription-key order
-    /// (the order of `subs`), with that key.
-    pub(super) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, ConnId)> {
-        self.down
-            .client_conns
-            .get(client)?
-            .iter()
-            .filter_map(|&id| {
-                self.down
-                    .conns
-                    .get(&id)?
-                    .queries
-                    .values()
-                    .map(|q| q.sub_key.as_str())
-                    .filter(|k| self.down.subs.get(*k).is_some_and(|m| m.conn == id))
-                    .min()
-                    .map(|k| (k, id))
-            })
-            .min()
     }
 
     pub(super) fn on_conn_msg(&mut self, id: ConnId, text: &str, driver: &mut dyn Driver) {
@@ -497,7 +520,7 @@ impl Host {
             return;
         };
         if let Some(subject) = conn.sub.clone() {
-            if !self.bind_client(&client, &subject) {
+            if !self.down.bind_client(&client, &subject) {
                 self.query_error(id, qid, &frames::bound_elsewhere(&client));
                 return;
             }

@@ -141,6 +141,13 @@ impl Default for Flushing {
     }
 }
 
+impl Flushing {
+    /// Whether anything reached the journal since its last compaction.
+    pub(super) fn compaction_owed(&self) -> bool {
+        self.ok_since_compact > 0 || self.appended_since_compact > 0
+    }
+}
+
 impl Host {
     pub(super) fn has_authority(&self) -> bool {
         self.cfg.writes.as_ref().is_some_and(|w| w.authority)
@@ -409,11 +416,6 @@ impl Host {
         }
     }
 
-    /// Whether anything reached the journal since its last compaction.
-    fn compaction_owed(&self) -> bool {
-        self.flushing.ok_since_compact > 0 || self.flushing.appended_since_compact > 0
-    }
-
     /// Starts a compaction unless one is in flight.
     fn compact_now(&mut self) {
         if self.flushing.compact_io.is_some() {
@@ -485,7 +487,7 @@ impl Host {
                 if self.flushing.compact_io.is_some() {
                     return;
                 }
-                if self.inc.live && self.compaction_owed() && self.inc.room.is_some() {
+                if self.inc.live && self.flushing.compaction_owed() && self.inc.room.is_some() {
                     self.compact_now();
                     if self.flushing.compact_io.is_some() {
                         return;

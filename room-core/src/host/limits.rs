@@ -96,7 +96,7 @@ impl Host {
                     ids.push(id);
                 }
                 if let Some(subject) = subject {
-                    self.bind_client(&client, &subject);
+                    self.down.bind_client(&client, &subject);
                 }
             }
         }

@@ -115,7 +115,7 @@ impl Host {
             }
             return None;
         }
-        let busy = self.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
+        let busy = self.calls.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
         match self
             .newcomers
             .fetching
@@ -176,15 +176,6 @@ impl Host {
                 self.handle_subscribe(id, &sub, driver);
             }
         }
-    }
-
-    fn newcomer_fetches(&self) -> usize {
-        self.calls
-            .in_flight
-            .values()
-            .chain(self.calls.retries.iter().map(|(_, c)| c))
-            .filter(|c| c.purpose == Purpose::Newcomer)
-            .count()
     }
 
     /// The authority answered a newcomer's lmid fetch: seed it, then serve what waited.

@@ -71,6 +71,36 @@ pub(super) struct WritePlane {
     pub(super) known_clients: BTreeSet<String>,
 }
 
+impl WritePlane {
+    /// Records a non-applied verdict for re-sent mids (oldest evicted past the cap).
+    pub(super) fn record_outcome(&mut self, client: &str, mid: u64, o: RecordedOutcome) {
+        let log = self.outcomes.entry(String::from(client)).or_default();
+        log.retain(|(m, _)| *m != mid);
+        log.push_back((mid, o));
+        while log.len() > MAX_RECORDED_OUTCOMES_PER_CLIENT {
+            log.pop_front();
+        }
+    }
+
+    /// Drops `client`'s holds at or below `mid`.
+    pub(super) fn release_holds(&mut self, client: &str, mid: u64) {
+        if let Some(held) = self.unacked.get_mut(client) {
+            held.retain(|(m, _)| *m > mid);
+            if held.is_empty() {
+                self.unacked.remove(client);
+            }
+        }
+    }
+
+    /// Holds `client`'s progress below `cv` until the mutation `mid` is acknowledged.
+    pub(super) fn hold(&mut self, client: &str, mid: u64, cv: u64) {
+        let held = self.unacked.entry(String::from(client)).or_default();
+        if held.back().is_none_or(|(m, _)| *m < mid) {
+            held.push_back((mid, cv));
+        }
+    }
+}
+
 impl Host {
     /// Applies one envelope: dedup → mutator against the staged transaction → commit, or
     /// reject/deopt consuming the mid. A journaled non-applied entry replays its recorded
@@ -205,7 +235,7 @@ impl Host {
                 "pushMutation requires an authenticated subject — subscribe with a lease token first",
             );
         };
-        if !self.bind_client(&client, &sub) {
+        if !self.down.bind_client(&client, &sub) {
             return fail(self, &bound_elsewhere(&client));
         }
         let mid = match js_uint(e.mid, "mid") {
@@ -269,7 +299,7 @@ impl Host {
                 if self.ack_after_flush() {
                     // No data, but its ledger row still waits for the flush.
                     let cv = self.next_cv();
-                    self.hold(&client, mid, cv);
+                    self.writes.hold(&client, mid, cv);
                 }
                 let recorded = RecordedOutcome {
                     kind,
@@ -279,7 +309,7 @@ impl Host {
                 };
                 // Answered now, before the journal enqueue: the outcome frame always
                 // precedes the lmid ack on this ordered socket.
-                self.record_outcome(&client, mid, recorded.clone());
+                self.writes.record_outcome(&client, mid, recorded.clone());
                 self.send_live(id, frames::mutation_outcome(mid, &recorded), driver);
                 self.debug(|| format!("conn {id}: mutation {client}:{mid}: outcome {kind} sent"));
                 if kind == "deopt" {
@@ -300,20 +330,6 @@ impl Host {
             outcome,
         });
         self.schedule_flush();
-    }
-
-    /// Records a non-applied verdict for re-sent mids (oldest evicted past the cap).
-    pub(super) fn record_outcome(&mut self, client: &str, mid: u64, o: RecordedOutcome) {
-        let log = self
-            .writes
-            .outcomes
-            .entry(String::from(client))
-            .or_default();
-        log.retain(|(m, _)| *m != mid);
-        log.push_back((mid, o));
-        while log.len() > MAX_RECORDED_OUTCOMES_PER_CLIENT {
-            log.pop_front();
-        }
     }
 
     /// Adds an entry to the next group commit.
@@ -399,7 +415,7 @@ impl Host {
         let mut authors: BTreeSet<String> = BTreeSet::new();
         for (client, mid) in &entries {
             if !after_flush {
-                self.release_holds(client, *mid);
+                self.writes.release_holds(client, *mid);
             }
             authors.insert(client.clone());
         }
