@@ -434,13 +434,12 @@ impl Host {
         }
         let qid = sub.qid;
         if let Some(name) = &sub.name {
-            if name == LMID_QUERY_NAME {
-                if self
+            if name == LMID_QUERY_NAME
+                && self
                     .await_lmid(id, Waiting::Subscribe(sub.clone()))
                     .is_none()
-                {
-                    return; // served once the authority told its durable lmid
-                }
+            {
+                return; // served once the authority told its durable lmid
             }
             self.handle_lmid_subscribe(id, qid, name, driver);
             return;
