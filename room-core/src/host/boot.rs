@@ -394,6 +394,16 @@ impl Host {
         self.schedule_flush(); // replay may have left dirty keys / unflushed lmids
     }
 
+    /// The incarnation's room, for the replay.
+    fn replay_room(&mut self) -> Result<&mut crate::Room, ReplayError> {
+        Ok(self
+            .inc
+            .room
+            .as_mut()
+            .ok_or(ReplayError::NoRoom)?
+            .room_mut())
+    }
+
     /// Seeds the durable watermarks, re-invokes every journaled mutation, acks them all.
     fn replay(
         &mut self,
@@ -404,12 +414,7 @@ impl Host {
         self.down.seed_bindings(&contents.bindings);
         let seeds: Vec<(String, u64)> = lmids.into_iter().filter(|(_, l)| *l > 0).collect();
         if !seeds.is_empty() {
-            let room = self
-                .inc
-                .room
-                .as_mut()
-                .ok_or(ReplayError::NoRoom)?
-                .room_mut();
+            let room = self.replay_room()?;
             room.seed_durable(&seeds).map_err(ReplayError::Seed)?;
             room.commit_all(); // drop the (subscriber-less) ledger fan-out
             let list: Vec<String> = seeds.iter().map(|(c, l)| format!("{c}→{l}")).collect();
@@ -468,12 +473,7 @@ impl Host {
                 .iter()
                 .map(|e| (e.client_id.clone(), e.mid))
                 .collect();
-            let room = self
-                .inc
-                .room
-                .as_mut()
-                .ok_or(ReplayError::NoRoom)?
-                .room_mut();
+            let room = self.replay_room()?;
             room.ack(&acks).map_err(ReplayError::Replay)?;
             room.commit_all(); // drop the (subscriber-less) fan-out of the replay
             self.log(

@@ -6,6 +6,31 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+/// A driver's own words become the error's catch-all variant (`From<String>`,
+/// `From<&str>`).
+macro_rules! from_driver_words {
+    ($($ty:ident::$variant:ident),* $(,)?) => {$(
+        impl From<String> for $ty {
+            fn from(message: String) -> $ty {
+                $ty::$variant(message)
+            }
+        }
+
+        impl From<&str> for $ty {
+            fn from(message: &str) -> $ty {
+                $ty::$variant(String::from(message))
+            }
+        }
+    )*};
+}
+
+from_driver_words!(
+    MintError::Transport,
+    JournalError::Io,
+    DrainError::Unavailable,
+    TablesError::Refused,
+);
+
 /// Why a [`HostConfig`](super::HostConfig) was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -105,18 +130,6 @@ pub enum MintError {
     Transport(String),
 }
 
-impl From<String> for MintError {
-    fn from(message: String) -> MintError {
-        MintError::Transport(message)
-    }
-}
-
-impl From<&str> for MintError {
-    fn from(message: &str) -> MintError {
-        MintError::Transport(String::from(message))
-    }
-}
-
 impl fmt::Display for MintError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -143,18 +156,6 @@ pub enum JournalError {
     Io(String),
     /// The journal was read but its contents could not be decoded.
     Unreadable(String),
-}
-
-impl From<String> for JournalError {
-    fn from(message: String) -> JournalError {
-        JournalError::Io(message)
-    }
-}
-
-impl From<&str> for JournalError {
-    fn from(message: &str) -> JournalError {
-        JournalError::Io(String::from(message))
-    }
 }
 
 impl fmt::Display for JournalError {
@@ -186,18 +187,6 @@ pub enum DrainError {
     Unavailable(String),
 }
 
-impl From<String> for DrainError {
-    fn from(message: String) -> DrainError {
-        DrainError::Unavailable(message)
-    }
-}
-
-impl From<&str> for DrainError {
-    fn from(message: &str) -> DrainError {
-        DrainError::Unavailable(String::from(message))
-    }
-}
-
 impl fmt::Display for DrainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -226,18 +215,6 @@ impl core::error::Error for DrainError {}
 pub enum TablesError {
     /// The driver's mutators refused the tables: its words.
     Refused(String),
-}
-
-impl From<String> for TablesError {
-    fn from(message: String) -> TablesError {
-        TablesError::Refused(message)
-    }
-}
-
-impl From<&str> for TablesError {
-    fn from(message: &str) -> TablesError {
-        TablesError::Refused(String::from(message))
-    }
 }
 
 impl fmt::Display for TablesError {
