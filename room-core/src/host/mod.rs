@@ -1,9 +1,8 @@
 //! The room host: the rules of the published room's Node shell (`@rindle/room`) as a
-//! sans-IO state machine — the
-//! upstream leg and its incarnations, leases and revocation, subject and clientID
-//! binding, the write path with its group commit, acks and outcomes, the author's
-//! progress holdback, the write-behind flush and drain, the control plane's answers and
-//! every per-connection limit of docs/security.md.
+//! sans-IO state machine — the upstream leg and its incarnations, leases and
+//! revocation, subject and clientID binding, the write path with its group commit, acks
+//! and outcomes, the author's progress holdback, the write-behind flush and drain, the
+//! control plane's answers and every per-connection limit of docs/security.md.
 //!
 //! A driver owns sockets, files, HTTP and timers; the host owns every decision:
 //!
@@ -24,6 +23,30 @@
 //!
 //! Start with [`Host::new`] and [`Host::start`]; the host asks for what it needs next
 //! (read the journal, claim the epoch, mint a lease, open the upstream link).
+//!
+//! # Inside
+//!
+//! [`Host`] is a composition: each leg keeps its own state in its own file, and the host
+//! routes inputs and timers to the legs and owns only what they share (the
+//! configuration, the clock, the phase).
+//!
+//! | state | file | what it holds |
+//! |---|---|---|
+//! | `Incarnation` | `incarnation.rs` | the room opened from the current upstream hello, liveness, bootId |
+//! | `Upstream` | `upstream.rs` | the link to the daemon, its lease, reconnect backoff |
+//! | `Connections` | `downstream.rs` | sockets, subscriptions, clientID bindings, revocations |
+//! | `WritePlane` | `writes.rs` | held and unacknowledged mutations, outcomes, the group commit |
+//! | `Newcomers` | `newcomer.rs` | writers whose durable lmid is being fetched |
+//! | `Flushing` | `flush.rs` | the write-behind flush, drains, journal compaction |
+//! | `Boot` | `boot.rs` | the start-up I/O and the boot-time probe |
+//! | `Calls` | `authority.rs` | authority calls in flight and in backoff |
+//! | `Timers` | `timers.rs` | the named deadlines |
+//! | `Outbox` | `outbox.rs` | outputs not polled yet, the log level |
+//!
+//! Frames are decoded once, in `wire.rs`, into typed values the legs branch on; the
+//! frames the host writes are built in [`frames`]. Errors are typed (`error.rs`). The
+//! pieces the fleet shares with the host (error bodies, the bearer check, stranded
+//! mutations) live below both, in [`crate::texts`].
 
 mod ack;
 mod authority;
