@@ -124,6 +124,7 @@ impl Driver {
                 }
                 Output::Hibernated { .. } => self.run.hibernated += 1,
                 Output::MeasureMemory | Output::Log { .. } => {}
+                other => panic!("the script does not know {other:?}"),
             }
         }
     }

@@ -95,6 +95,8 @@ pub struct TableRules {
 
 /// What happened, as the driver reports it.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "an input does nothing until it is handed to `RoomTable::handle`"]
 pub enum Input {
     /// A connection (already past the [gate](super::gate)) wants `doc`'s room.
     Connect {
@@ -190,6 +192,8 @@ pub struct HibernationRecord {
 
 /// What the table asks the driver to do.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "an output is work the driver must carry out"]
 pub enum Output {
     /// POST room-boot for `doc`, giving up after `timeout_ms`; answer with
     /// [`Input::BootReply`].
