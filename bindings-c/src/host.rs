@@ -114,7 +114,10 @@ impl Driver for CDriver {
         })
     }
 
-    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), String> {
+    fn tables_known(
+        &mut self,
+        tables: &[TableSchema],
+    ) -> Result<(), rindle_room_core::host::TablesError> {
         let Some(f) = self.0.tables_known else {
             return Ok(());
         };
@@ -134,7 +137,8 @@ impl Driver for CDriver {
         // SAFETY: a non-NULL answer is a NUL-terminated string, readable until we return.
         Err(unsafe { CStr::from_ptr(refusal) }
             .to_string_lossy()
-            .into_owned())
+            .into_owned()
+            .into())
     }
 
     fn backlog(&self, conn: u64) -> Backlog {
@@ -214,8 +218,8 @@ unsafe fn with_host(
     settle(handle, function, result)
 }
 
-fn malformed(message: String) -> Failure {
-    Failure::Boundary(rindle_room_result::MalformedInput, message)
+fn malformed(e: rindle_room_core::host::JsonError) -> Failure {
+    Failure::Boundary(rindle_room_result::MalformedInput, e.to_string())
 }
 
 /// A time argument: milliseconds since the epoch, finite and not negative.
@@ -272,7 +276,7 @@ pub unsafe extern "C" fn rindle_room_host_new(
             ));
         }
         let host = Host::new(cfg)
-            .map_err(|e| Failure::Boundary(rindle_room_result::InvalidArgument, e))?;
+            .map_err(|e| Failure::Boundary(rindle_room_result::InvalidArgument, e.to_string()))?;
         out.set(Box::into_raw(Box::new(rindle_room_host {
             host,
             driver: CDriver(callbacks),

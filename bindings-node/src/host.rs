@@ -130,7 +130,10 @@ impl Driver for JsDriver<'_> {
         }
     }
 
-    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), String> {
+    fn tables_known(
+        &mut self,
+        tables: &[TableSchema],
+    ) -> Result<(), rindle_room_core::host::TablesError> {
         let Some(f) = self.tables_known else {
             return Ok(());
         };
@@ -144,8 +147,8 @@ impl Driver for JsDriver<'_> {
         json.push(']');
         match f.borrow_back(self.env).and_then(|f| f.call(json)) {
             Ok(e) if e.is_empty() => Ok(()),
-            Ok(e) => Err(e),
-            Err(e) => Err(e.reason),
+            Ok(e) => Err(e.into()),
+            Err(e) => Err(e.reason.into()),
         }
     }
 
@@ -232,11 +235,11 @@ impl RoomHost {
     ) -> napi::Result<RoomHost> {
         let cx = Cx::new(&env, "RoomHost");
         let host = cx.settle(guard(|| {
-            let cfg = json::config_from_json(&config_json).map_err(bad)?;
+            let cfg = json::config_from_json(&config_json).map_err(|e| bad(e.to_string()))?;
             Host::new(cfg).map_err(|e| {
                 Failure::Room(rindle_room_core::Error::new(
                     rindle_room_core::ErrorCode::InvalidArgument,
-                    e,
+                    e.to_string(),
                 ))
             })
         }))?;
@@ -266,7 +269,7 @@ impl RoomHost {
     ) -> napi::Result<()> {
         let result = match (token, error) {
             (Some(t), None) => Ok(t),
-            (_, e) => Err(e.unwrap_or_default()),
+            (_, e) => Err(e.unwrap_or_default().into()),
         };
         self.feed(
             &env,
@@ -355,8 +358,9 @@ impl RoomHost {
         error: Option<String>,
     ) -> napi::Result<()> {
         let result = match (contents_json, error) {
-            (Some(c), None) => json::contents_from_json(&c),
-            (_, e) => Err(e.unwrap_or_default()),
+            (Some(c), None) => json::contents_from_json(&c)
+                .map_err(|e| rindle_room_core::host::JournalError::Unreadable(e.to_string())),
+            (_, e) => Err(e.unwrap_or_default().into()),
         };
         let input = Input::JournalRead {
             io: io as u64,
@@ -376,7 +380,7 @@ impl RoomHost {
     ) -> napi::Result<()> {
         let input = Input::JournalWritten {
             io: io as u64,
-            result: error.map_or(Ok(()), Err),
+            result: error.map_or(Ok(()), |e| Err(e.into())),
         };
         self.feed(&env, "RoomHost.journalWritten", now, input)
     }
@@ -408,7 +412,9 @@ impl RoomHost {
         request_json: String,
     ) -> napi::Result<()> {
         let cx = Cx::new(&env, "RoomHost.control");
-        let request = cx.settle(json::control_request_from_json(&request_json).map_err(bad))?;
+        let request = cx.settle(
+            json::control_request_from_json(&request_json).map_err(|e| bad(e.to_string())),
+        )?;
         let input = Input::Control {
             id: id as u64,
             request,
@@ -726,7 +732,7 @@ fn flatten(out: &mut Vec<Item>, o: Output) {
                 ControlReply::Ready(r) => ("ready", r.to_string()),
                 ControlReply::Revoked(n) => ("revoked", n.to_string()),
                 ControlReply::Drained(Ok(seq)) => ("drained", seq.to_string()),
-                ControlReply::Drained(Err(e)) => ("drainFailed", e),
+                ControlReply::Drained(Err(e)) => ("drainFailed", e.to_string()),
                 ControlReply::Flushed => ("flushed", String::new()),
                 ControlReply::Stopped => ("stopped", String::new()),
             };
@@ -746,6 +752,8 @@ fn flatten(out: &mut Vec<Item>, o: Output) {
             ));
             out.push(Item::S(text));
         }
+        // An output a newer core adds has no kind on the JavaScript side yet: dropped.
+        _ => {}
     }
 }
 
@@ -798,7 +806,7 @@ pub fn control_http(kind: Option<String>, payload: String) -> Vec<Item> {
         Some("ready") => Some(ControlReply::Ready(payload == "true")),
         Some("revoked") => Some(ControlReply::Revoked(payload.parse().unwrap_or(0))),
         Some("drained") => Some(ControlReply::Drained(Ok(payload.parse().unwrap_or(0)))),
-        Some("drainFailed") => Some(ControlReply::Drained(Err(payload))),
+        Some("drainFailed") => Some(ControlReply::Drained(Err(payload.into()))),
         _ => None,
     };
     let (status, body) = ControlRoute::http(reply.as_ref());

@@ -76,6 +76,6 @@ pub fn lease_reply(status: u32, text: String) -> (Option<String>, Option<String>
     let status = u16::try_from(status).unwrap_or(u16::MAX);
     match host::lease_reply(status, &text) {
         Ok(token) => (Some(token), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     }
 }

@@ -124,6 +124,7 @@ impl Driver {
                 }
                 Output::Hibernated { .. } => self.run.hibernated += 1,
                 Output::MeasureMemory | Output::Log { .. } => {}
+                other => panic!("the script does not know {other:?}"),
             }
         }
     }
@@ -223,7 +224,11 @@ pub fn run_table_script(data: &[u8]) -> TableRun {
                     if ok {
                         d.rooms.insert(doc(arg), incarnation);
                     }
-                    let result = if ok { Ok(()) } else { Err(String::from("no")) };
+                    let result = if ok {
+                        Ok(())
+                    } else {
+                        Err(String::from("no").into())
+                    };
                     t.handle(
                         now,
                         Input::Started {
@@ -237,7 +242,7 @@ pub fn run_table_script(data: &[u8]) -> TableRun {
             7 => {
                 if let Some(incarnation) = d.drains.remove(&doc(arg)) {
                     let result = if arg % 3 == 0 {
-                        Err(String::from("no"))
+                        Err(String::from("no").into())
                     } else {
                         Ok(9)
                     };

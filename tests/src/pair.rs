@@ -381,7 +381,7 @@ impl Pair {
         self.pump();
         while let Some(p) = self.pending.pop_front() {
             match p {
-                Pending::LeaseMinted(r) => self.input(Input::LeaseMinted(r)),
+                Pending::LeaseMinted(r) => self.input(Input::LeaseMinted(r.map_err(Into::into))),
                 Pending::UpOpened(link) => self.input(Input::UpstreamOpened { link }),
                 Pending::UpFrame(link, text) => {
                     self.input(Input::UpstreamFrame { link, text: &text })
@@ -395,10 +395,14 @@ impl Pair {
                         self.input(Input::ConnClosed { conn });
                     }
                 }
-                Pending::JournalRead(io, result) => self.input(Input::JournalRead { io, result }),
-                Pending::JournalWritten(io, result) => {
-                    self.input(Input::JournalWritten { io, result })
-                }
+                Pending::JournalRead(io, result) => self.input(Input::JournalRead {
+                    io,
+                    result: result.map_err(Into::into),
+                }),
+                Pending::JournalWritten(io, result) => self.input(Input::JournalWritten {
+                    io,
+                    result: result.map_err(Into::into),
+                }),
                 Pending::Authority(io, result) => self.input(Input::Authority { io, result }),
             }
         }
@@ -558,6 +562,7 @@ impl Pair {
                 self.replies.insert(id, reply);
             }
             Output::Log { level, text } => self.logs.push((level, text)),
+            other => panic!("the test driver does not carry {other:?}"),
         }
     }
 

@@ -1,10 +1,11 @@
-//! The room-boot wire (authority.md §3.2, fleet.md F2): the request a box sends for a
+//! The room-boot wire (`docs/design/authority.md`, "Scope specs and the commit gate";
+//! `docs/fleet.md`, "Booting a room"): the request a box sends for a
 //! doc it does not serve, what the answer grants, and what each failure means for the
 //! sockets waiting on the boot.
 //!
 //! | reply | result | waiting sockets |
 //! |---|---|---|
-//! | 2xx with the §3.2 shape | [`BootGrant`] | served by the booted room |
+//! | 2xx with a grant's shape | [`BootGrant`] | served by the booted room |
 //! | 2xx, not JSON | [`BootFailure::Retryable`] | wait (backoff) |
 //! | 2xx, JSON of another shape | [`BootFailure::Invalid`] | close 1013 `room boot failed` |
 //! | 404 | [`BootFailure::NoRoom`] | close 4404 `no room for doc` |
@@ -164,24 +165,60 @@ fn origin(url: &str) -> Option<&str> {
 
 /// Resolves a flush route against the boot URL: a root-relative path joins the boot
 /// URL's origin; an absolute `http(s)://` URL is taken as is.
-fn resolve(boot_url: &str, route: &str) -> Result<String, String> {
+fn resolve(boot_url: &str, route: &str) -> Result<String, GrantError> {
     if route.starts_with("http://") || route.starts_with("https://") {
         return Ok(route.to_owned());
     }
     if !route.starts_with('/') {
-        return Err(format!(
-            "flush url `{route}` is neither root-relative nor absolute"
-        ));
+        return Err(GrantError::RelativeRoute(route.to_owned()));
     }
-    let origin = origin(boot_url).ok_or_else(|| format!("boot url `{boot_url}` has no origin"))?;
+    let origin = origin(boot_url).ok_or_else(|| GrantError::NoOrigin(boot_url.to_owned()))?;
     Ok(format!("{origin}{route}"))
 }
 
 /// The largest placement epoch a grant may carry (JavaScript's largest safe integer).
 pub const MAX_SAFE_EPOCH: u64 = (1 << 53) - 1;
 
+/// Why a 2xx body is not a room-boot grant.
+#[derive(Debug)]
+enum GrantError {
+    /// A member is missing or of the wrong kind.
+    Shape(String),
+    /// A flush route is neither root-relative nor an absolute URL.
+    RelativeRoute(String),
+    /// The boot URL has no origin to join a root-relative route to.
+    NoOrigin(String),
+}
+
+impl From<&str> for GrantError {
+    fn from(message: &str) -> GrantError {
+        GrantError::Shape(message.to_owned())
+    }
+}
+
+impl From<String> for GrantError {
+    fn from(message: String) -> GrantError {
+        GrantError::Shape(message)
+    }
+}
+
+impl core::fmt::Display for GrantError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            GrantError::Shape(m) => f.write_str(m),
+            GrantError::RelativeRoute(route) => {
+                write!(
+                    f,
+                    "flush url `{route}` is neither root-relative nor absolute"
+                )
+            }
+            GrantError::NoOrigin(url) => write!(f, "boot url `{url}` has no origin"),
+        }
+    }
+}
+
 /// Reads a 2xx body's shape.
-fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
+fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, GrantError> {
     let obj = body.as_object().ok_or("the body is not a JSON object")?;
     // A placement epoch is a claim the API server counts up from 1: zero, a fraction
     // or anything past 2^53 − 1 (which JavaScript cannot count past) is no grant.
@@ -201,17 +238,17 @@ fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
         .and_then(Json::as_str)
         .filter(|s| !s.is_empty())
         .ok_or("`upstreamLeaseToken` is not a non-empty string")?;
-    let opt_str = |name: &str| -> Result<Option<String>, String> {
+    let opt_str = |name: &str| -> Result<Option<String>, GrantError> {
         match obj.get(name) {
             None | Some(Json::Null) => Ok(None),
             Some(Json::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("`{name}` is not a string")),
+            Some(_) => Err(format!("`{name}` is not a string").into()),
         }
     };
     let scopes = match obj.get("scopes") {
         None | Some(Json::Null) => None,
         Some(s @ Json::Array(_)) => Some(s.clone()),
-        Some(_) => return Err(String::from("`scopes` is not an array")),
+        Some(_) => return Err("`scopes` is not an array".into()),
     };
     let flush = obj
         .get("flush")
@@ -221,7 +258,7 @@ fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
         .get("urls")
         .and_then(Json::as_object)
         .ok_or("`flush.urls` is not an object")?;
-    let url = |name: &str| -> Result<String, String> {
+    let url = |name: &str| -> Result<String, GrantError> {
         let route = urls
             .get(name)
             .and_then(Json::as_str)
@@ -239,7 +276,7 @@ fn grant(boot_url: &str, body: &Json) -> Result<BootGrant, String> {
                 headers.push((k.clone(), v.to_owned()));
             }
         }
-        Some(_) => return Err(String::from("`flush.headers` is not an object")),
+        Some(_) => return Err("`flush.headers` is not an object".into()),
     }
     Ok(BootGrant {
         epoch,

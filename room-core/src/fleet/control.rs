@@ -1,5 +1,5 @@
-//! The fleet's control plane (fleet.md F9, the fleet issue's "control plane for many
-//! rooms"): routes, the bearer check, and the JSON answers that are not a single room's.
+//! The fleet's control plane for many rooms (`docs/fleet.md`, "Health"): routes, the
+//! bearer check, and the JSON answers that are not a single room's.
 //!
 //! | Method + path | Token | Reply |
 //! |---|---|---|
@@ -203,7 +203,8 @@ pub struct BoxTotals {
     /// Whether new boots are refused for the box budget.
     pub over_budget: bool,
     /// Mutations this box acknowledged and could not deliver because the doc is placed
-    /// elsewhere now (fleet.md F4): the first few thousand, listed.
+    /// elsewhere now (`docs/fleet.md`, "Acknowledgement modes"): the first few thousand,
+    /// listed.
     pub stranded: Vec<StrandedMutation>,
     /// Every stranded mutation, listed or not.
     pub stranded_total: u64,

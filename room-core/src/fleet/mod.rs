@@ -33,6 +33,6 @@ pub use hibernation::{budget_plan, idle_to_hibernate, BudgetPlan, LiveRoomView};
 pub use path::{doc_from_path, percent_decode, room_path, PathError, MAX_DOC_BYTES, ROOMS_PREFIX};
 pub use placement::{locate_room, rendezvous_score, room_dir_name, DIR_DOC_BYTES};
 pub use table::{
-    ConnId, HibernationRecord, Incarnation, Input, Output, RoomTable, StopWhy, TableCounters,
-    TableRules, CLOSE_SHUTTING_DOWN,
+    ConnId, HibernationRecord, Incarnation, Input, Output, RoomTable, StartError, StopWhy,
+    TableCounters, TableRules, CLOSE_SHUTTING_DOWN,
 };

@@ -1,4 +1,5 @@
-//! Which room a downstream URL names (fleet.md F1): `/rooms/<doc>`, the doc
+//! Which room a downstream URL names (`docs/fleet.md`, "Where a client connects"):
+//! `/rooms/<doc>`, the doc
 //! percent-encoded as one path segment.
 
 use alloc::string::String;

@@ -1,5 +1,5 @@
-//! Placement and storage names (fleet.md F3, F8): the rendezvous score the reference
-//! `locateRoom` ranks boxes by, and the directory a room's files live in.
+//! Placement and storage names (`docs/fleet.md`, "Per-room storage" and "Placement across
+//! boxes"): the rendezvous score the reference `locateRoom` ranks boxes by, and the directory a room's files live in.
 
 use alloc::string::String;
 

@@ -1,4 +1,5 @@
-//! When an acknowledged write is *acknowledged* (fleet.md F4), and what a fenced room
+//! When an acknowledged write is *acknowledged* (`docs/fleet.md`, "Acknowledgement
+//! modes"), and what a fenced room
 //! owes its authors.
 //!
 //! Every journaled mutation the authority has not confirmed yet waits here as an
@@ -39,25 +40,7 @@ impl Host {
     /// The next commit's cv: a hold at this cv keeps back everything a mutation about to
     /// run (and its later ledger row) commits.
     pub(super) fn next_cv(&self) -> u64 {
-        self.room.as_ref().map_or(1, |r| r.room().head_cv() + 1)
-    }
-
-    /// Holds `client`'s progress below `cv` until the mutation `mid` is acknowledged.
-    pub(super) fn hold(&mut self, client: &str, mid: u64, cv: u64) {
-        let held = self.unacked.entry(String::from(client)).or_default();
-        if held.back().is_none_or(|(m, _)| *m < mid) {
-            held.push_back((mid, cv));
-        }
-    }
-
-    /// Drops `client`'s holds at or below `mid`.
-    pub(super) fn release_holds(&mut self, client: &str, mid: u64) {
-        if let Some(held) = self.unacked.get_mut(client) {
-            held.retain(|(m, _)| *m > mid);
-            if held.is_empty() {
-                self.unacked.remove(client);
-            }
-        }
+        self.inc.room.as_ref().map_or(1, |r| r.room().head_cv() + 1)
     }
 
     /// One `progress` per author, to the connection of its first subscription (in
@@ -72,7 +55,7 @@ impl Host {
     ) {
         let mut targets: Vec<(&str, ConnId)> = authors
             .iter()
-            .filter_map(|a| self.first_subscribed_conn(a))
+            .filter_map(|a| self.down.first_subscribed_conn(a))
             .filter(|(_, conn)| !sent.contains(conn))
             .collect();
         targets.sort_unstable();
@@ -85,12 +68,12 @@ impl Host {
     /// A flush committed: forget what is durable now; with `ack = "flushed"` this is
     /// the ack — release the authors' holds and raise their progress.
     pub(super) fn on_durable(&mut self, driver: &dyn Driver) {
-        let Some(room) = self.room.as_ref() else {
+        let Some(room) = self.inc.room.as_ref() else {
             return;
         };
         let room = room.room();
         let mut authors: BTreeSet<String> = BTreeSet::new();
-        self.unconfirmed.retain(|u| {
+        self.writes.unconfirmed.retain(|u| {
             let durable = u.mid <= room.durable_lmid(&u.client_id);
             if durable {
                 authors.insert(u.client_id.clone());
@@ -105,7 +88,7 @@ impl Host {
             .map(|a| (a.clone(), room.durable_lmid(a)))
             .collect();
         for (a, durable) in marks {
-            self.release_holds(&a, durable);
+            self.writes.release_holds(&a, durable);
         }
         self.progress_to_authors(&authors, &[], driver);
     }
@@ -114,7 +97,7 @@ impl Host {
     /// authority never confirmed is stranded here — logged one by one and handed to
     /// the driver, never dropped silently.
     pub(super) fn report_stranded(&mut self) {
-        let entries = core::mem::take(&mut self.unconfirmed);
+        let entries = core::mem::take(&mut self.writes.unconfirmed);
         if entries.is_empty() {
             return;
         }

@@ -7,6 +7,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use hashbrown::HashMap;
+
 use super::{AuthorityError, AuthorityReply, Driver, Host, IoId, Level, Output};
 
 /// The first retry delay.
@@ -48,13 +50,33 @@ pub(super) struct Call {
     pub delay_ms: u64,
 }
 
+/// Authority calls under way.
+#[derive(Debug, Default)]
+pub(super) struct Calls {
+    /// Calls in flight, by io.
+    pub(super) in_flight: HashMap<IoId, Call>,
+    /// Calls waiting for their backoff: `(due, call)`.
+    pub(super) retries: Vec<(u64, Call)>,
+}
+
+impl Calls {
+    /// Newcomer lmid fetches in flight or waiting for their backoff.
+    pub(super) fn newcomer_fetches(&self) -> usize {
+        self.in_flight
+            .values()
+            .chain(self.retries.iter().map(|(_, c)| c))
+            .filter(|c| c.purpose == Purpose::Newcomer)
+            .count()
+    }
+}
+
 impl Host {
     /// Starts an authority call.
     pub(super) fn call(&mut self, purpose: Purpose, request: Request) {
         let call = Call {
             purpose,
             request,
-            incarnation: self.incarnation,
+            incarnation: self.inc.number,
             delay_ms: RETRY_MIN_MS,
         };
         self.issue(call);
@@ -75,7 +97,7 @@ impl Host {
                 body: body.clone(),
             },
         };
-        self.calls.insert(io, call);
+        self.calls.in_flight.insert(io, call);
         self.push(out);
     }
 
@@ -83,8 +105,8 @@ impl Host {
     fn call_stopped(&self, call: &Call) -> bool {
         self.closed()
             || (matches!(call.purpose, Purpose::Settle | Purpose::Probe)
-                && (call.incarnation != self.incarnation || self.boot.is_none()))
-            || (call.purpose == Purpose::Newcomer && call.incarnation != self.incarnation)
+                && (call.incarnation != self.inc.number || self.boot.io.is_none()))
+            || (call.purpose == Purpose::Newcomer && call.incarnation != self.inc.number)
     }
 
     pub(super) fn on_authority(
@@ -93,7 +115,7 @@ impl Host {
         result: Result<AuthorityReply, AuthorityError>,
         driver: &mut dyn Driver,
     ) {
-        let Some(mut call) = self.calls.remove(&io) else {
+        let Some(mut call) = self.calls.in_flight.remove(&io) else {
             return;
         };
         if let Err(e @ AuthorityError::Retryable(_)) = &result {
@@ -105,7 +127,7 @@ impl Host {
                     format!("authority call failed (retrying in {delay}ms): {e}"),
                 );
                 call.delay_ms = (delay * 2).min(RETRY_MAX_MS);
-                self.retries.push((self.now + delay, call));
+                self.calls.retries.push((self.now + delay, call));
                 self.arm_retry_timer();
                 return;
             }
@@ -128,17 +150,17 @@ impl Host {
     }
 
     fn arm_retry_timer(&mut self) {
-        self.timers.retry = self.retries.iter().map(|(at, _)| *at).min();
+        self.timers.retry = self.calls.retries.iter().map(|(at, _)| *at).min();
     }
 
     /// Re-issues every call whose backoff passed (or gives up on it when its work is
     /// gone, as a stopped retry loop would).
     pub(super) fn fire_retries(&mut self, driver: &mut dyn Driver) {
         let now = self.now;
-        let (due, rest): (Vec<_>, Vec<_>) = core::mem::take(&mut self.retries)
+        let (due, rest): (Vec<_>, Vec<_>) = core::mem::take(&mut self.calls.retries)
             .into_iter()
             .partition(|(at, _)| *at <= now);
-        self.retries = rest;
+        self.calls.retries = rest;
         self.arm_retry_timer();
         for (_, call) in due {
             if self.call_stopped(&call) {

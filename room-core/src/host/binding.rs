@@ -16,60 +16,28 @@
 //! connection then authenticates as a subject the clientID is not bound to, its lmid
 //! subscriptions are dropped with a `queryError`.
 
-use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::downstream::qid_key;
-use super::{frames, ConnId, Host};
-
-/// The `queryError` / `error` text of a clientID used by another subject.
-pub(crate) fn bound_elsewhere(client: &str) -> String {
-    format!(
-        "clientID `{client}` is bound to another subject: a clientID belongs to the subject \
-         of the first lease presented with it"
-    )
-}
+use super::frames::{self, bound_elsewhere};
+use super::wire::qid_key;
+use super::{ConnId, Host};
 
 impl Host {
-    /// Binds `client` to `subject` unless it is bound already; returns whether it is
-    /// (now) bound to `subject`.
-    pub(super) fn bind_client(&mut self, client: &str, subject: &str) -> bool {
-        match self.client_subjects.get(client) {
-            Some(bound) => bound == subject,
-            None => {
-                self.client_subjects
-                    .insert(client.to_string(), subject.to_string());
-                true
-            }
-        }
-    }
-
-    /// Seeds bindings read from the journal at boot (the first one per client wins; a
-    /// binding this process already holds stays).
-    pub(super) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
-        for (client, subject) in bindings {
-            if !subject.is_empty() {
-                self.client_subjects
-                    .entry(client.clone())
-                    .or_insert_with(|| subject.clone());
-            }
-        }
-    }
-
     /// Connection `id` just bound its subject: bind its clientID, or — when that clientID
     /// belongs to another subject — drop the connection's lmid subscriptions.
     pub(super) fn on_conn_subject(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.down.conns.get(&id) else {
             return;
         };
         let (Some(client), Some(subject)) = (conn.client_id.clone(), conn.sub.clone()) else {
             return;
         };
-        if self.bind_client(&client, &subject) {
+        if self.down.bind_client(&client, &subject) {
             return;
         }
         let lmid_subs: Vec<(String, f64)> = self
+            .down
             .subs
             .iter()
             .filter(|(_, m)| m.conn == id && m.user.is_empty())
@@ -79,11 +47,11 @@ impl Host {
         let message = bound_elsewhere(&client);
         for (key, qid) in lmid_subs {
             self.send(id, frames::query_error(qid, &message));
-            self.subs.remove(&key);
-            if let Some(c) = self.conns.get_mut(&id) {
+            self.down.subs.remove(&key);
+            if let Some(c) = self.down.conns.get_mut(&id) {
                 c.queries.remove(&qid_key(qid));
             }
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().unsubscribe(&key, now);
             }
         }
@@ -92,8 +60,10 @@ impl Host {
     /// Connection `id` of `client` closed: forget the binding when nothing needs it (no
     /// other connection holds the clientID and nothing of it was ever journaled).
     pub(super) fn release_binding(&mut self, client: &str) {
-        if !self.client_conns.contains_key(client) && !self.known_clients.contains(client) {
-            self.client_subjects.remove(client);
+        if !self.down.client_conns.contains_key(client)
+            && !self.writes.known_clients.contains(client)
+        {
+            self.down.client_subjects.remove(client);
         }
     }
 }

@@ -1,12 +1,12 @@
 //! Start-up (read the journal's flush records, claim the placement epoch, mint the
-//! lease) and, after each seq-0 snapshot (seed 002 `finishBoot`): enable the write
+//! lease) and, after each seq-0 snapshot (the Node shell's `finishBoot`): enable the write
 //! plane, read the journal, settle unconfirmed flush records, probe the durable lmids,
 //! replay the journal by re-invoking the mutators, ack everything replayed — then go
 //! live.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::ack::Unconfirmed;
@@ -45,18 +45,50 @@ pub(super) struct BootIo {
     lmids: BTreeMap<String, u64>,
 }
 
+/// Start-up's state.
+#[derive(Debug, Default)]
+pub(super) struct Boot {
+    /// The boot-time probe in flight (the lmids of the journal's clients).
+    pub(super) io: Option<BootIo>,
+    /// The claimed placement epoch (0 without an authority).
+    pub(super) placement_epoch: u64,
+    /// The start-up I/O in flight.
+    pub(super) start_io: Option<IoId>,
+}
+
+/// Why replaying the journal into a fresh incarnation failed (the incarnation dies).
+#[derive(Debug)]
+enum ReplayError {
+    /// The incarnation's room is gone.
+    NoRoom,
+    /// Seeding the durable lmids failed.
+    Seed(crate::Error),
+    /// Re-running or acknowledging a journaled mutation failed.
+    Replay(crate::Error),
+}
+
+impl core::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ReplayError::NoRoom => f.write_str("no room"),
+            ReplayError::Seed(e) => write!(f, "durable seed failed: {e}"),
+            ReplayError::Replay(e) => write!(f, "journal replay failed: {e}"),
+        }
+    }
+}
+
 impl Host {
     /// The journal's flush records arrived at start-up: seed the flush stream past them,
     /// then claim the epoch.
-    fn on_start_journal(&mut self, result: Result<JournalContents, String>) {
+    fn on_start_journal(&mut self, result: Result<JournalContents, super::JournalError>) {
         match result {
             Err(e) => self.start_failed(format!("cannot read the journal's flush records: {e}")),
             Ok(contents) => {
-                self.flush_seq = contents.max_flush_seq + 1;
-                self.last_committed_flush_seq = contents.max_flush_seq;
+                self.flushing.seq = contents.max_flush_seq + 1;
+                self.flushing.last_committed_seq = contents.max_flush_seq;
                 match &self.cfg.placement {
                     Some(p) => {
-                        self.placement_epoch = p.epoch;
+                        self.boot.placement_epoch = p.epoch;
                         self.log(
                             Level::Info,
                             format!("placement epoch {} (room-boot)", p.epoch),
@@ -72,7 +104,7 @@ impl Host {
     pub(super) fn on_claimed(&mut self, result: Result<AuthorityReply, AuthorityError>) {
         match result {
             Ok(AuthorityReply::Claimed(epoch)) => {
-                self.placement_epoch = epoch;
+                self.boot.placement_epoch = epoch;
                 self.log(Level::Info, format!("placement epoch {epoch}"));
                 self.push(Output::MintLease);
             }
@@ -95,17 +127,17 @@ impl Host {
     }
 
     /// The first lease: start-up is done (or failed).
-    pub(super) fn on_start_lease(&mut self, result: Result<String, String>) {
+    pub(super) fn on_start_lease(&mut self, result: Result<String, super::MintError>) {
         match result {
             Ok(token) => {
-                self.lease_token = token;
+                self.up.lease_token = token;
                 self.phase = Phase::Running;
                 let sweep = self.cfg.sweep_interval_ms.max(1);
                 self.timers.sweep = Some(self.now + sweep);
                 self.push(Output::Started);
                 self.connect_upstream();
             }
-            Err(e) => self.start_failed(e),
+            Err(e) => self.start_failed(e.to_string()),
         }
     }
 
@@ -120,7 +152,7 @@ impl Host {
             self.become_live(driver);
             return;
         };
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return;
         };
         let tables: Vec<crate::TableSchema> = room.room().tables().cloned().collect();
@@ -138,7 +170,7 @@ impl Host {
             return;
         }
         let io = self.io();
-        self.boot = Some(BootIo {
+        self.boot.io = Some(BootIo {
             stage: Stage::Reading(io),
             contents: JournalContents::default(),
             flushes: VecDeque::new(),
@@ -151,14 +183,14 @@ impl Host {
     pub(super) fn on_journal_read(
         &mut self,
         io: IoId,
-        result: Result<JournalContents, String>,
+        result: Result<JournalContents, super::JournalError>,
         driver: &mut dyn Driver,
     ) {
-        if self.start_io == Some(io) {
-            self.start_io = None;
+        if self.boot.start_io == Some(io) {
+            self.boot.start_io = None;
             return self.on_start_journal(result);
         }
-        let Some(boot) = self.boot.as_mut() else {
+        let Some(boot) = self.boot.io.as_mut() else {
             return; // an incarnation death raced the read
         };
         if !matches!(boot.stage, Stage::Reading(i) if i == io) {
@@ -166,7 +198,7 @@ impl Host {
         }
         match result {
             Err(e) => {
-                self.boot = None;
+                self.boot.io = None;
                 self.violation(&format!("write-plane boot failed: {e}"));
             }
             Ok(contents) => {
@@ -183,9 +215,9 @@ impl Host {
     }
 
     /// Resubmits the next unconfirmed journaled flush, byte-identically, in seq order
-    /// (seed 002 `settleUnconfirmedFlushes`); then the lmid probe.
+    /// (the Node shell's `settleUnconfirmedFlushes`); then the lmid probe.
     fn settle_next(&mut self, driver: &mut dyn Driver) {
-        let Some(boot) = self.boot.as_mut() else {
+        let Some(boot) = self.boot.io.as_mut() else {
             return;
         };
         match boot.flushes.pop_front() {
@@ -220,13 +252,13 @@ impl Host {
         result: Result<AuthorityReply, AuthorityError>,
         driver: &mut dyn Driver,
     ) {
-        if call.incarnation != self.incarnation || self.boot.is_none() || self.closed() {
+        if call.incarnation != self.inc.number || self.boot.io.is_none() || self.closed() {
             return; // the boot this call belonged to is gone
         }
         if call.purpose == Purpose::Probe {
             return self.on_probe(result, driver);
         }
-        let Some(record) = self.boot.as_mut().and_then(|b| b.current.take()) else {
+        let Some(record) = self.boot.io.as_mut().and_then(|b| b.current.take()) else {
             return;
         };
         let seq = record.seq;
@@ -240,7 +272,7 @@ impl Host {
                 );
             }
             Err(AuthorityError::Retryable(_)) => {
-                self.boot = None; // stopped
+                self.boot.io = None; // stopped
                 return;
             }
             Ok(AuthorityReply::Applied(ApplyResult::Ok { applied, .. })) => {
@@ -259,11 +291,12 @@ impl Host {
             }
             Ok(AuthorityReply::Applied(ApplyResult::Fenced { .. })) => {
                 let io = self.confirm_boot_flush(seq);
-                if record.epoch == self.placement_epoch {
+                if record.epoch == self.boot.placement_epoch {
                     // Every journaled entry was acknowledged by an earlier incarnation,
                     // and none of them is confirmed from here.
-                    if let Some(boot) = self.boot.take() {
-                        self.unconfirmed = boot.contents.entries.iter().map(unconfirmed).collect();
+                    if let Some(boot) = self.boot.io.take() {
+                        self.writes.unconfirmed =
+                            boot.contents.entries.iter().map(unconfirmed).collect();
                     }
                     return self.room_moved(&format!("flush {seq} fenced under our epoch"));
                 }
@@ -271,7 +304,7 @@ impl Host {
                     Level::Info,
                     format!("flush {seq} (old epoch {}) fenced: dropped", record.epoch),
                 );
-                if let Some(boot) = self.boot.as_mut() {
+                if let Some(boot) = self.boot.io.as_mut() {
                     boot.stage = Stage::Confirming(io);
                 }
                 return;
@@ -284,7 +317,7 @@ impl Host {
             }
         }
         let io = self.confirm_boot_flush(seq);
-        if let Some(boot) = self.boot.as_mut() {
+        if let Some(boot) = self.boot.io.as_mut() {
             boot.stage = Stage::Confirming(io);
         }
     }
@@ -300,20 +333,21 @@ impl Host {
     pub(super) fn on_other_journal_write(
         &mut self,
         io: IoId,
-        result: Result<(), String>,
+        result: Result<(), super::JournalError>,
         driver: &mut dyn Driver,
     ) {
         let confirming = self
             .boot
+            .io
             .as_ref()
             .is_some_and(|b| matches!(b.stage, Stage::Confirming(i) if i == io));
         if confirming {
             if let Err(e) = result {
-                self.boot = None;
+                self.boot.io = None;
                 self.violation(&format!("flush resubmission failed: {e}"));
                 return;
             }
-            if let Some(boot) = self.boot.as_mut() {
+            if let Some(boot) = self.boot.io.as_mut() {
                 boot.stage = Stage::Settling;
             }
             return self.settle_next(driver);
@@ -328,19 +362,19 @@ impl Host {
     ) {
         match result {
             Ok(AuthorityReply::Lmids(lmids)) => {
-                if let Some(boot) = self.boot.as_mut() {
+                if let Some(boot) = self.boot.io.as_mut() {
                     boot.lmids = lmids;
                 }
                 self.boot_replay(driver);
             }
-            Err(AuthorityError::Retryable(_)) => self.boot = None, // stopped
+            Err(AuthorityError::Retryable(_)) => self.boot.io = None, // stopped
             Err(e) => {
-                self.boot = None;
+                self.boot.io = None;
                 let why = format!("durable-lmid probe failed: {}", e.message());
                 self.violation(&why);
             }
             Ok(other) => {
-                self.boot = None;
+                self.boot.io = None;
                 let why = format!("durable-lmid probe failed: unexpected reply {other:?}");
                 self.violation(&why);
             }
@@ -349,15 +383,25 @@ impl Host {
 
     /// The boot I/O is done: replay, then go live.
     fn boot_replay(&mut self, driver: &mut dyn Driver) {
-        let Some(boot) = self.boot.take() else {
+        let Some(boot) = self.boot.io.take() else {
             return;
         };
         if let Err(why) = self.replay(boot.contents, boot.lmids, driver) {
-            self.violation(&why);
+            self.violation(&why.to_string());
             return;
         }
         self.become_live(driver);
         self.schedule_flush(); // replay may have left dirty keys / unflushed lmids
+    }
+
+    /// The incarnation's room, for the replay.
+    fn replay_room(&mut self) -> Result<&mut crate::Room, ReplayError> {
+        Ok(self
+            .inc
+            .room
+            .as_mut()
+            .ok_or(ReplayError::NoRoom)?
+            .room_mut())
     }
 
     /// Seeds the durable watermarks, re-invokes every journaled mutation, acks them all.
@@ -366,20 +410,19 @@ impl Host {
         contents: JournalContents,
         lmids: BTreeMap<String, u64>,
         driver: &mut dyn Driver,
-    ) -> Result<(), String> {
-        self.seed_bindings(&contents.bindings);
+    ) -> Result<(), ReplayError> {
+        self.down.seed_bindings(&contents.bindings);
         let seeds: Vec<(String, u64)> = lmids.into_iter().filter(|(_, l)| *l > 0).collect();
         if !seeds.is_empty() {
-            let room = self.room.as_mut().ok_or("no room")?.room_mut();
-            room.seed_durable(&seeds)
-                .map_err(|e| format!("durable seed failed: {e}"))?;
+            let room = self.replay_room()?;
+            room.seed_durable(&seeds).map_err(ReplayError::Seed)?;
             room.commit_all(); // drop the (subscriber-less) ledger fan-out
             let list: Vec<String> = seeds.iter().map(|(c, l)| format!("{c}→{l}")).collect();
             self.log(Level::Info, format!("durable seed: {}", list.join(", ")));
         }
         let entries = contents.entries;
         for entry in &entries {
-            self.known_clients.insert(entry.client_id.clone());
+            self.writes.known_clients.insert(entry.client_id.clone());
             let input = MutationInput {
                 client_id: &entry.client_id,
                 mid: entry.mid,
@@ -391,14 +434,14 @@ impl Host {
             let cv = self.next_cv();
             let res = self
                 .run_mutation(&input, driver)
-                .map_err(|e| format!("journal replay failed: {e}"))?;
+                .map_err(ReplayError::Replay)?;
             if !matches!(res, RunResult::Dedup) {
                 // Acknowledged again below; confirmed only by a flush.
                 if self.has_authority() {
-                    self.unconfirmed.push_back(unconfirmed(entry));
+                    self.writes.unconfirmed.push_back(unconfirmed(entry));
                 }
                 if self.ack_after_flush() {
-                    self.hold(&entry.client_id, entry.mid, cv);
+                    self.writes.hold(&entry.client_id, entry.mid, cv);
                 }
             }
             if let RunResult::NonApplied { kind, reason } = res {
@@ -411,7 +454,8 @@ impl Host {
                     name: deopt.then(|| entry.name.clone()),
                     args: deopt.then(|| entry.args.clone()),
                 };
-                self.record_outcome(&entry.client_id, entry.mid, recorded);
+                self.writes
+                    .record_outcome(&entry.client_id, entry.mid, recorded);
                 if entry.outcome == Outcome::Applied {
                     self.log(
                         Level::Warn,
@@ -429,9 +473,8 @@ impl Host {
                 .iter()
                 .map(|e| (e.client_id.clone(), e.mid))
                 .collect();
-            let room = self.room.as_mut().ok_or("no room")?.room_mut();
-            room.ack(&acks)
-                .map_err(|e| format!("journal replay failed: {e}"))?;
+            let room = self.replay_room()?;
+            room.ack(&acks).map_err(ReplayError::Replay)?;
             room.commit_all(); // drop the (subscriber-less) fan-out of the replay
             self.log(
                 Level::Info,
@@ -447,20 +490,20 @@ impl Host {
     /// The incarnation is live: tell the driver, serve the queued subscribes, then the
     /// queued mutations.
     pub(super) fn become_live(&mut self, driver: &mut dyn Driver) {
-        self.live = true;
-        let boot_id = self.boot_id.clone();
+        self.inc.live = true;
+        let boot_id = self.inc.boot_id.clone();
         self.log(Level::Info, format!("live (bootId {boot_id})"));
         self.push(Output::Live { boot_id });
-        for c in self.conns.values_mut() {
+        for c in self.down.conns.values_mut() {
             c.held_subs = 0;
             c.held_mutes = 0;
         }
-        for (id, msg) in core::mem::take(&mut self.pending_subs) {
+        for (id, sub) in core::mem::take(&mut self.down.pending_subs) {
             if self.is_open(id) {
-                self.handle_subscribe(id, &msg, driver);
+                self.handle_subscribe(id, &sub, driver);
             }
         }
-        for (id, envelope) in core::mem::take(&mut self.pending_mutes) {
+        for (id, envelope) in core::mem::take(&mut self.writes.pending_mutes) {
             if self.is_open(id) {
                 self.handle_push_mutation(id, envelope, driver);
             }

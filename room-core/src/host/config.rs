@@ -1,4 +1,5 @@
-//! The host's settings: what seed 000's `DownstreamOptions` / `WritesOptions` say, plus
+//! The host's settings: what the `DownstreamOptions` / `WritesOptions` of `@rindle/room`
+//! 0.9's API say, plus
 //! the limits of docs/security.md. Drivers build one from their own configuration.
 
 use alloc::string::String;
@@ -6,6 +7,7 @@ use alloc::vec::Vec;
 
 use serde_json::Value as Json;
 
+use super::ConfigError;
 use crate::json::tree::JsValue;
 
 /// The write plane (`WritesOptions`).
@@ -24,13 +26,15 @@ pub struct WriteSettings {
     /// Whether an authority is configured (the write-behind flush, epoch claim, lmid
     /// probe and drain run only with one).
     pub authority: bool,
-    /// `ack = "flushed"` (fleet.md F4): the lmid ack and the author's progress wait
+    /// `ack = "flushed"` (`docs/fleet.md`, "Acknowledgement modes"): the lmid ack and the
+    /// author's progress wait
     /// until the flush carrying the mutation commits; `false` = `ack = "journaled"`,
     /// the ack follows the local fsync.
     pub ack_after_flush: bool,
 }
 
-/// A placement granted by the API server's room-boot (fleet.md F2): the epoch it
+/// A placement granted by the API server's room-boot (`docs/fleet.md`, "Booting a
+/// room"): the epoch it
 /// claimed and the upstream lease it minted. A host started with one claims no epoch
 /// and mints no first lease itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,16 +118,15 @@ impl HostConfig {
         Some(crate::token::scope_specs_hash(&JsValue::from_serde(scopes)))
     }
 
-    /// Checks the seed's construction-time rules: a non-empty owned set, and scopes
+    /// Checks the published room's construction-time rules: a non-empty owned set, and
+    /// scopes
     /// that only narrow it.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let Some(w) = &self.writes else {
             return Ok(());
         };
         if w.owned_tables.is_empty() {
-            return Err(String::from(
-                "writes.ownedTables must name at least one table",
-            ));
+            return Err(ConfigError::NoOwnedTables);
         }
         if let Some(scopes) = &w.scopes {
             check_scopes_narrow(scopes, &w.owned_tables)?;
@@ -133,12 +136,11 @@ impl HostConfig {
 }
 
 /// The boot-wire scopes may only narrow the host's owned set, never extend it.
-fn check_scopes_narrow(scopes: &Json, owned: &[String]) -> Result<(), String> {
-    use alloc::format;
+fn check_scopes_narrow(scopes: &Json, owned: &[String]) -> Result<(), ConfigError> {
     let Some(items) = scopes.as_array() else {
-        return Err(String::from("writes.scopes must be an array"));
+        return Err(ConfigError::ScopesNotArray);
     };
-    let rogue: Vec<&str> = items
+    let tables: Vec<String> = items
         .iter()
         .filter(|s| {
             let kind = s
@@ -149,17 +151,12 @@ fn check_scopes_narrow(scopes: &Json, owned: &[String]) -> Result<(), String> {
         })
         .filter_map(|s| s.get("table").and_then(Json::as_str))
         .filter(|t| !owned.iter().any(|o| o == t))
+        .map(String::from)
         .collect();
-    if rogue.is_empty() {
+    if tables.is_empty() {
         return Ok(());
     }
-    let names: Vec<String> = rogue.iter().map(|t| format!("`{t}`")).collect();
-    Err(format!(
-        "writes.scopes marks {} writable, but the host's writes.ownedTables does not include {} — \
-         the boot-wire scopes may only ever narrow the host's owned set, never extend it",
-        names.join(", "),
-        if rogue.len() == 1 { "it" } else { "them" }
-    ))
+    Err(ConfigError::ScopesWiden { tables })
 }
 
 #[cfg(test)]
@@ -176,7 +173,9 @@ mod tests {
         )
         .unwrap();
         assert!(check_scopes_narrow(&scopes, &["a".to_string(), "c".to_string()]).is_ok());
-        let err = check_scopes_narrow(&scopes, &["a".to_string()]).unwrap_err();
+        let err = check_scopes_narrow(&scopes, &["a".to_string()])
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("writes.scopes marks `c` writable"), "{err}");
         assert!(err.contains("does not include it —"), "{err}");
     }

@@ -1,4 +1,5 @@
-//! The control plane (seed 002 `startControl`, authority.md §7): the routes, the bearer
+//! The control plane (the Node shell's `startControl`; `docs/design/authority.md`,
+//! "Revocation and the control plane"): the routes, the bearer
 //! check and the answers, for any driver's HTTP server; and the host's side of each
 //! request.
 //!
@@ -6,21 +7,21 @@
 //! |---|---|---|
 //! | `GET /healthz` | no | 200 `{"live":true}` while the room runs (liveness) |
 //! | `GET /readyz` | no | 200 `{"ready":true}` when the incarnation is live and the room is not shutting down, else 503 `{"ready":false}` |
-//! | `GET /stats` | yes | 200, the seed's fields |
+//! | `GET /stats` | yes | 200, the published room's fields |
 //! | `POST /revoke {userId}` | yes | 200 `{"revoked":n}`; 400 `{"error":"userId required"}` / `{"error":"invalid JSON"}` |
 //! | `POST /drain` | yes | 200 `{"finalFlushSeq":n,"drained":true}`; 500 `{"error":…}` |
 //! | `GET /metrics` | yes | 200, the driver's Prometheus text |
 //! | anything else | yes | 404 `{"error":"unknown endpoint"}` |
 //!
-//! The probes answer without a token and reveal nothing else (fleet.md F9, as in fleet
-//! mode); every other request must carry `Authorization: Bearer <token>` (compared in
+//! The probes answer without a token and reveal nothing else (`docs/fleet.md`, "Health",
+//! as in fleet mode); every other request must carry `Authorization: Bearer <token>` (compared in
 //! constant time), else 401 `{"error":"unauthorized"}`. Routing compares the method and
-//! the raw request-target exactly, as the seed does. A room that stopped answers no
+//! the raw request-target exactly, as the published room's Node shell does. A room that stopped answers no
 //! probe: the driver renders that as 503 (`ControlRoute::http(None)`).
 
 use crate::texts::{bearer_matches, error_body};
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::{ConnId, ControlReply, ControlRequest, Driver, Host, Level, Output, Phase};
@@ -107,7 +108,7 @@ impl ControlRoute {
                 s.push_str(",\"drained\":true}");
                 (200, s)
             }
-            Some(ControlReply::Drained(Err(e))) => (500, error_body(e)),
+            Some(ControlReply::Drained(Err(e))) => (500, error_body(&e.to_string())),
         }
     }
 }
@@ -125,7 +126,7 @@ impl Host {
                 reply(self, ControlReply::Health(running));
             }
             ControlRequest::Ready => {
-                let ready = self.live && self.phase == Phase::Running && !self.moved;
+                let ready = self.inc.live && self.phase == Phase::Running && !self.moved;
                 reply(self, ControlReply::Ready(ready));
             }
             ControlRequest::Revoke { user } => {
@@ -142,7 +143,7 @@ impl Host {
                     Level::Info,
                     String::from("shutting down: no new connections, draining"),
                 );
-                self.shutdown_reply = Some(id);
+                self.flushing.shutdown_reply = Some(id);
                 self.phase = Phase::ShuttingDown;
                 self.push(Output::StopAccepting);
                 self.timers.shutdown = Some(self.now + SHUTDOWN_DRAIN_MS);
@@ -164,7 +165,7 @@ impl Host {
                     Level::Warn,
                     String::from("aborted: sockets dropped, nothing drained"),
                 );
-                let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+                let conns: Vec<ConnId> = self.down.conns.keys().copied().collect();
                 for conn in conns {
                     self.push(Output::Terminate { conn });
                 }
@@ -178,7 +179,7 @@ impl Host {
 
     /// The shutdown drain ran out of time: close anyway.
     pub(super) fn shutdown_deadline_passed(&mut self) {
-        if self.shutdown_reply.is_none() {
+        if self.flushing.shutdown_reply.is_none() {
             return;
         }
         self.log(
@@ -188,27 +189,27 @@ impl Host {
                  anyway (the journal keeps what was not flushed; the next boot settles it)"
             ),
         );
-        self.drains.retain(|d| !d.is_shutdown());
+        self.flushing.drains.retain(|d| !d.is_shutdown());
         self.finish_shutdown();
     }
 
     /// Point-in-time gauges: `(connections, subscriptions, materializations,
     /// pending mutations, dirty keys, head cv)`.
     pub fn gauges(&self) -> Gauges {
-        let room = self.room.as_ref().map(|r| r.room());
+        let room = self.inc.room.as_ref().map(|r| r.room());
         Gauges {
-            live: self.live,
-            connections: self.conns.len(),
-            subscriptions: self.subs.len(),
+            live: self.inc.live,
+            connections: self.down.conns.len(),
+            subscriptions: self.down.subs.len(),
             materializations: room.map_or(0, |r| r.materialization_count()),
             pending_mutations: room.map_or(0, |r| r.pending_len()),
             dirty_keys: room.map_or(0, |r| r.dirty_len()),
             head_cv: room.map_or(0, |r| r.head_cv()),
-            placement_epoch: self.placement_epoch,
+            placement_epoch: self.boot.placement_epoch,
         }
     }
 
-    /// The seed's `/stats` object, in its member order.
+    /// The `/stats` object, in the published room's member order.
     pub fn stats_json(&self) -> String {
         let g = self.gauges();
         let mut s = String::from("{\"live\":");
@@ -225,9 +226,9 @@ impl Host {
         num(&mut s, "pendingMutations", g.pending_mutations as u64);
         num(&mut s, "dirtyKeys", g.dirty_keys as u64);
         num(&mut s, "placementEpoch", g.placement_epoch);
-        num(&mut s, "flushesConfirmed", self.flushes_confirmed);
+        num(&mut s, "flushesConfirmed", self.flushing.confirmed);
         s.push_str(",\"flushInFlight\":");
-        s.push_str(if self.flush.is_some() {
+        s.push_str(if self.flushing.in_flight.is_some() {
             "true"
         } else {
             "false"

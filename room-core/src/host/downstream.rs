@@ -1,25 +1,19 @@
-//! The downstream leg (seed 002 `serveDownstream` … `sendBudgeted`): lease-token
+//! The downstream leg (the Node shell's `serveDownstream` … `sendBudgeted` in the
+//! published room): lease-token
 //! subscribes, the lmid system query, the drain fan-out with its `progress` release
 //! points, and the backlog caps on every socket.
 
+use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::frames::{self, OpsCache};
-use super::{
-    Conn, ConnId, Driver, Host, Level, Output, QueryEnt, SendClass, SubMeta, LMID_QUERY_NAME,
-};
-use crate::json::tree::JsValue;
-use crate::json::write::write_f64;
-use crate::token;
+use hashbrown::{HashMap, HashSet};
 
-/// A queryId as the text JavaScript's `String(n)` gives (subscription keys, map keys).
-pub(crate) fn qid_key(qid: f64) -> String {
-    let mut s = String::new();
-    write_f64(&mut s, qid);
-    s
-}
+use super::frames::{self, OpsCache};
+use super::wire::{qid_key, ClientFrame, Subscribe, Undecoded, Waiting};
+use super::{ConnId, Driver, Host, HostConfig, Level, Output, SendClass, LMID_QUERY_NAME};
+use crate::token;
 
 /// The longest close reason a close frame carries (RFC 6455: 125 bytes of payload,
 /// 2 of them the code).
@@ -34,13 +28,154 @@ pub fn close_reason(reason: &str) -> String {
     String::from(&reason[..end])
 }
 
-impl Host {
+/// The downstream leg's state.
+#[derive(Debug)]
+pub(super) struct Connections {
+    /// The open connections.
+    pub(super) conns: BTreeMap<ConnId, Conn>,
+    /// clientID → the connections that sent `init` with it.
+    pub(super) client_conns: HashMap<String, Vec<ConnId>>,
+    /// Subscription key (`conn:queryId`) → where its frames go.
+    pub(super) subs: BTreeMap<String, SubMeta>,
+    /// clientID → the subject it is bound to.
+    pub(super) client_subjects: HashMap<String, String>,
+    /// Subject → the time (ms) before which its leases are refused.
+    pub(super) revoked: HashMap<String, u64>,
+    /// Subscribes held until the room is live, in arrival order.
+    pub(super) pending_subs: Vec<(ConnId, Subscribe)>,
+    /// The scopes hash the room's commit gate is armed with (from the configuration).
+    pub(super) armed_scopes_hash: Option<String>,
+    /// Scope skews already logged (lease hash + armed hash), so each is logged once.
+    pub(super) logged_scope_skew: HashSet<String>,
+}
+
+impl Connections {
+    /// The connection holding `client`'s first subscription in subscription-key order
+    /// (the order of `subs`), with that key.
+    pub(super) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, ConnId)> {
+        self.client_conns
+            .get(client)?
+            .iter()
+            .filter_map(|&id| {
+                self.conns
+                    .get(&id)?
+                    .queries
+                    .values()
+                    .map(|q| q.sub_key.as_str())
+                    .filter(|k| self.subs.get(*k).is_some_and(|m| m.conn == id))
+                    .min()
+                    .map(|k| (k, id))
+            })
+            .min()
+    }
+
+    /// Drops connection `id` from the connections of `client`.
+    pub(super) fn unindex_client(&mut self, client: &str, id: ConnId) {
+        if let Some(ids) = self.client_conns.get_mut(client) {
+            ids.retain(|&i| i != id);
+            if ids.is_empty() {
+                self.client_conns.remove(client);
+            }
+        }
+    }
+
+    /// Seeds bindings read from the journal at boot (the first one per client wins; a
+    /// binding this process already holds stays).
+    pub(super) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
+        for (client, subject) in bindings {
+            if !subject.is_empty() {
+                self.client_subjects
+                    .entry(client.clone())
+                    .or_insert_with(|| subject.clone());
+            }
+        }
+    }
+
+    /// Binds `client` to `subject` unless it is bound already; returns whether it is
+    /// (now) bound to `subject`.
+    pub(super) fn bind_client(&mut self, client: &str, subject: &str) -> bool {
+        match self.client_subjects.get(client) {
+            Some(bound) => bound == subject,
+            None => {
+                self.client_subjects
+                    .insert(client.to_string(), subject.to_string());
+                true
+            }
+        }
+    }
+
+    /// No connections yet; the revocations configured.
+    pub(super) fn new(cfg: &HostConfig) -> Connections {
+        Connections {
+            conns: BTreeMap::new(),
+            client_conns: HashMap::new(),
+            subs: BTreeMap::new(),
+            client_subjects: HashMap::new(),
+            revoked: cfg.revoked.iter().cloned().collect(),
+            pending_subs: Vec::new(),
+            armed_scopes_hash: cfg.armed_scopes_hash(),
+            logged_scope_skew: HashSet::new(),
+        }
+    }
+
     /// Whether `conn` is known and not closing (`readyState === OPEN`).
     pub(super) fn is_open(&self, conn: ConnId) -> bool {
         self.conns.get(&conn).is_some_and(|c| !c.closing)
     }
+}
 
-    /// Queues a frame outside every cap (seed `send`); dropped for a closing socket.
+/// One downstream connection's state.
+#[derive(Debug)]
+pub(super) struct Conn {
+    /// queryId (as JS text) → its subscription key and downstream epoch.
+    pub(super) queries: HashMap<String, QueryEnt>,
+    /// The `init` clientID.
+    pub(super) client_id: Option<String>,
+    /// The subject bound by the first verified lease.
+    pub(super) sub: Option<String>,
+    /// When the socket opened: the first-frame deadline counts from it.
+    pub(super) opened_at: u64,
+    /// Whether it sent a valid `init` or `subscribe` yet.
+    pub(super) identified: bool,
+    /// Subscribes held until the room is live.
+    pub(super) held_subs: usize,
+    /// `pushMutation`s held until the room is live.
+    pub(super) held_mutes: usize,
+    /// lmid subscribes of a clientID the room must ask the authority about, waiting
+    /// for the connection's first verified lease (see `newcomer.rs`).
+    pub(super) parked_lmid: Vec<Subscribe>,
+    /// When the first of them was parked.
+    pub(super) parked_since: u64,
+    /// A close was output: no more frames go to it.
+    pub(super) closing: bool,
+}
+
+/// A `(connection, queryId)` subscription.
+#[derive(Clone, Debug)]
+pub(super) struct QueryEnt {
+    pub(super) sub_key: String,
+    pub(super) epoch: u64,
+}
+
+/// Where a subscriber's frames go, and its lease.
+#[derive(Clone, Debug)]
+pub(super) struct SubMeta {
+    pub(super) conn: ConnId,
+    pub(super) qid: f64,
+    /// The lease subject (`""` for the lmid system subscription).
+    pub(super) user: String,
+    /// Lease expiry, ms (`INFINITY` for the lmid subscription).
+    pub(super) exp: f64,
+}
+
+impl Host {
+    /// Whether `conn` is known and not closing (`readyState === OPEN`).
+    pub(super) fn is_open(&self, conn: ConnId) -> bool {
+        self.down.is_open(conn)
+    }
+
+    /// Queues a frame outside every cap (the Node shell's `send`); dropped for a closing
+    /// socket.
     pub(super) fn send(&mut self, conn: ConnId, text: String) {
         self.queue(conn, text, SendClass::Plain);
     }
@@ -51,24 +186,19 @@ impl Host {
         }
         self.counters.frames_out += 1;
         self.counters.bytes_out += text.len() as u64;
-        let u = self.unpolled.entry(conn).or_insert((0, 0));
-        match class {
-            SendClass::Live | SendClass::Plain => u.0 += text.len(),
-            SendClass::Snapshot => u.1 += text.len(),
-        }
-        self.push(Output::Send { conn, text, class });
+        self.out.push_send(conn, text, class);
     }
 
     /// The socket's backlog of each class: what its driver holds unread plus what the
     /// host has output and the driver not polled yet.
     fn backlog(&self, conn: ConnId, driver: &dyn Driver) -> (usize, usize) {
         let b = driver.backlog(conn);
-        let (live, snapshot) = self.unpolled.get(&conn).copied().unwrap_or((0, 0));
+        let (live, snapshot) = self.out.unpolled.get(&conn).copied().unwrap_or((0, 0));
         (b.live + live, b.snapshot + snapshot)
     }
 
     /// Queues a live frame unless the socket's live backlog would pass the send budget,
-    /// in which case the socket is cut (seed 002 `sendBudgeted`).
+    /// in which case the socket is cut (the Node shell's `sendBudgeted`).
     pub(super) fn send_live(&mut self, conn: ConnId, text: String, driver: &dyn Driver) {
         if !self.is_open(conn) {
             return;
@@ -118,7 +248,7 @@ impl Host {
     /// Closes a connection with `code` and `reason` (once); `discard` drops what is
     /// queued for it, in the host and in the driver.
     pub(super) fn close_conn(&mut self, conn: ConnId, code: u16, reason: &str, discard: bool) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.down.conns.get_mut(&conn) else {
             return;
         };
         if c.closing {
@@ -126,9 +256,7 @@ impl Host {
         }
         c.closing = true;
         if discard {
-            self.out
-                .retain(|o| !matches!(o, Output::Send { conn: c2, .. } if *c2 == conn));
-            self.unpolled.remove(&conn);
+            self.out.discard_sends(conn);
         }
         self.push(Output::Close {
             conn,
@@ -139,7 +267,7 @@ impl Host {
     }
 
     pub(super) fn on_conn_open(&mut self, id: ConnId) {
-        self.conns.insert(
+        self.down.conns.insert(
             id,
             Conn {
                 queries: Default::default(),
@@ -161,26 +289,26 @@ impl Host {
     }
 
     pub(super) fn on_conn_closed(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.remove(&id) else {
+        let Some(conn) = self.down.conns.remove(&id) else {
             return;
         };
-        self.unpolled.remove(&id);
+        self.out.unpolled.remove(&id);
         if conn.held_subs > 0 {
-            self.pending_subs.retain(|(i, _)| *i != id);
+            self.down.pending_subs.retain(|(i, _)| *i != id);
         }
         if conn.held_mutes > 0 {
-            self.pending_mutes.retain(|(i, _)| *i != id);
+            self.writes.pending_mutes.retain(|(i, _)| *i != id);
         }
         if let Some(client) = &conn.client_id {
-            self.unindex_client(client, id);
+            self.down.unindex_client(client, id);
             self.release_binding(client);
         }
         let now = self.now;
         for q in conn.queries.values() {
-            if self.subs.get(&q.sub_key).is_some_and(|m| m.conn == id) {
-                self.subs.remove(&q.sub_key);
+            if self.down.subs.get(&q.sub_key).is_some_and(|m| m.conn == id) {
+                self.down.subs.remove(&q.sub_key);
             }
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().unsubscribe(&q.sub_key, now);
             }
         }
@@ -191,96 +319,61 @@ impl Host {
         });
     }
 
-    /// Drops connection `id` from the connections of `client`.
-    fn unindex_client(&mut self, client: &str, id: ConnId) {
-        if let Some(ids) = self.client_conns.get_mut(client) {
-            ids.retain(|&i| i != id);
-            if ids.is_empty() {
-                self.client_conns.remove(client);
-            }
-        }
-    }
-
-    /// The connection holding `client`'s first subscription in subscription-key order
-    /// (the order of `subs`), with that key.
-    pub(super) fn first_subscribed_conn(&self, client: &str) -> Option<(&str, ConnId)> {
-        self.client_conns
-            .get(client)?
-            .iter()
-            .filter_map(|&id| {
-                self.conns
-                    .get(&id)?
-                    .queries
-                    .values()
-                    .map(|q| q.sub_key.as_str())
-                    .filter(|k| self.subs.get(*k).is_some_and(|m| m.conn == id))
-                    .min()
-                    .map(|k| (k, id))
-            })
-            .min()
-    }
-
     pub(super) fn on_conn_msg(&mut self, id: ConnId, text: &str, driver: &mut dyn Driver) {
         if !self.is_open(id) {
             return;
         }
-        let Ok(msg) = JsValue::parse(text) else {
-            // Not JSON: ignored, as the seed does.
-            self.debug(|| format!("conn {id}: ignored frame: not JSON ({} bytes)", text.len()));
-            return;
-        };
-        if !matches!(msg, JsValue::Obj(_)) {
-            self.debug(|| format!("conn {id}: ignored frame: not a JSON object"));
-            return;
+        match ClientFrame::decode(text) {
+            Ok(frame) => self.handle_client_frame(id, frame, driver),
+            // Ignored, as the published room's Node shell does.
+            Err(Undecoded::NotJson(len)) => {
+                self.debug(|| format!("conn {id}: ignored frame: not JSON ({len} bytes)"));
+            }
+            Err(Undecoded::NotObject) => {
+                self.debug(|| format!("conn {id}: ignored frame: not a JSON object"));
+            }
         }
-        self.handle_downstream_msg(id, &msg, driver);
     }
 
-    fn handle_downstream_msg(&mut self, id: ConnId, msg: &JsValue, driver: &mut dyn Driver) {
-        match msg.get("t") {
+    fn handle_client_frame(&mut self, id: ConnId, frame: ClientFrame, driver: &mut dyn Driver) {
+        match frame {
             // The connection identity; no reply frame.
-            Some(JsValue::Str(t)) if t == "init" => self.on_init(id, msg),
-            Some(JsValue::Str(t)) if t == "subscribe" => {
-                let Some(JsValue::Num(qid)) = msg.get("queryId") else {
-                    self.debug(|| {
-                        format!("conn {id}: ignored frame: subscribe without a numeric queryId")
-                    });
-                    return;
-                };
-                if let Some(c) = self.conns.get_mut(&id) {
+            ClientFrame::Init { client_id } => self.on_init(id, client_id.as_deref()),
+            ClientFrame::Subscribe(sub) => {
+                if let Some(c) = self.down.conns.get_mut(&id) {
                     c.identified = true;
                 }
-                if !self.admit_subscription(id, msg, &qid_key(*qid)) {
+                let key = qid_key(sub.qid);
+                if !self.admit_subscription(id, &sub, &key) {
                     return;
                 }
-                if !self.live || self.room.is_none() {
+                if !self.inc.live || self.inc.room.is_none() {
                     // Held until the seq-0 snapshot lands.
-                    if let Some(c) = self.conns.get_mut(&id) {
+                    if let Some(c) = self.down.conns.get_mut(&id) {
                         c.held_subs += 1;
                     }
-                    self.pending_subs.push((id, msg.clone()));
-                    let key = qid_key(*qid);
+                    self.down.pending_subs.push((id, sub));
                     self.debug(|| {
                         format!("conn {id}: subscribe queryId {key} held until the room is live")
                     });
                     return;
                 }
-                self.handle_subscribe(id, msg, driver);
+                self.handle_subscribe(id, &sub, driver);
             }
-            Some(JsValue::Str(t)) if t == "unsubscribe" => {
-                let Some(JsValue::Num(q)) = msg.get("queryId") else {
-                    self.debug(|| {
-                        format!("conn {id}: ignored frame: unsubscribe without a numeric queryId")
-                    });
-                    return;
-                };
-                let key = qid_key(*q);
-                let prev = self.conns.get_mut(&id).and_then(|c| c.queries.remove(&key));
+            ClientFrame::SubscribeWithoutQid => self
+                .debug(|| format!("conn {id}: ignored frame: subscribe without a numeric queryId")),
+            ClientFrame::Unsubscribe { qid } => {
+                let key = qid_key(qid);
+                let prev = self
+                    .down
+                    .conns
+                    .get_mut(&id)
+                    .and_then(|c| c.queries.remove(&key));
                 let known = prev.is_some();
                 if let Some(prev) = prev {
-                    self.subs.remove(&prev.sub_key);
+                    self.down.subs.remove(&prev.sub_key);
                     let now = self.now;
-                    if let Some(room) = self.room.as_mut() {
+                    if let Some(room) = self.inc.room.as_mut() {
                         room.room_mut().unsubscribe(&prev.sub_key, now);
                     }
                 }
@@ -293,24 +386,29 @@ impl Host {
                     format!("conn {id}: unsubscribe queryId {key}{what}")
                 });
             }
-            Some(JsValue::Str(t)) if t == "pushMutation" => {
-                match super::writes::Envelope::from_frame(msg) {
-                    Some(envelope) => self.handle_push_mutation(id, envelope, driver),
-                    None => self.send(id, frames::error(None, "malformed pushMutation envelope")),
-                }
+            ClientFrame::UnsubscribeWithoutQid => self.debug(|| {
+                format!("conn {id}: ignored frame: unsubscribe without a numeric queryId")
+            }),
+            ClientFrame::PushMutation(Some(envelope)) => {
+                self.handle_push_mutation(id, envelope, driver);
             }
-            Some(JsValue::Str(t)) if t == "mutate" => {
+            ClientFrame::PushMutation(None) => {
+                self.send(id, frames::error(None, "malformed pushMutation envelope"));
+            }
+            ClientFrame::Mutate { query_id } => {
                 // Raw CRUD never crosses this wire: room writes are named mutators.
                 let text = frames::error(
-                    msg.get("queryId"),
+                    query_id.as_ref(),
                     "this room accepts named mutators only (pushMutation)",
                 );
                 self.send(id, text);
             }
-            other => self.debug(|| match other {
-                Some(JsValue::Str(t)) => format!("conn {id}: ignored frame: unknown type {t:?}"),
-                _ => format!("conn {id}: ignored frame: no string \"t\""),
-            }),
+            ClientFrame::Unknown(t) => {
+                self.debug(|| format!("conn {id}: ignored frame: unknown type {t:?}"));
+            }
+            ClientFrame::Untyped => {
+                self.debug(|| format!("conn {id}: ignored frame: no string \"t\""));
+            }
         }
     }
 
@@ -325,26 +423,28 @@ impl Host {
     }
 
     /// Serves one `subscribe` (live room only).
-    pub(super) fn handle_subscribe(&mut self, id: ConnId, msg: &JsValue, driver: &mut dyn Driver) {
-        if self.room.is_none() || !self.conns.contains_key(&id) {
+    pub(super) fn handle_subscribe(
+        &mut self,
+        id: ConnId,
+        sub: &Subscribe,
+        driver: &mut dyn Driver,
+    ) {
+        if self.inc.room.is_none() || !self.down.conns.contains_key(&id) {
             return; // raced an incarnation death, or the socket is gone
         }
-        let Some(JsValue::Num(qid)) = msg.get("queryId") else {
-            return;
-        };
-        let qid = *qid;
-        if let Some(JsValue::Str(name)) = msg.get("name") {
-            let name = name.clone();
-            if name == LMID_QUERY_NAME {
-                let waiting = super::newcomer::Waiting::Subscribe(msg.clone());
-                if self.await_lmid(id, waiting).is_none() {
-                    return; // served once the authority told its durable lmid
-                }
+        let qid = sub.qid;
+        if let Some(name) = &sub.name {
+            if name == LMID_QUERY_NAME
+                && self
+                    .await_lmid(id, Waiting::Subscribe(sub.clone()))
+                    .is_none()
+            {
+                return; // served once the authority told its durable lmid
             }
-            self.handle_lmid_subscribe(id, qid, &name, driver);
+            self.handle_lmid_subscribe(id, qid, name, driver);
             return;
         }
-        let Some(JsValue::Str(token_text)) = msg.get("leaseToken") else {
+        let Some(token_text) = sub.lease_token.as_deref() else {
             self.query_error(id, qid, "subscribe requires a lease token");
             return;
         };
@@ -356,7 +456,7 @@ impl Host {
                 return;
             }
         };
-        if let Some(&at) = self.revoked.get(&payload.sub) {
+        if let Some(&at) = self.down.revoked.get(&payload.sub) {
             if payload.iat <= at as f64 {
                 self.query_error(id, qid, "lease token refused: revoked");
                 return;
@@ -364,7 +464,7 @@ impl Host {
         }
         self.check_scope_skew(payload.scopes_hash.as_deref());
         // Subject binding: the first verified lease binds the connection's subject.
-        let Some(conn) = self.conns.get_mut(&id) else {
+        let Some(conn) = self.down.conns.get_mut(&id) else {
             return;
         };
         match &conn.sub {
@@ -411,7 +511,7 @@ impl Host {
             );
             return;
         }
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.down.conns.get(&id) else {
             return;
         };
         let Some(client) = conn.client_id.clone() else {
@@ -419,8 +519,8 @@ impl Host {
             return;
         };
         if let Some(subject) = conn.sub.clone() {
-            if !self.bind_client(&client, &subject) {
-                self.query_error(id, qid, &super::binding::bound_elsewhere(&client));
+            if !self.down.bind_client(&client, &subject) {
+                self.query_error(id, qid, &frames::bound_elsewhere(&client));
                 return;
             }
         }
@@ -448,17 +548,18 @@ impl Host {
         let key = qid_key(qid);
         let sub_key = format!("{id}:{key}");
         let prev = self
+            .down
             .conns
             .get(&id)
             .and_then(|c| c.queries.get(&key))
             .cloned();
         let epoch = prev.as_ref().map_or(1, |p| p.epoch + 1);
         if let Some(p) = &prev {
-            self.subs.remove(&p.sub_key);
+            self.down.subs.remove(&p.sub_key);
         }
         let now = self.now;
         let max = self.cfg.max_materializations;
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return;
         };
         let room = room.room_mut();
@@ -489,10 +590,10 @@ impl Host {
         let snapshot = frames::nbatch(qid, &res.snapshot);
         let max = self.cfg.max_snapshot_bytes;
         if snapshot.len() > max {
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().unsubscribe(&sub_key, now);
             }
-            if let Some(c) = self.conns.get_mut(&id) {
+            if let Some(c) = self.down.conns.get_mut(&id) {
                 c.queries.remove(&key);
             }
             let message = format!(
@@ -504,11 +605,11 @@ impl Host {
             return;
         }
         if let Some(budget) = self.cfg.max_room_bytes {
-            if let Some(room) = self.room.as_mut() {
+            if let Some(room) = self.inc.room.as_mut() {
                 let retained = room.room().retained_bytes() as u64;
                 if retained > budget {
                     room.room_mut().undo_subscribe(&sub_key, now);
-                    if let Some(c) = self.conns.get_mut(&id) {
+                    if let Some(c) = self.down.conns.get_mut(&id) {
                         c.queries.remove(&key);
                     }
                     self.counters.budget_refusals += 1;
@@ -529,7 +630,7 @@ impl Host {
             let bytes = snapshot.len();
             format!("conn {id}: subscribed queryId {key} ({who}, epoch {epoch}, snapshot {bytes} bytes)")
         });
-        if let Some(c) = self.conns.get_mut(&id) {
+        if let Some(c) = self.down.conns.get_mut(&id) {
             c.queries.insert(
                 key,
                 QueryEnt {
@@ -538,22 +639,22 @@ impl Host {
                 },
             );
         }
-        self.subs.insert(sub_key, meta);
-        let hello = frames::nhello(qid, &res.hello, &self.boot_id);
+        self.down.subs.insert(sub_key, meta);
+        let hello = frames::nhello(qid, &res.hello, &self.inc.boot_id);
         self.send(id, hello);
         self.send_snapshot(id, snapshot, driver);
         self.send_progress(id, driver);
     }
 
     fn check_scope_skew(&mut self, lease: Option<&str>) {
-        let (Some(armed), Some(lease)) = (self.armed_scopes_hash.clone(), lease) else {
+        let (Some(armed), Some(lease)) = (self.down.armed_scopes_hash.clone(), lease) else {
             return;
         };
         if armed == lease {
             return;
         }
         let key = format!("{lease}{armed}");
-        if self.logged_scope_skew.insert(key) {
+        if self.down.logged_scope_skew.insert(key) {
             self.log(
                 Level::Warn,
                 format!(
@@ -568,7 +669,7 @@ impl Host {
     /// Drains the core once and fans the frames out, then one `progress` per touched
     /// connection, after its data. Returns the touched connections.
     pub(super) fn drain_downstream(&mut self, driver: &mut dyn Driver) -> Vec<ConnId> {
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return Vec::new();
         };
         let drained = room.room_mut().commit_all();
@@ -578,7 +679,7 @@ impl Host {
         let mut cache = OpsCache::default();
         let mut out: Vec<(ConnId, String)> = Vec::with_capacity(drained.len());
         for f in &drained {
-            if let Some(meta) = self.subs.get(&*f.sub) {
+            if let Some(meta) = self.down.subs.get(&*f.sub) {
                 let text = frames::nbatch_with_ops(meta.qid, &f.batch, cache.get(&f.batch.ops));
                 out.push((meta.conn, text));
             }
@@ -606,18 +707,22 @@ impl Host {
     }
 
     fn progress_text(&self, conn: ConnId) -> Option<String> {
-        let room = self.room.as_ref()?;
+        let room = self.inc.room.as_ref()?;
         let mut cv_min = room.head_cv() as i64;
-        let client = self.conns.get(&conn).and_then(|c| c.client_id.as_ref());
-        if let Some(held) = client.and_then(|c| self.unacked.get(c)) {
+        let client = self
+            .down
+            .conns
+            .get(&conn)
+            .and_then(|c| c.client_id.as_ref());
+        if let Some(held) = client.and_then(|c| self.writes.unacked.get(c)) {
             if let Some(&(_, apply_cv)) = held.front() {
                 cv_min = cv_min.min(apply_cv as i64 - 1);
             }
         }
         Some(frames::progress(
             cv_min,
-            self.upstream_cv_min,
-            self.upstream_boot.as_deref(),
+            self.up.cv_min,
+            self.up.daemon_boot.as_deref(),
         ))
     }
 }

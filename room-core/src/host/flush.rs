@@ -1,16 +1,17 @@
-//! The write-behind flush (seed 002 `scheduleFlush` … `roomMoved`): build the batch in
+//! The write-behind flush (the Node shell's `scheduleFlush` … `roomMoved` in the published
+//! room): build the batch in
 //! the core, journal its exact body before the first send, settle it against the
 //! authority, drain-before-downgrade, and the host's ways of stopping.
 
 use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::authority::{Call, Purpose, Request};
 use super::{
-    ApplyResult, AuthorityError, AuthorityReply, ControlReply, Driver, FlushRecord, Host, IoId,
-    Level, Output, Phase,
+    ApplyResult, AuthorityError, AuthorityReply, ControlReply, DrainError, Driver, FlushRecord,
+    Host, IoId, JournalError, Level, Output, Phase,
 };
 use crate::json::write::{write_i64, write_str};
 
@@ -49,7 +50,7 @@ pub(super) struct FlushIo {
 enum FlushResult {
     Settled(ApplyResult),
     Fatal(String),
-    JournalFailed(String),
+    JournalFailed(JournalError),
     Stopped,
 }
 
@@ -73,7 +74,8 @@ pub fn pad_offset(seq: u64) -> String {
     format!("{seq:020}")
 }
 
-/// The flush body, composed once (key order exactly as seed 002 `fireFlush`):
+/// The flush body, composed once (key order exactly as the published room's Node shell's
+/// `fireFlush`):
 /// `{"source":"room:<doc>:<epoch>","offset":"<seq, 20 digits>","doc","epoch","batchHash",
 /// "cas":true,"changes":[…]}`.
 pub fn flush_body(doc: &str, epoch: u64, seq: u64, batch_hash: &str, changes: &str) -> String {
@@ -94,6 +96,58 @@ pub fn flush_body(doc: &str, epoch: u64, seq: u64, batch_hash: &str, changes: &s
     s
 }
 
+/// The write-behind flush's state, its drains and the journal's compaction.
+#[derive(Debug)]
+pub(super) struct Flushing {
+    /// The next flush's sequence number.
+    pub(super) seq: u64,
+    /// The flush in flight.
+    pub(super) in_flight: Option<FlushIo>,
+    /// Flushes the authority confirmed (this host's life).
+    pub(super) confirmed: u64,
+    /// The last flush seq the authority committed.
+    pub(super) last_committed_seq: u64,
+    /// Control requests waiting for the flush to settle.
+    pub(super) waiters: Vec<u64>,
+    /// Drains (and a shutdown) waiting for the room to quiesce.
+    pub(super) drains: Vec<DrainWaiter>,
+    /// The shutdown request to answer once stopped.
+    pub(super) shutdown_reply: Option<u64>,
+    /// Flushes settled since the last compaction.
+    pub(super) ok_since_compact: u64,
+    /// Entries appended since the last compaction.
+    pub(super) appended_since_compact: u64,
+    /// When the last compaction started (ms; `None`: never in this host).
+    pub(super) last_compact_ms: Option<u64>,
+    /// The compaction in flight.
+    pub(super) compact_io: Option<IoId>,
+}
+
+impl Default for Flushing {
+    fn default() -> Flushing {
+        Flushing {
+            seq: 1,
+            in_flight: None,
+            confirmed: 0,
+            last_committed_seq: 0,
+            waiters: Vec::new(),
+            drains: Vec::new(),
+            shutdown_reply: None,
+            ok_since_compact: 0,
+            appended_since_compact: 0,
+            last_compact_ms: None,
+            compact_io: None,
+        }
+    }
+}
+
+impl Flushing {
+    /// Whether anything reached the journal since its last compaction.
+    pub(super) fn compaction_owed(&self) -> bool {
+        self.ok_since_compact > 0 || self.appended_since_compact > 0
+    }
+}
+
 impl Host {
     pub(super) fn has_authority(&self) -> bool {
         self.cfg.writes.as_ref().is_some_and(|w| w.authority)
@@ -104,13 +158,13 @@ impl Host {
         let Some(writes) = &self.cfg.writes else {
             return;
         };
-        if !writes.authority || self.flush.is_some() || self.timers.flush.is_some() {
+        if !writes.authority || self.flushing.in_flight.is_some() || self.timers.flush.is_some() {
             return;
         }
-        if self.closed() || !self.live {
+        if self.closed() || !self.inc.live {
             return;
         }
-        let Some(room) = &self.room else {
+        let Some(room) = &self.inc.room else {
             return;
         };
         let dirty = room.room().dirty_len();
@@ -129,13 +183,13 @@ impl Host {
         if !self.has_authority() {
             return false;
         }
-        if self.flush.is_some() {
+        if self.flushing.in_flight.is_some() {
             return true;
         }
-        if self.closed() || !self.live {
+        if self.closed() || !self.inc.live {
             return false;
         }
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return false;
         };
         let batch = match room.room_mut().begin_flush() {
@@ -147,9 +201,9 @@ impl Host {
                 return false;
             }
         };
-        let seq = self.flush_seq;
-        self.flush_seq += 1;
-        let epoch = self.placement_epoch;
+        let seq = self.flushing.seq;
+        self.flushing.seq += 1;
+        let epoch = self.boot.placement_epoch;
         // Composed once; journaled and sent as this exact string forever.
         let body = flush_body(
             &self.cfg.doc_id,
@@ -159,9 +213,9 @@ impl Host {
             &batch.changes_json(),
         );
         let io = self.io();
-        self.flush = Some(FlushIo {
+        self.flushing.in_flight = Some(FlushIo {
             seq,
-            incarnation: self.incarnation,
+            incarnation: self.inc.number,
             body: body.clone(),
             stage: Stage::Journaling(io),
         });
@@ -176,24 +230,24 @@ impl Host {
     pub(super) fn on_flush_journal_write(
         &mut self,
         io: IoId,
-        result: Result<(), String>,
+        result: Result<(), super::JournalError>,
         driver: &mut dyn Driver,
     ) {
-        if self.compact_io == Some(io) {
-            self.compact_io = None;
+        if self.flushing.compact_io == Some(io) {
+            self.flushing.compact_io = None;
             if let Err(e) = result {
                 self.log(
                     Level::Warn,
                     format!("journal compaction failed (will retry later): {e}"),
                 );
                 // A drain does not wait for a compaction that failed.
-                self.ok_since_compact = 0;
-                self.appended_since_compact = 0;
+                self.flushing.ok_since_compact = 0;
+                self.flushing.appended_since_compact = 0;
             }
             self.poll_drains(); // a drain waits for the compaction it started
             return;
         }
-        let Some(flush) = self.flush.as_mut() else {
+        let Some(flush) = self.flushing.in_flight.as_mut() else {
             return;
         };
         match &flush.stage {
@@ -234,7 +288,7 @@ impl Host {
         result: Result<AuthorityReply, AuthorityError>,
         driver: &mut dyn Driver,
     ) {
-        let Some(flush) = self.flush.as_mut() else {
+        let Some(flush) = self.flushing.in_flight.as_mut() else {
             return;
         };
         match result {
@@ -255,10 +309,10 @@ impl Host {
     }
 
     fn settle_flush(&mut self, result: FlushResult, driver: &mut dyn Driver) {
-        let Some(flush) = self.flush.take() else {
+        let Some(flush) = self.flushing.in_flight.take() else {
             return;
         };
-        let same = flush.incarnation == self.incarnation && self.room.is_some();
+        let same = flush.incarnation == self.inc.number && self.inc.room.is_some();
         let seq = flush.seq;
         match result {
             FlushResult::Stopped => {}
@@ -278,11 +332,11 @@ impl Host {
             }
             FlushResult::Settled(ApplyResult::Ok { cv, .. }) => {
                 self.counters.flushes_ok += 1;
-                self.flushes_confirmed += 1;
-                self.last_committed_flush_seq = self.last_committed_flush_seq.max(seq);
-                self.ok_since_compact += 1;
+                self.flushing.confirmed += 1;
+                self.flushing.last_committed_seq = self.flushing.last_committed_seq.max(seq);
+                self.flushing.ok_since_compact += 1;
                 if same {
-                    let room = self.room.as_mut().expect("`same` checked the room");
+                    let room = self.inc.room.as_mut().expect("`same` checked the room");
                     if let Err(e) = room.room_mut().flush_ok() {
                         self.violation(&format!("flushOk failed: {e}"));
                         return self.after_settlement();
@@ -299,7 +353,7 @@ impl Host {
             FlushResult::Settled(ApplyResult::Conflict { conflicts_json }) => {
                 self.counters.flushes_conflict += 1;
                 if same {
-                    let room = self.room.as_mut().expect("`same` checked the room");
+                    let room = self.inc.room.as_mut().expect("`same` checked the room");
                     match room.flush_conflict(&conflicts_json) {
                         Ok(out) => {
                             if out != "{\"headCv\":null}" {
@@ -330,7 +384,7 @@ impl Host {
     }
 
     fn after_settlement(&mut self) {
-        for id in core::mem::take(&mut self.flush_waiters) {
+        for id in core::mem::take(&mut self.flushing.waiters) {
             self.push(Output::ControlReply {
                 id,
                 reply: ControlReply::Flushed,
@@ -346,44 +400,42 @@ impl Host {
     /// room's history. A drain compacts before it answers, whatever the interval.
     fn maybe_compact(&mut self) {
         let settled = self
+            .inc
             .room
             .as_ref()
             .is_some_and(|r| r.room().dirty_len() == 0 && r.room().pending_len() == 0);
         let quiet = self
+            .flushing
             .last_compact_ms
             .is_none_or(|t| self.now.saturating_sub(t) >= COMPACT_SETTLED_EVERY_MS);
-        let due = self.ok_since_compact >= COMPACT_EVERY_FLUSHES
-            || self.appended_since_compact >= COMPACT_EVERY_ENTRIES
-            || (settled && quiet && self.ok_since_compact > 0);
+        let due = self.flushing.ok_since_compact >= COMPACT_EVERY_FLUSHES
+            || self.flushing.appended_since_compact >= COMPACT_EVERY_ENTRIES
+            || (settled && quiet && self.flushing.ok_since_compact > 0);
         if due {
             self.compact_now();
         }
     }
 
-    /// Whether anything reached the journal since its last compaction.
-    fn compaction_owed(&self) -> bool {
-        self.ok_since_compact > 0 || self.appended_since_compact > 0
-    }
-
     /// Starts a compaction unless one is in flight.
     fn compact_now(&mut self) {
-        if self.compact_io.is_some() {
+        if self.flushing.compact_io.is_some() {
             return;
         }
-        let Some(room) = &self.room else {
+        let Some(room) = &self.inc.room else {
             return;
         };
         let durable: BTreeMap<String, u64> = self
+            .writes
             .known_clients
             .iter()
             .map(|c| (c.clone(), room.room().durable_lmid(c)))
             .filter(|(_, d)| *d > 0)
             .collect();
-        self.ok_since_compact = 0;
-        self.appended_since_compact = 0;
-        self.last_compact_ms = Some(self.now);
+        self.flushing.ok_since_compact = 0;
+        self.flushing.appended_since_compact = 0;
+        self.flushing.last_compact_ms = Some(self.now);
         let io = self.io();
-        self.compact_io = Some(io);
+        self.flushing.compact_io = Some(io);
         self.push(Output::JournalCompact { io, durable });
     }
 
@@ -391,7 +443,7 @@ impl Host {
     /// was nothing to flush).
     pub(super) fn flush_now(&mut self, reply: u64) {
         if self.fire_flush() {
-            self.flush_waiters.push(reply);
+            self.flushing.waiters.push(reply);
         } else {
             self.push(Output::ControlReply {
                 id: reply,
@@ -402,7 +454,7 @@ impl Host {
 
     /// Starts a drain-before-downgrade (or a shutdown drain).
     pub(super) fn start_drain(&mut self, reply: Option<u64>, shutdown: bool) {
-        self.drains.push(DrainWaiter {
+        self.flushing.drains.push(DrainWaiter {
             reply,
             iterations: 0,
             shutdown,
@@ -412,9 +464,10 @@ impl Host {
 
     fn drain_active(&self) -> bool {
         self.has_authority()
-            && self.live
+            && self.inc.live
             && !self.closed()
             && self
+                .inc
                 .room
                 .as_ref()
                 .is_some_and(|r| r.room().dirty_len() > 0 || r.room().pending_len() > 0)
@@ -424,55 +477,54 @@ impl Host {
     /// flush (at most [`DRAIN_MAX_ITERATIONS`]).
     pub(super) fn poll_drains(&mut self) {
         loop {
-            if self.drains.is_empty() || self.flush.is_some() {
+            if self.flushing.drains.is_empty() || self.flushing.in_flight.is_some() {
                 return;
             }
             if !self.drain_active() {
                 // Drained: the journal is compacted to what is unconfirmed (nothing, or
                 // entries of clients without a durable lmid) before the drain answers,
                 // so a hibernated room's journal does not keep its history.
-                if self.compact_io.is_some() {
+                if self.flushing.compact_io.is_some() {
                     return;
                 }
-                if self.live && self.compaction_owed() && self.room.is_some() {
+                if self.inc.live && self.flushing.compaction_owed() && self.inc.room.is_some() {
                     self.compact_now();
-                    if self.compact_io.is_some() {
+                    if self.flushing.compact_io.is_some() {
                         return;
                     }
                 }
-                let done = self.last_committed_flush_seq;
-                for w in core::mem::take(&mut self.drains) {
+                let done = self.flushing.last_committed_seq;
+                for w in core::mem::take(&mut self.flushing.drains) {
                     self.finish_drain(w, Ok(done));
                 }
                 return;
             }
             let mut keep = Vec::new();
-            for mut w in core::mem::take(&mut self.drains) {
+            for mut w in core::mem::take(&mut self.flushing.drains) {
                 w.iterations += 1;
                 if w.iterations > DRAIN_MAX_ITERATIONS {
-                    let room = self.room.as_ref().map(|r| r.room());
-                    let err = format!(
-                        "drain: room {} failed to quiesce after {DRAIN_MAX_ITERATIONS} flushes \
-                         (dirty={}, pending={})",
-                        self.cfg.doc_id,
-                        room.map_or(0, |r| r.dirty_len()),
-                        room.map_or(0, |r| r.pending_len()),
-                    );
+                    let room = self.inc.room.as_ref().map(|r| r.room());
+                    let err = DrainError::NotQuiescent {
+                        doc: self.cfg.doc_id.clone(),
+                        flushes: DRAIN_MAX_ITERATIONS,
+                        dirty: room.map_or(0, |r| r.dirty_len()),
+                        pending: room.map_or(0, |r| r.pending_len()),
+                    };
                     self.finish_drain(w, Err(err));
                 } else {
                     keep.push(w);
                 }
             }
-            self.drains = keep;
-            if self.drains.is_empty() || self.fire_flush() {
+            self.flushing.drains = keep;
+            if self.flushing.drains.is_empty() || self.fire_flush() {
                 return;
             }
         }
     }
 
-    fn finish_drain(&mut self, w: DrainWaiter, result: Result<u64, String>) {
+    fn finish_drain(&mut self, w: DrainWaiter, result: Result<u64, DrainError>) {
         if let Err(e) = &result {
-            self.log(Level::Error, e.clone());
+            self.log(Level::Error, e.to_string());
         }
         if let Some(id) = w.reply {
             self.push(Output::ControlReply {
@@ -502,20 +554,20 @@ impl Host {
     /// Closes the host: timers, upstream, listeners, every remaining socket (with `code`
     /// and `reason`).
     pub(super) fn close_everything(&mut self, code: u16, reason: &str) {
-        self.timers = super::Timers::default();
-        self.retries.clear();
-        if self.link_open || self.link > 0 {
-            self.link_open = false;
+        self.timers = super::timers::Timers::default();
+        self.calls.retries.clear();
+        if self.up.link_open || self.up.link > 0 {
+            self.up.link_open = false;
             self.push(Output::CloseUpstream);
         }
         if self.phase != Phase::ShuttingDown {
             self.push(Output::StopAccepting);
         }
-        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        let ids: Vec<u64> = self.down.conns.keys().copied().collect();
         for id in ids {
             self.close_conn(id, code, reason, false);
         }
-        for id in core::mem::take(&mut self.flush_waiters) {
+        for id in core::mem::take(&mut self.flushing.waiters) {
             self.push(Output::ControlReply {
                 id,
                 reply: ControlReply::Flushed,
@@ -530,7 +582,7 @@ impl Host {
         }
         self.close_everything(1001, "room shutting down");
         self.log(Level::Info, String::from("shut down"));
-        if let Some(id) = self.shutdown_reply.take() {
+        if let Some(id) = self.flushing.shutdown_reply.take() {
             self.push(Output::ControlReply {
                 id,
                 reply: ControlReply::Stopped,

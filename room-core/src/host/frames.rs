@@ -1,6 +1,6 @@
 //! The text of every frame the server sends, built with the core's JSON writers so
-//! numbers and strings print exactly as `JSON.stringify` prints them (docs/protocol.md, "Numbers"), and
-//! members in the order seed 002 writes them.
+//! numbers and strings print exactly as `JSON.stringify` prints them (docs/protocol.md,
+//! "Numbers"), and members in the order the published room's Node shell writes them.
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -184,6 +184,14 @@ pub fn upstream_subscribe(query_id: u64, lease_token: &str) -> String {
     write_str(&mut s, lease_token);
     s.push('}');
     s
+}
+
+/// The `queryError` / `error` text of a clientID used by another subject.
+pub(crate) fn bound_elsewhere(client: &str) -> String {
+    alloc::format!(
+        "clientID `{client}` is bound to another subject: a clientID belongs to the subject \
+         of the first lease presented with it"
+    )
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! The wire forms of the host's HTTP calls, for drivers that speak HTTP themselves: the
-//! request bodies of the authority trio (authority.md §4) and of rindled's lease mint,
+//! request bodies of the authority trio (`docs/design/authority.md`, "The apply call") and
+//! of rindled's lease mint,
 //! and how each reply (status + body text) maps to the input the host takes.
 //!
 //! A driver sends the body, reads the status and the body text, and hands both to the
 //! classifier here; a network failure or timeout is [`AuthorityError::Retryable`]
 //! (the driver says so itself: no reply to classify).
 //!
-//! # Authority reply mapping (authority.md §4.4)
+//! # Authority reply mapping
 //!
 //! `apply-row-change-txn`:
 //!
@@ -37,6 +38,7 @@ use alloc::string::String;
 
 use serde_json::Value as Json;
 
+use super::MintError;
 use super::{ApplyResult, AuthorityError, AuthorityReply};
 use crate::json::tree::JsValue;
 use crate::json::write::{write_f64, write_str, write_str_array};
@@ -205,7 +207,8 @@ fn json_u64(v: &Json) -> Option<u64> {
     ((0.0..18_446_744_073_709_551_616.0).contains(&f) && n as f64 == f).then_some(n)
 }
 
-/// rindled's `/materialize` body: `{"ast":…,"leaseTtlMs"?:…}` (the seed's member order).
+/// rindled's `/materialize` body: `{"ast":…,"leaseTtlMs"?:…}` (in the member order of
+/// the published room's Node shell).
 pub fn materialize_body(footprint_ast: &JsValue, lease_ttl_ms: Option<u64>) -> String {
     let mut body = String::from("{\"ast\":");
     footprint_ast.write_js(&mut body);
@@ -218,22 +221,25 @@ pub fn materialize_body(footprint_ast: &JsValue, lease_ttl_ms: Option<u64>) -> S
 }
 
 /// Classifies rindled's `/materialize` reply: the lease token, or the error the host
-/// logs before it retries the mint (the seed's texts).
-pub fn lease_reply(status: u16, text: &str) -> Result<String, String> {
+/// logs before it retries the mint (the texts of the published room's Node shell).
+pub fn lease_reply(status: u16, text: &str) -> Result<String, MintError> {
     if !(200..300).contains(&status) {
-        return Err(format!("upstream /materialize failed: {status} {text}"));
+        return Err(MintError::Status {
+            status,
+            body: String::from(text),
+        });
     }
-    let out = JsValue::parse(text)
-        .map_err(|e| format!("upstream /materialize returned invalid JSON: {e}"))?;
+    let out = JsValue::parse(text).map_err(|e| MintError::InvalidJson(format!("{e}")))?;
     match out.get("leaseToken") {
         Some(JsValue::Str(t)) => Ok(t.clone()),
-        _ => Err(String::from("upstream /materialize returned no leaseToken")),
+        _ => Err(MintError::NoLeaseToken),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
     use alloc::vec;
 
     const URL: &str = "http://a/apply";
@@ -324,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn bodies_keep_the_seed_member_order() {
+    fn bodies_keep_the_published_member_order() {
         assert_eq!(claim_body("doc/1"), r#"{"doc":"doc/1"}"#);
         let clients = vec![String::from("c1"), String::from("c2")];
         assert_eq!(
@@ -382,15 +388,16 @@ mod tests {
             Ok(String::from("t"))
         );
         assert_eq!(
-            lease_reply(500, "boom"),
+            lease_reply(500, "boom").map_err(|e| e.to_string()),
             Err(String::from("upstream /materialize failed: 500 boom"))
         );
         assert_eq!(
-            lease_reply(200, "{}"),
+            lease_reply(200, "{}").map_err(|e| e.to_string()),
             Err(String::from("upstream /materialize returned no leaseToken"))
         );
         assert!(lease_reply(200, "nope")
             .unwrap_err()
+            .to_string()
             .contains("invalid JSON"));
     }
 }

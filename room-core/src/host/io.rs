@@ -11,6 +11,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::{DrainError, JournalError, MintError, TablesError};
 use crate::schema::TableSchema;
 use crate::write::keyed::MutationTx;
 
@@ -31,8 +32,8 @@ pub enum Outcome {
     Deopt,
 }
 
-/// One journaled mutation: the wire envelope plus its recorded outcome (seed 000
-/// `RoomJournalEntry`).
+/// One journaled mutation: the wire envelope plus its recorded outcome (the
+/// `RoomJournalEntry` of `@rindle/room` 0.9's `WasmRoom` API).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JournalEntry {
     /// The envelope's `clientID`.
@@ -74,7 +75,8 @@ pub struct JournalContents {
     pub max_flush_seq: u64,
 }
 
-/// The authority's answer to `/apply-row-change-txn` (authority.md §4.4).
+/// The authority's answer to `/apply-row-change-txn` (`docs/design/authority.md`, "The
+/// apply call").
 #[derive(Clone, Debug, PartialEq)]
 pub enum ApplyResult {
     /// Committed (`applied: true`) or absorbed as a replay (`applied: false`); `cv` is
@@ -167,7 +169,7 @@ pub enum ControlRequest {
     Shutdown,
     /// Stop at once, like a crash: nothing journaled or drained, sockets terminated.
     Abort,
-    /// Stop now without draining (seed 002 `close()`): every socket closes with 1001,
+    /// Stop now without draining (the Node shell's `close()`): every socket closes with 1001,
     /// the upstream link is dropped; what is journaled stays journaled, the group
     /// commit's window is not appended (its mutations were never acknowledged).
     Close,
@@ -176,7 +178,7 @@ pub enum ControlRequest {
 /// The answer to a [`ControlRequest`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControlReply {
-    /// `/stats` as JSON text, in the seed's member order.
+    /// `/stats` as JSON text, in the published room's member order.
     Stats(String),
     /// Liveness: whether the room still runs (`false` once it stopped or moved).
     Health(bool),
@@ -185,7 +187,7 @@ pub enum ControlReply {
     /// How many subscriptions a revocation dropped.
     Revoked(u64),
     /// A drain finished: the last committed flush seq, or why it failed.
-    Drained(Result<u64, String>),
+    Drained(Result<u64, DrainError>),
     /// A flush settled (or there was nothing to flush).
     Flushed,
     /// The host stopped (shutdown or abort).
@@ -194,9 +196,11 @@ pub enum ControlReply {
 
 /// Everything a driver feeds the host.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
+#[must_use = "an input does nothing until it is handed to `Host::handle`"]
 pub enum Input<'a> {
     /// A lease mint ([`Output::MintLease`]) finished.
-    LeaseMinted(Result<String, String>),
+    LeaseMinted(Result<String, MintError>),
     /// Upstream link `link` ([`Output::OpenUpstream`]) is open.
     UpstreamOpened {
         /// The link.
@@ -238,7 +242,7 @@ pub enum Input<'a> {
         /// The operation.
         io: IoId,
         /// The contents, or why the read failed.
-        result: Result<JournalContents, String>,
+        result: Result<JournalContents, JournalError>,
     },
     /// A journal write ([`Output::JournalAppend`], [`Output::JournalAppendFlush`],
     /// [`Output::JournalConfirmFlush`], [`Output::JournalCompact`]) finished: durable
@@ -247,7 +251,7 @@ pub enum Input<'a> {
         /// The operation.
         io: IoId,
         /// `Ok` once durable, or why it failed.
-        result: Result<(), String>,
+        result: Result<(), JournalError>,
     },
     /// An authority call finished.
     Authority {
@@ -291,6 +295,8 @@ pub enum Level {
 
 /// Everything the host asks a driver to do.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "an output is work the driver must carry out"]
 pub enum Output {
     /// Start-up finished (the epoch claimed, the first lease minted): serve sockets.
     Started,
@@ -307,7 +313,8 @@ pub enum Output {
         moved: bool,
     },
     /// Acknowledged mutations a fenced room could not deliver (`ack = "journaled"`,
-    /// fleet.md F4): the driver counts and reports them; the journal keeps them. Comes
+    /// `docs/fleet.md`, "Acknowledgement modes"): the driver counts and reports them; the
+    /// journal keeps them. Comes
     /// right before `Stopped { moved: true }`.
     Stranded {
         /// One per mutation, in journal order.
@@ -463,8 +470,8 @@ pub enum MutatorOutcome {
 /// while it handles an input.
 pub trait Driver {
     /// Runs mutator `name` against the open transaction `tx` with `args` (JSON text;
-    /// `None` = absent) as subject `user`, synchronously (seed 000's plain `RoomMutator`
-    /// functions). Returning anything but [`MutatorOutcome::Done`] discards the staged
+    /// `None` = absent) as subject `user`, synchronously (like the plain `RoomMutator`
+    /// functions of `@rindle/room` 0.9's API). Returning anything but [`MutatorOutcome::Done`] discards the staged
     /// writes. A driver that can catch panics reports one as `Rejected`.
     fn run_mutator(
         &mut self,
@@ -477,7 +484,7 @@ pub trait Driver {
     /// The room's tables are known (each incarnation's hello, before the write plane
     /// serves): a driver validates or builds its mutators here; `Err` kills the
     /// incarnation with `write-plane boot failed: …`.
-    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), String> {
+    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), TablesError> {
         let _ = tables;
         Ok(())
     }

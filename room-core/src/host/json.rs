@@ -1,7 +1,8 @@
 //! The host's I/O as JSON text, for drivers that cross a language boundary (the Node
 //! addon, the C library): the configuration, journal contents and entries, authority
 //! results, control requests, and every [`Output`] / [`Input`] as one JSON object.
-//! Field names follow seed 000 (`clientID`, `maxFlushSeq`, …); frame texts travel as
+//! Field names follow `@rindle/room` 0.9's `WasmRoom` API (`clientID`, `maxFlushSeq`, …);
+//! frame texts travel as
 //! JSON strings.
 
 use alloc::collections::BTreeMap;
@@ -13,20 +14,27 @@ use serde_json::Value as Json;
 
 use super::{
     ApplyResult, AuthorityError, AuthorityReply, ControlReply, ControlRequest, FlushRecord,
-    HostConfig, Input, JournalContents, JournalEntry, Level, Outcome, Output, SendClass,
-    WriteSettings,
+    HostConfig, Input, JournalContents, JournalEntry, JournalError, Level, MintError, Outcome,
+    Output, SendClass, WriteSettings,
 };
 use crate::json::write::{write_f64, write_str};
 
-/// Why a JSON document was refused.
-pub type JsonError = String;
+pub use super::JsonError;
+
+/// A document that is not JSON.
+fn syntax(what: &'static str, e: &serde_json::Error) -> JsonError {
+    JsonError::Syntax {
+        what,
+        message: e.to_string(),
+    }
+}
 
 fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
     match v.get(key) {
         None | Some(Json::Null) => Ok(default),
         Some(n) => n
             .as_u64()
-            .ok_or_else(|| format!("`{key}` must be a non-negative integer, got {n}")),
+            .ok_or_else(|| format!("`{key}` must be a non-negative integer, got {n}").into()),
     }
 }
 
@@ -39,7 +47,7 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// (`placement`: what room-boot granted; see [`Placement`](super::Placement)), revoked?:
 /// [[userId, atMs]] (revocations carried over from the box), maxRoomBytes?.
 pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
-    let v: Json = serde_json::from_str(json).map_err(|e| format!("config: {e}"))?;
+    let v: Json = serde_json::from_str(json).map_err(|e| syntax("config", &e))?;
     let doc = v["docId"]
         .as_str()
         .filter(|d| !d.is_empty())
@@ -123,7 +131,8 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
                 Some(other) => {
                     return Err(format!(
                         "`writes.ack` must be \"journaled\" or \"flushed\", got {other}"
-                    ))
+                    )
+                    .into())
                 }
             },
         });
@@ -134,7 +143,7 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
 /// Journal contents: `{entries: [entry], bindings: [[clientID, sub]], flushes: [{seq,
 /// epoch, body}], maxFlushSeq}`.
 pub fn contents_from_json(json: &str) -> Result<JournalContents, JsonError> {
-    let v: Json = serde_json::from_str(json).map_err(|e| format!("journal contents: {e}"))?;
+    let v: Json = serde_json::from_str(json).map_err(|e| syntax("journal contents", &e))?;
     let entries = v["entries"]
         .as_array()
         .map(|a| a.iter().map(entry_from_json).collect::<Result<Vec<_>, _>>())
@@ -170,13 +179,14 @@ pub fn contents_from_json(json: &str) -> Result<JournalContents, JsonError> {
     })
 }
 
-/// A seed-shaped entry (`args` as a JSON value; `outcome`, else the legacy `rejected`).
+/// An entry in the published room's shape (`args` as a JSON value; `outcome`, else the
+/// legacy `rejected`).
 pub fn entry_from_json(v: &Json) -> Result<JournalEntry, JsonError> {
     let outcome = match v["outcome"].as_str() {
         Some("applied") => Outcome::Applied,
         Some("rejected") => Outcome::Rejected,
         Some("deopt") => Outcome::Deopt,
-        Some(other) => return Err(format!("journal entry: unknown outcome {other:?}")),
+        Some(other) => return Err(format!("journal entry: unknown outcome {other:?}").into()),
         None if v["rejected"] == Json::Bool(true) => Outcome::Rejected,
         None => Outcome::Applied,
     };
@@ -198,7 +208,8 @@ pub fn entry_from_json(v: &Json) -> Result<JournalEntry, JsonError> {
     })
 }
 
-/// Entries as seed-shaped JSON (`args` embedded as the JSON value the host keeps).
+/// Entries as JSON in the published room's shape (`args` embedded as the JSON value the
+/// host keeps).
 pub fn entries_json(entries: &[JournalEntry]) -> String {
     let mut s = String::from("[");
     for (i, e) in entries.iter().enumerate() {
@@ -304,8 +315,8 @@ pub fn authority_result_from_json(json: &str) -> Result<AuthorityReply, Authorit
 
 /// An authority result as [`authority_result_from_json`] reads it: `{claimed}`,
 /// `{lmids}`, `{applied: {kind: "ok", applied, cv?} | {kind: "conflict", conflicts} |
-/// {kind: "fenced", currentEpoch?}}`, `{retryable}` or `{fatal}` — the forms of seed
-/// 000's `RoomAuthority` results, for a driver that classifies HTTP replies with
+/// {kind: "fenced", currentEpoch?}}`, `{retryable}` or `{fatal}` — the forms of the
+/// `RoomAuthority` results of `@rindle/room` 0.9's API, for a driver that classifies HTTP replies with
 /// [`super::authority_reply`].
 pub fn authority_result_json(result: &Result<AuthorityReply, AuthorityError>) -> String {
     let mut s = String::from("{");
@@ -359,7 +370,7 @@ pub fn authority_result_json(result: &Result<AuthorityReply, AuthorityError>) ->
 
 /// A control request `{kind, user?}`.
 pub fn control_request_from_json(json: &str) -> Result<ControlRequest, JsonError> {
-    let v: Json = serde_json::from_str(json).map_err(|e| format!("control: {e}"))?;
+    let v: Json = serde_json::from_str(json).map_err(|e| syntax("control", &e))?;
     Ok(match v["kind"].as_str() {
         Some("stats") => ControlRequest::Stats,
         Some("health") => ControlRequest::Health,
@@ -372,7 +383,7 @@ pub fn control_request_from_json(json: &str) -> Result<ControlRequest, JsonError
         Some("shutdown") => ControlRequest::Shutdown,
         Some("abort") => ControlRequest::Abort,
         Some("close") => ControlRequest::Close,
-        other => return Err(format!("control: unknown request {other:?}")),
+        other => return Err(format!("control: unknown request {other:?}").into()),
     })
 }
 
@@ -403,7 +414,7 @@ fn reply_json(out: &mut String, r: &ControlReply) {
         ControlReply::Drained(Ok(seq)) => ("drained", Some(seq.to_string())),
         ControlReply::Drained(Err(e)) => {
             let mut s = String::new();
-            write_str(&mut s, e);
+            write_str(&mut s, &e.to_string());
             ("drainFailed", Some(s))
         }
         ControlReply::Flushed => ("flushed", None),
@@ -587,12 +598,12 @@ pub fn output_json(o: &Output) -> String {
 
 fn field_u64(v: &Json, k: &str) -> Result<u64, JsonError> {
     v[k].as_u64()
-        .ok_or_else(|| format!("input: `{k}` must be a non-negative integer"))
+        .ok_or_else(|| format!("input: `{k}` must be a non-negative integer").into())
 }
 
 fn field_str<'a>(v: &'a Json, k: &str) -> Result<&'a str, JsonError> {
     v[k].as_str()
-        .ok_or_else(|| format!("input: `{k}` must be a string"))
+        .ok_or_else(|| format!("input: `{k}` must be a string").into())
 }
 
 /// Parses one input `{"t": <kind>, …}` (the kinds of [`Input`] in lower camel case:
@@ -601,12 +612,12 @@ fn field_str<'a>(v: &'a Json, k: &str) -> Result<&'a str, JsonError> {
 /// `connClosed {conn}`, `journalRead {io, contents | error}`, `journalWritten {io,
 /// error?}`, `authority {io, result}`, `control {id, request}`) and hands it to `f`.
 pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<R, JsonError> {
-    let v: Json = serde_json::from_str(json).map_err(|e| format!("input: {e}"))?;
+    let v: Json = serde_json::from_str(json).map_err(|e| syntax("input", &e))?;
     let opt_err = |v: &Json| v["error"].as_str().map(String::from);
     let input = match v["t"].as_str() {
         Some("leaseMinted") => Input::LeaseMinted(match v["token"].as_str() {
             Some(t) => Ok(t.to_string()),
-            None => Err(opt_err(&v).unwrap_or_default()),
+            None => Err(MintError::Transport(opt_err(&v).unwrap_or_default())),
         }),
         Some("upstreamOpened") => Input::UpstreamOpened {
             link: field_u64(&v, "link")?,
@@ -632,13 +643,14 @@ pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<
         Some("journalRead") => Input::JournalRead {
             io: field_u64(&v, "io")?,
             result: match opt_err(&v) {
-                Some(e) => Err(e),
-                None => contents_from_json(&v["contents"].to_string()),
+                Some(e) => Err(JournalError::Io(e)),
+                None => contents_from_json(&v["contents"].to_string())
+                    .map_err(|e| JournalError::Unreadable(e.to_string())),
             },
         },
         Some("journalWritten") => Input::JournalWritten {
             io: field_u64(&v, "io")?,
-            result: opt_err(&v).map_or(Ok(()), Err),
+            result: opt_err(&v).map_or(Ok(()), |e| Err(JournalError::Io(e))),
         },
         Some("authority") => Input::Authority {
             io: field_u64(&v, "io")?,
@@ -648,7 +660,7 @@ pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<
             id: field_u64(&v, "id")?,
             request: control_request_from_json(&v["request"].to_string())?,
         },
-        other => return Err(format!("input: unknown kind {other:?}")),
+        other => return Err(JsonError::Invalid(format!("input: unknown kind {other:?}"))),
     };
     Ok(f(input))
 }

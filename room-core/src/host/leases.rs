@@ -1,4 +1,4 @@
-//! Lease enforcement after subscribe (seed 002 `sweep`, `revokeUser`): the expiry
+//! Lease enforcement after subscribe (the Node shell's `sweep`, `revokeUser`): the expiry
 //! sweep, idle-query reclamation, silent sockets, and synchronous revocation.
 
 use alloc::collections::BTreeSet;
@@ -6,8 +6,9 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::downstream::qid_key;
-use super::{frames, ConnId, Host, Level, SubMeta};
+use super::downstream::SubMeta;
+use super::wire::qid_key;
+use super::{frames, ConnId, Host, Level};
 
 impl Host {
     /// The periodic tick: expire leases, close silent sockets, reclaim idle queries,
@@ -15,6 +16,7 @@ impl Host {
     pub(super) fn sweep(&mut self) {
         let now = self.now;
         let expired: Vec<(String, SubMeta)> = self
+            .down
             .subs
             .iter()
             .filter(|(_, m)| m.exp <= now as f64)
@@ -28,23 +30,24 @@ impl Host {
             self.counters.expired_leases += 1;
         }
         self.close_silent_conns(now);
-        if self.live {
-            if let Some(room) = self.room.as_mut() {
+        if self.inc.live {
+            if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().sweep(now);
             }
         }
         let window = self.cfg.revocation_window_ms;
-        self.revoked
+        self.down
+            .revoked
             .retain(|_, at| now.saturating_sub(*at) <= window);
     }
 
     fn drop_sub(&mut self, key: &str, meta: &SubMeta) {
-        self.subs.remove(key);
-        if let Some(c) = self.conns.get_mut(&meta.conn) {
+        self.down.subs.remove(key);
+        if let Some(c) = self.down.conns.get_mut(&meta.conn) {
             c.queries.remove(&qid_key(meta.qid));
         }
         let now = self.now;
-        if let Some(room) = self.room.as_mut() {
+        if let Some(room) = self.inc.room.as_mut() {
             room.room_mut().unsubscribe(key, now);
         }
     }
@@ -53,9 +56,10 @@ impl Host {
     /// their pre-revocation tokens. Returns how many subscriptions were dropped.
     pub(super) fn revoke_user(&mut self, user: &str) -> u64 {
         let now = self.now;
-        self.revoked.insert(user.to_string(), now);
+        self.down.revoked.insert(user.to_string(), now);
         self.counters.revocations += 1;
         let victims: Vec<(String, SubMeta)> = self
+            .down
             .subs
             .iter()
             .filter(|(_, m)| m.user == user)
@@ -68,7 +72,7 @@ impl Host {
             sockets.insert(meta.conn);
         }
         // A connection bound to the subject can write even with no live subscription.
-        for (id, c) in &self.conns {
+        for (id, c) in &self.down.conns {
             if c.sub.as_deref() == Some(user) {
                 sockets.insert(*id);
             }

@@ -4,7 +4,9 @@
 //! Past a limit the client gets an `error` frame saying which, then a 1008 close.
 
 use alloc::format;
+use alloc::string::String;
 
+use super::wire::Subscribe;
 use super::{frames, ConnId, Host, Level};
 use crate::json::tree::JsValue;
 
@@ -27,11 +29,11 @@ impl Host {
     pub(super) fn admit_subscription(
         &mut self,
         id: ConnId,
-        msg: &JsValue,
+        sub: &Subscribe,
         query_key: &str,
     ) -> bool {
         let max = self.cfg.max_subscriptions_per_conn;
-        let Some(c) = self.conns.get(&id) else {
+        let Some(c) = self.down.conns.get(&id) else {
             return false;
         };
         if c.queries.contains_key(query_key) || c.queries.len() + c.held_subs < max {
@@ -41,14 +43,14 @@ impl Host {
             "too many subscriptions on this connection: the limit is {max} \
              (downstream.max_subscriptions_per_conn); unsubscribe first"
         );
-        self.refuse_conn(id, msg.get("queryId"), &message);
+        self.refuse_conn(id, Some(&sub.query_id()), &message);
         false
     }
 
     /// Whether connection `id` may hold one more `pushMutation` until the room is live;
     /// refuses it otherwise.
     pub(super) fn admit_held_mutation(&mut self, id: ConnId) -> bool {
-        let Some(c) = self.conns.get(&id) else {
+        let Some(c) = self.down.conns.get(&id) else {
             return false;
         };
         if c.held_mutes < MAX_HELD_MUTATIONS_PER_CONN {
@@ -65,14 +67,14 @@ impl Host {
     /// `init {clientID}`: the connection's identity, set once. The same clientID again
     /// is a no-op; a different one is refused (an identity per connection keeps a
     /// connection from minting clients — and their lmid queries — without end).
-    pub(super) fn on_init(&mut self, id: ConnId, msg: &JsValue) {
-        let Some(JsValue::Str(client)) = msg.get("clientID") else {
+    pub(super) fn on_init(&mut self, id: ConnId, client: Option<&str>) {
+        let Some(client) = client else {
             return;
         };
         if client.is_empty() {
             return;
         }
-        let Some(conn) = self.conns.get_mut(&id) else {
+        let Some(conn) = self.down.conns.get_mut(&id) else {
             return;
         };
         conn.identified = true;
@@ -86,15 +88,15 @@ impl Host {
                 self.refuse_conn(id, None, &message);
             }
             None => {
-                conn.client_id = Some(client.clone());
+                conn.client_id = Some(String::from(client));
                 let subject = conn.sub.clone();
-                let client = client.clone();
-                let ids = self.client_conns.entry(client.clone()).or_default();
+                let client = String::from(client);
+                let ids = self.down.client_conns.entry(client.clone()).or_default();
                 if !ids.contains(&id) {
                     ids.push(id);
                 }
                 if let Some(subject) = subject {
-                    self.bind_client(&client, &subject);
+                    self.down.bind_client(&client, &subject);
                 }
             }
         }
@@ -105,6 +107,7 @@ impl Host {
     pub(super) fn close_silent_conns(&mut self, now: u64) {
         let timeout = self.cfg.first_frame_timeout_ms;
         let silent: alloc::vec::Vec<ConnId> = self
+            .down
             .conns
             .iter()
             .filter(|(_, c)| {

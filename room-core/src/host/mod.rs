@@ -1,8 +1,8 @@
-//! The room host: the rules of seed 002's room shell as a sans-IO state machine — the
-//! upstream leg and its incarnations, leases and revocation, subject and clientID
-//! binding, the write path with its group commit, acks and outcomes, the author's
-//! progress holdback, the write-behind flush and drain, the control plane's answers and
-//! every per-connection limit of docs/security.md.
+//! The room host: the rules of the published room's Node shell (`@rindle/room`) as a
+//! sans-IO state machine — the upstream leg and its incarnations, leases and
+//! revocation, subject and clientID binding, the write path with its group commit, acks
+//! and outcomes, the author's progress holdback, the write-behind flush and drain, the
+//! control plane's answers and every per-connection limit of docs/security.md.
 //!
 //! A driver owns sockets, files, HTTP and timers; the host owns every decision:
 //!
@@ -23,6 +23,30 @@
 //!
 //! Start with [`Host::new`] and [`Host::start`]; the host asks for what it needs next
 //! (read the journal, claim the epoch, mint a lease, open the upstream link).
+//!
+//! # Inside
+//!
+//! [`Host`] is a composition: each leg keeps its own state in its own file, and the host
+//! routes inputs and timers to the legs and owns only what they share (the
+//! configuration, the clock, the phase).
+//!
+//! | state | file | what it holds |
+//! |---|---|---|
+//! | `Incarnation` | `incarnation.rs` | the room opened from the current upstream hello, liveness, bootId |
+//! | `Upstream` | `upstream.rs` | the link to the daemon, its lease, reconnect backoff |
+//! | `Connections` | `downstream.rs` | sockets, subscriptions, clientID bindings, revocations |
+//! | `WritePlane` | `writes.rs` | held and unacknowledged mutations, outcomes, the group commit |
+//! | `Newcomers` | `newcomer.rs` | writers whose durable lmid is being fetched |
+//! | `Flushing` | `flush.rs` | the write-behind flush, drains, journal compaction |
+//! | `Boot` | `boot.rs` | the start-up I/O and the boot-time probe |
+//! | `Calls` | `authority.rs` | authority calls in flight and in backoff |
+//! | `Timers` | `timers.rs` | the named deadlines |
+//! | `Outbox` | `outbox.rs` | outputs not polled yet, the log level |
+//!
+//! Frames are decoded once, in `wire.rs`, into typed values the legs branch on; the
+//! frames the host writes are built in [`frames`]. Errors are typed (`error.rs`). The
+//! pieces the fleet shares with the host (error bodies, the bearer check, stranded
+//! mutations) live below both, in [`crate::texts`].
 
 mod ack;
 mod authority;
@@ -31,23 +55,24 @@ mod boot;
 mod config;
 mod control;
 mod downstream;
+mod error;
 mod flush;
 pub mod frames;
 mod http_calls;
+mod incarnation;
 mod io;
 pub mod json;
 mod leases;
 mod limits;
 mod metrics;
 mod newcomer;
+mod outbox;
+mod timers;
 mod upstream;
+mod wire;
 mod writes;
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::String;
-use alloc::vec::Vec;
-
-use hashbrown::{HashMap, HashSet};
 
 use crate::contract::JsonRoom;
 
@@ -55,6 +80,7 @@ pub use crate::texts::{bearer_matches, error_body, snippet, REPLY_SNIPPET_BYTES}
 pub use config::{HostConfig, Placement, WriteSettings};
 pub use control::{route_control, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
+pub use error::{ConfigError, DrainError, JournalError, JsonError, MintError, TablesError};
 pub use flush::{flush_body, pad_offset};
 pub use frames::RecordedOutcome;
 pub use http_calls::{
@@ -77,89 +103,6 @@ pub use newcomer::{
 /// The reserved lmid system query, subscribed by name.
 pub const LMID_QUERY_NAME: &str = "_rindle/clientLmid";
 
-/// One downstream connection's state.
-#[derive(Debug)]
-struct Conn {
-    /// queryId (as JS text) → its subscription key and downstream epoch.
-    queries: HashMap<String, QueryEnt>,
-    /// The `init` clientID.
-    client_id: Option<String>,
-    /// The subject bound by the first verified lease.
-    sub: Option<String>,
-    /// When the socket opened: the first-frame deadline counts from it.
-    opened_at: u64,
-    /// Whether it sent a valid `init` or `subscribe` yet.
-    identified: bool,
-    /// Subscribes held until the room is live.
-    held_subs: usize,
-    /// `pushMutation`s held until the room is live.
-    held_mutes: usize,
-    /// lmid subscribes of a clientID the room must ask the authority about, waiting
-    /// for the connection's first verified lease (newcomer.rs).
-    parked_lmid: Vec<crate::json::tree::JsValue>,
-    /// When the first of them was parked.
-    parked_since: u64,
-    /// A close was output: no more frames go to it.
-    closing: bool,
-}
-
-/// A `(connection, queryId)` subscription.
-#[derive(Clone, Debug)]
-struct QueryEnt {
-    sub_key: String,
-    epoch: u64,
-}
-
-/// Where a subscriber's frames go, and its lease.
-#[derive(Clone, Debug)]
-struct SubMeta {
-    conn: ConnId,
-    qid: f64,
-    /// The lease subject (`""` for the lmid system subscription).
-    user: String,
-    /// Lease expiry, ms (`INFINITY` for the lmid subscription).
-    exp: f64,
-}
-
-/// An append output and not answered yet: `(io, incarnation, the entries' keys and
-/// names)`.
-type PendingAppend = (IoId, u64, Vec<ack::Unconfirmed>);
-
-/// The host's named deadlines (ms on the driver's clock).
-#[derive(Debug, Default)]
-struct Timers {
-    sweep: Option<u64>,
-    group_commit: Option<u64>,
-    flush: Option<u64>,
-    resubscribe: Option<u64>,
-    reconnect: Option<u64>,
-    remint: Option<u64>,
-    shutdown: Option<u64>,
-    /// Authority retries due, by io.
-    retry: Option<u64>,
-    /// The earliest newcomer whose frames stop waiting for its lmid fetch.
-    newcomer: Option<u64>,
-}
-
-impl Timers {
-    fn next(&self) -> Option<u64> {
-        [
-            self.sweep,
-            self.group_commit,
-            self.flush,
-            self.resubscribe,
-            self.reconnect,
-            self.remint,
-            self.shutdown,
-            self.retry,
-            self.newcomer,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-    }
-}
-
 /// Where the host is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -176,91 +119,36 @@ enum Phase {
 }
 
 /// The room host. See the module docs.
+///
+/// A composition of its legs, each with its own state in its own file; the host routes
+/// inputs and timers to them and owns what they share (configuration, clock, phase).
 pub struct Host {
     cfg: HostConfig,
-    armed_scopes_hash: Option<String>,
     now: u64,
     phase: Phase,
+    /// The authority fenced the room: another placement owns the document.
     moved: bool,
-    out: VecDeque<Output>,
-    /// Bytes of `Send` outputs not polled yet, per connection: `(live, snapshot)`.
-    unpolled: HashMap<ConnId, (usize, usize)>,
-    timers: Timers,
+    /// Outputs not polled yet, and the log level.
+    out: outbox::Outbox,
+    timers: timers::Timers,
     next_io: IoId,
     counters: Counters,
-
-    // ---- the incarnation ----
-    room: Option<JsonRoom>,
-    live: bool,
-    incarnation: u64,
-    boot_id: String,
-    boot_seq: u64,
-
-    // ---- the upstream leg ----
-    link: u64,
-    link_open: bool,
-    lease_token: String,
-    subscribe_in_flight: bool,
-    reconnect_delay_ms: u64,
-    /// Snapshots in a row that passed the room's memory budget (their re-subscribes
-    /// back off).
-    budget_strikes: u32,
-    upstream_boot: Option<String>,
-    upstream_cv_min: Option<f64>,
-    /// The upstream `queryError` frame to re-handle when a re-mint failed.
-    remint_frame: Option<String>,
-    minting: bool,
-
-    // ---- the downstream leg ----
-    conns: BTreeMap<ConnId, Conn>,
-    /// clientID → the connections that sent `init` with it.
-    client_conns: HashMap<String, Vec<ConnId>>,
-    subs: BTreeMap<String, SubMeta>,
-    /// clientID → the subject it is bound to.
-    client_subjects: HashMap<String, String>,
-    revoked: HashMap<String, u64>,
-    pending_subs: Vec<(ConnId, crate::json::tree::JsValue)>,
-    logged_scope_skew: HashSet<String>,
-    /// Log lines below this level are not produced ([`Host::set_log_level`]).
-    log_level: Level,
-
-    // ---- the write plane ----
-    pending_mutes: Vec<(ConnId, writes::Envelope)>,
-    unacked: HashMap<String, VecDeque<(u64, u64)>>,
-    /// Journaled entries the authority has not confirmed, in journal order (ack.rs).
-    unconfirmed: VecDeque<ack::Unconfirmed>,
-    /// clientIDs whose durable lmid this incarnation knows (newcomer.rs).
-    lmid_known: HashSet<String>,
-    /// Lmid fetches under way, with what waits on them.
-    fetching: newcomer::Fetching,
-    outcomes: HashMap<String, VecDeque<(u64, RecordedOutcome)>>,
-    ack_queue: Vec<JournalEntry>,
-    /// Appends output and not answered yet, in order: (io, incarnation, entry keys).
-    appends: VecDeque<PendingAppend>,
-    known_clients: BTreeSet<String>,
-    appended_since_compact: u64,
-
-    // ---- boot and flush I/O ----
-    boot: Option<boot::BootIo>,
-    placement_epoch: u64,
-    flush_seq: u64,
-    flush: Option<flush::FlushIo>,
-    flushes_confirmed: u64,
-    last_committed_flush_seq: u64,
-    ok_since_compact: u64,
-    flush_waiters: Vec<u64>,
-    drains: Vec<flush::DrainWaiter>,
-    shutdown_reply: Option<u64>,
-    /// The start-up I/O in flight.
-    start_io: Option<IoId>,
-    /// Authority calls in flight.
-    calls: HashMap<IoId, authority::Call>,
-    /// Authority calls waiting for their backoff: `(due, call)`.
-    retries: Vec<(u64, authority::Call)>,
-    /// When the last compaction started (ms; `None`: never in this host).
-    last_compact_ms: Option<u64>,
-    /// The compaction in flight.
-    compact_io: Option<IoId>,
+    /// The current incarnation: its room, liveness and bootId.
+    inc: incarnation::Incarnation,
+    /// The upstream leg: the link to the daemon and its lease.
+    up: upstream::Upstream,
+    /// The downstream leg: connections, subscriptions, bindings, revocations.
+    down: downstream::Connections,
+    /// The write plane: held and unacknowledged mutations, outcomes, the group commit.
+    writes: writes::WritePlane,
+    /// Writers whose durable lmid is being fetched.
+    newcomers: newcomer::Newcomers,
+    /// The write-behind flush, its drains and the journal's compaction.
+    flushing: flush::Flushing,
+    /// Start-up: the journal read, the epoch claim, the boot-time probe.
+    boot: boot::Boot,
+    /// Authority calls in flight and waiting for their backoff.
+    calls: authority::Calls,
 }
 
 impl core::fmt::Debug for Host {
@@ -268,10 +156,10 @@ impl core::fmt::Debug for Host {
         f.debug_struct("Host")
             .field("doc", &self.cfg.doc_id)
             .field("phase", &self.phase)
-            .field("live", &self.live)
-            .field("incarnation", &self.incarnation)
-            .field("connections", &self.conns.len())
-            .field("subscriptions", &self.subs.len())
+            .field("live", &self.inc.live)
+            .field("incarnation", &self.inc.number)
+            .field("connections", &self.down.conns.len())
+            .field("subscriptions", &self.down.subs.len())
             .finish_non_exhaustive()
     }
 }
@@ -279,98 +167,29 @@ impl core::fmt::Debug for Host {
 impl Host {
     /// A host for `cfg` (checked with [`HostConfig::validate`]). Nothing happens until
     /// [`Host::start`].
-    pub fn new(cfg: HostConfig) -> Result<Host, String> {
+    pub fn new(cfg: HostConfig) -> Result<Host, ConfigError> {
         cfg.validate()?;
-        let armed_scopes_hash = cfg.armed_scopes_hash();
+        let down = downstream::Connections::new(&cfg);
+        let mut inc = incarnation::Incarnation::default();
+        inc.next_boot_id(&cfg.entropy);
         Ok(Host {
-            armed_scopes_hash,
             now: 0,
             phase: Phase::New,
             moved: false,
-            out: VecDeque::new(),
-            unpolled: HashMap::new(),
-            timers: Timers::default(),
+            out: outbox::Outbox::default(),
+            timers: timers::Timers::default(),
             next_io: 1,
             counters: Counters::default(),
-            room: None,
-            live: false,
-            incarnation: 0,
-            boot_id: String::new(),
-            boot_seq: 0,
-            link: 0,
-            link_open: false,
-            lease_token: String::new(),
-            subscribe_in_flight: false,
-            reconnect_delay_ms: upstream::RESUBSCRIBE_DELAY_MS,
-            budget_strikes: 0,
-            upstream_boot: None,
-            upstream_cv_min: None,
-            remint_frame: None,
-            minting: false,
-            conns: BTreeMap::new(),
-            client_conns: HashMap::new(),
-            subs: BTreeMap::new(),
-            client_subjects: HashMap::new(),
-            revoked: cfg.revoked.iter().cloned().collect(),
-            pending_subs: Vec::new(),
-            logged_scope_skew: HashSet::new(),
-            log_level: Level::Debug,
-            pending_mutes: Vec::new(),
-            unacked: HashMap::new(),
-            unconfirmed: VecDeque::new(),
-            lmid_known: HashSet::new(),
-            fetching: newcomer::Fetching::new(),
-            outcomes: HashMap::new(),
-            ack_queue: Vec::new(),
-            appends: VecDeque::new(),
-            known_clients: BTreeSet::new(),
-            appended_since_compact: 0,
-            boot: None,
-            placement_epoch: 0,
-            flush_seq: 1,
-            flush: None,
-            flushes_confirmed: 0,
-            last_committed_flush_seq: 0,
-            ok_since_compact: 0,
-            flush_waiters: Vec::new(),
-            drains: Vec::new(),
-            shutdown_reply: None,
-            start_io: None,
-            calls: HashMap::new(),
-            retries: Vec::new(),
-            last_compact_ms: None,
-            compact_io: None,
+            inc,
+            up: upstream::Upstream::default(),
+            down,
+            writes: writes::WritePlane::default(),
+            newcomers: newcomer::Newcomers::default(),
+            flushing: flush::Flushing::default(),
+            boot: boot::Boot::default(),
+            calls: authority::Calls::default(),
             cfg,
         })
-        .map(|mut h| {
-            h.boot_id = h.fresh_boot_id();
-            h
-        })
-    }
-
-    /// The next incarnation's bootId: a UUID v4 drawn from SHA-256 of the driver's
-    /// entropy and a counter.
-    fn fresh_boot_id(&mut self) -> String {
-        use sha2::{Digest, Sha256};
-        self.boot_seq += 1;
-        let mut h = Sha256::new();
-        h.update(self.cfg.entropy);
-        h.update(self.boot_seq.to_le_bytes());
-        let digest = h.finalize();
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&digest[..16]);
-        b[6] = (b[6] & 0x0f) | 0x40;
-        b[8] = (b[8] & 0x3f) | 0x80;
-        let mut s = String::with_capacity(36);
-        for (i, byte) in b.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                s.push('-');
-            }
-            let hex = b"0123456789abcdef";
-            s.push(char::from(hex[usize::from(byte >> 4)]));
-            s.push(char::from(hex[usize::from(byte & 15)]));
-        }
-        s
     }
 
     /// Starts: with a write plane and an authority, read the journal's flush records and
@@ -386,7 +205,7 @@ impl Host {
         self.phase = Phase::Starting;
         if self.cfg.writes.as_ref().is_some_and(|w| w.authority) {
             let io = self.io();
-            self.start_io = Some(io);
+            self.boot.start_io = Some(io);
             self.push(Output::JournalRead { io });
         } else {
             self.first_lease();
@@ -403,7 +222,7 @@ impl Host {
             Input::LeaseMinted(result) => self.on_lease_minted(result, driver),
             Input::UpstreamOpened { link } => self.on_up_open(link),
             Input::UpstreamFrame { link, text } => {
-                if link == self.link && self.link_open {
+                if link == self.up.link && self.up.link_open {
                     self.on_upstream_frame(text, driver);
                 }
             }
@@ -435,19 +254,7 @@ impl Host {
 
     /// The next thing to do, in order.
     pub fn poll_output(&mut self) -> Option<Output> {
-        let o = self.out.pop_front()?;
-        if let Output::Send { conn, text, class } = &o {
-            if let Some(u) = self.unpolled.get_mut(conn) {
-                match class {
-                    SendClass::Live | SendClass::Plain => u.0 = u.0.saturating_sub(text.len()),
-                    SendClass::Snapshot => u.1 = u.1.saturating_sub(text.len()),
-                }
-                if *u == (0, 0) {
-                    self.unpolled.remove(conn);
-                }
-            }
-        }
-        Some(o)
+        self.out.poll()
     }
 
     /// Produces [`Output::Log`] lines of `level` and above only (default
@@ -455,12 +262,12 @@ impl Host {
     /// [`Level::Info`] so the host does not format the per-connection, per-subscription
     /// and per-mutation lines at all.
     pub fn set_log_level(&mut self, level: Level) {
-        self.log_level = level;
+        self.out.log_level = level;
     }
 
     /// Whether the current incarnation is live.
     pub fn is_live(&self) -> bool {
-        self.live
+        self.inc.live
     }
 
     /// Whether the host stopped (shut down, aborted or moved).
@@ -475,7 +282,7 @@ impl Host {
 
     /// The current incarnation's downstream bootId.
     pub fn boot_id(&self) -> &str {
-        &self.boot_id
+        &self.inc.boot_id
     }
 
     /// The host's counters.
@@ -485,12 +292,12 @@ impl Host {
 
     /// The current room, when an incarnation is open.
     pub fn room(&self) -> Option<&crate::Room> {
-        self.room.as_ref().map(JsonRoom::room)
+        self.inc.room.as_ref().map(JsonRoom::room)
     }
 
     /// The claimed placement epoch (0 without an authority).
     pub fn placement_epoch(&self) -> u64 {
-        self.placement_epoch
+        self.boot.placement_epoch
     }
 
     // ---- internals shared by the legs ----
@@ -502,23 +309,16 @@ impl Host {
     }
 
     fn push(&mut self, o: Output) {
-        self.out.push_back(o);
+        self.out.push(o);
     }
 
     fn log(&mut self, level: Level, text: String) {
-        if level >= self.log_level {
-            self.push(Output::Log { level, text });
-        }
+        self.out.log(level, text);
     }
 
     /// A [`Level::Debug`] line, formatted only when debug lines are produced.
     fn debug(&mut self, text: impl FnOnce() -> String) {
-        if self.log_level <= Level::Debug {
-            self.push(Output::Log {
-                level: Level::Debug,
-                text: text(),
-            });
-        }
+        self.out.debug(text);
     }
 
     /// Stopped or moved: no new work (a draining shutdown still serves).
@@ -532,14 +332,7 @@ impl Host {
 
     fn fire_due_timers(&mut self, driver: &mut dyn Driver) {
         let now = self.now;
-        let due = |slot: &mut Option<u64>| {
-            if slot.is_some_and(|d| d <= now) {
-                *slot = None;
-                true
-            } else {
-                false
-            }
-        };
+        let due = |slot: &mut Option<u64>| timers::Timers::take_due(slot, now);
         if due(&mut self.timers.sweep) {
             self.timers.sweep = Some(now + self.cfg.sweep_interval_ms.max(1));
             self.sweep();
@@ -566,7 +359,7 @@ impl Host {
             self.serve_overdue_newcomers(driver);
         }
         if due(&mut self.timers.remint) {
-            if let Some(frame) = self.remint_frame.take() {
+            if let Some(frame) = self.up.remint_frame.take() {
                 if !self.closed() {
                     self.on_upstream_frame(&frame, driver);
                 }

@@ -20,10 +20,11 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use hashbrown::HashSet;
+
 use super::authority::{Call, Purpose, Request};
-use super::writes::Envelope;
+use super::wire::Waiting;
 use super::{AuthorityError, AuthorityReply, ConnId, Driver, Host, Level};
-use crate::json::tree::JsValue;
 
 /// Frames one clientID may have waiting on its lmid fetch (across its connections).
 pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
@@ -49,30 +50,36 @@ pub(crate) struct Fetch {
     serve_by: u64,
 }
 
-/// A frame waiting for its clientID's durable lmid.
-#[derive(Clone, Debug)]
-pub(crate) enum Waiting {
-    /// The lmid system subscribe.
-    Subscribe(JsValue),
-    /// A `pushMutation`.
-    Mutation(Envelope),
+/// The newcomer gate's state.
+#[derive(Debug, Default)]
+pub(super) struct Newcomers {
+    /// clientIDs whose durable lmid this incarnation knows.
+    pub(super) known: HashSet<String>,
+    /// Lmid fetches under way, with what waits on them.
+    pub(super) fetching: Fetching,
 }
 
 impl Host {
     /// Takes connection `id`'s `frame` when it must wait for its clientID's durable
     /// lmid (a fetch is then under way); hands it back when it may be served now.
     pub(super) fn await_lmid(&mut self, id: ConnId, frame: Waiting) -> Option<Waiting> {
-        if !self.has_authority() || self.room.is_none() {
+        if !self.has_authority() || self.inc.room.is_none() {
             return Some(frame);
         }
-        let Some(client) = self.conns.get(&id).and_then(|c| c.client_id.as_deref()) else {
+        let Some(client) = self
+            .down
+            .conns
+            .get(&id)
+            .and_then(|c| c.client_id.as_deref())
+        else {
             return Some(frame);
         };
-        if self.lmid_known.contains(client) {
+        if self.newcomers.known.contains(client) {
             return Some(frame); // the common case: no allocation
         }
         let client = String::from(client);
         let has_row = self
+            .inc
             .room
             .as_ref()
             .is_some_and(|r| r.room().acked_lmid(&client) > 0);
@@ -85,21 +92,21 @@ impl Host {
         // drive the authority. It waits for the connection's first verified lease (see
         // `release_parked`) at most NEWCOMER_WAIT_MS, then the room's ledger answers it; a
         // mutation without a subject is refused downstream anyway.
-        let authenticated = self.conns.get(&id).is_some_and(|c| c.sub.is_some());
+        let authenticated = self.down.conns.get(&id).is_some_and(|c| c.sub.is_some());
         if !authenticated {
-            let Waiting::Subscribe(msg) = frame else {
+            let Waiting::Subscribe(sub) = frame else {
                 return Some(frame);
             };
             let max = self.cfg.max_subscriptions_per_conn;
             let now = self.now;
-            let conn = self.conns.get_mut(&id)?;
+            let conn = self.down.conns.get_mut(&id)?;
             if conn.parked_lmid.len() < max {
                 if conn.parked_lmid.is_empty() {
                     conn.parked_since = now;
                     let due = now + NEWCOMER_WAIT_MS;
                     self.timers.newcomer = Some(self.timers.newcomer.map_or(due, |t| t.min(due)));
                 }
-                conn.parked_lmid.push(msg);
+                conn.parked_lmid.push(sub);
             } else {
                 let message = format!(
                     "more than {max} lmid subscribes waiting for this connection's first lease"
@@ -108,8 +115,13 @@ impl Host {
             }
             return None;
         }
-        let busy = self.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
-        match self.fetching.get_mut(&client).map(|f| &mut f.waiting) {
+        let busy = self.calls.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
+        match self
+            .newcomers
+            .fetching
+            .get_mut(&client)
+            .map(|f| &mut f.waiting)
+        {
             Some(waiting) if waiting.len() >= MAX_FRAMES_AWAITING_LMID => {
                 let message = format!(
                     "more than {MAX_FRAMES_AWAITING_LMID} frames for clientID `{client}` while \
@@ -118,10 +130,10 @@ impl Host {
                 self.refuse_conn(id, None, &message);
             }
             Some(waiting) => waiting.push((id, frame)),
-            None if self.lmid_known.len() >= MAX_KNOWN_NEWCOMERS => {
+            None if self.newcomers.known.len() >= MAX_KNOWN_NEWCOMERS => {
                 // Writers with no ledger row yet, remembered so each is fetched once: a
                 // bound, not a leak — forgetting them costs a fetch each, nothing more.
-                self.lmid_known.clear();
+                self.newcomers.known.clear();
                 self.start_fetch(client, id, frame);
             }
             None if busy => {
@@ -132,7 +144,7 @@ impl Host {
                          clientID {client} from this room's ledger"
                     ),
                 );
-                self.lmid_known.insert(client);
+                self.newcomers.known.insert(client);
                 return Some(frame);
             }
             None => self.start_fetch(client, id, frame),
@@ -146,7 +158,7 @@ impl Host {
             waiting: alloc::vec![(id, frame)],
             serve_by,
         };
-        self.fetching.insert(client.clone(), fetch);
+        self.newcomers.fetching.insert(client.clone(), fetch);
         let next = self.timers.newcomer.map_or(serve_by, |t| t.min(serve_by));
         self.timers.newcomer = Some(next);
         self.call(Purpose::Newcomer, Request::Lmids(alloc::vec![client]));
@@ -155,23 +167,15 @@ impl Host {
     /// Connection `id` was just authenticated: its parked lmid subscribes go through
     /// the gate again (now allowed to fetch).
     pub(super) fn release_parked(&mut self, id: ConnId, driver: &mut dyn Driver) {
-        let parked = match self.conns.get_mut(&id) {
+        let parked = match self.down.conns.get_mut(&id) {
             Some(c) if !c.parked_lmid.is_empty() => core::mem::take(&mut c.parked_lmid),
             _ => return,
         };
-        for msg in parked {
+        for sub in parked {
             if self.is_open(id) {
-                self.handle_subscribe(id, &msg, driver);
+                self.handle_subscribe(id, &sub, driver);
             }
         }
-    }
-
-    fn newcomer_fetches(&self) -> usize {
-        self.calls
-            .values()
-            .chain(self.retries.iter().map(|(_, c)| c))
-            .filter(|c| c.purpose == Purpose::Newcomer)
-            .count()
     }
 
     /// The authority answered a newcomer's lmid fetch: seed it, then serve what waited.
@@ -187,10 +191,11 @@ impl Host {
         let Some(client) = clients.first().cloned() else {
             return;
         };
-        if call.incarnation != self.incarnation {
+        if call.incarnation != self.inc.number {
             return; // the incarnation died: its waiters were closed with it
         }
         let waiting = self
+            .newcomers
             .fetching
             .remove(&client)
             .map(|f| f.waiting)
@@ -217,7 +222,7 @@ impl Host {
             }
         };
         if lmid > 0 {
-            let Some(room) = self.room.as_mut() else {
+            let Some(room) = self.inc.room.as_mut() else {
                 return;
             };
             match room.room_mut().seed_durable(&[(client.clone(), lmid)]) {
@@ -233,7 +238,7 @@ impl Host {
             );
         }
         if lmid == 0 {
-            self.lmid_known.insert(client); // with a row, the ledger itself says so
+            self.newcomers.known.insert(client); // with a row, the ledger itself says so
         }
         self.serve_waiting(waiting, driver);
     }
@@ -244,7 +249,7 @@ impl Host {
                 continue;
             }
             match frame {
-                Waiting::Subscribe(msg) => self.handle_subscribe(id, &msg, driver),
+                Waiting::Subscribe(sub) => self.handle_subscribe(id, &sub, driver),
                 Waiting::Mutation(e) => self.handle_push_mutation(id, e, driver),
             }
         }
@@ -255,13 +260,14 @@ impl Host {
     pub(super) fn serve_overdue_newcomers(&mut self, driver: &mut dyn Driver) {
         let now = self.now;
         let overdue: Vec<String> = self
+            .newcomers
             .fetching
             .iter()
             .filter(|(_, f)| f.serve_by <= now)
             .map(|(c, _)| c.clone())
             .collect();
         for client in overdue {
-            let Some(fetch) = self.fetching.remove(&client) else {
+            let Some(fetch) = self.newcomers.fetching.remove(&client) else {
                 continue;
             };
             self.log(
@@ -273,12 +279,13 @@ impl Host {
                      answer lands)"
                 ),
             );
-            self.lmid_known.insert(client);
+            self.newcomers.known.insert(client);
             self.serve_waiting(fetch.waiting, driver);
         }
         // Connections that never presented a lease: their lmid subscribes are answered
         // from the ledger (no authority call on an anonymous socket's behalf).
         let parked: Vec<ConnId> = self
+            .down
             .conns
             .iter()
             .filter(|(_, c)| !c.parked_lmid.is_empty() && c.parked_since + NEWCOMER_WAIT_MS <= now)
@@ -286,23 +293,22 @@ impl Host {
             .collect();
         for id in parked {
             let msgs = self
+                .down
                 .conns
                 .get_mut(&id)
                 .map(|c| core::mem::take(&mut c.parked_lmid))
                 .unwrap_or_default();
-            for msg in msgs {
-                if let (Some(JsValue::Num(qid)), Some(JsValue::Str(name))) =
-                    (msg.get("queryId"), msg.get("name"))
-                {
-                    let (qid, name) = (*qid, name.clone());
+            for sub in msgs {
+                if let Some(name) = &sub.name {
                     if self.is_open(id) {
-                        self.handle_lmid_subscribe(id, qid, &name, driver);
+                        self.handle_lmid_subscribe(id, sub.qid, name, driver);
                     }
                 }
             }
         }
-        let fetches = self.fetching.values().map(|f| f.serve_by);
+        let fetches = self.newcomers.fetching.values().map(|f| f.serve_by);
         let conns = self
+            .down
             .conns
             .values()
             .filter(|c| !c.parked_lmid.is_empty())
@@ -313,9 +319,9 @@ impl Host {
     /// The incarnation died: connections waiting on a fetch are closed with the rest
     /// (`1012`); they re-send after reconnecting.
     pub(super) fn drop_fetches(&mut self) {
-        self.lmid_known.clear();
+        self.newcomers.known.clear();
         self.timers.newcomer = None;
-        let ids: Vec<ConnId> = core::mem::take(&mut self.fetching)
+        let ids: Vec<ConnId> = core::mem::take(&mut self.newcomers.fetching)
             .into_values()
             .flat_map(|f| f.waiting)
             .map(|(id, _)| id)

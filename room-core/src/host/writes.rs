@@ -1,15 +1,19 @@
-//! The write path (seed 002 `runMutation` … `applyAck`): run the mutator against the
+//! The write path (the Node shell's `runMutation` … `applyAck` in the published room): run
+//! the mutator against the
 //! core's keyed transaction, fan out at once, answer non-applied verdicts before the
 //! journal enqueue, group-commit into the journal, and ack only after the append is
 //! durable.
 
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeSet, VecDeque};
+
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use hashbrown::HashMap;
 
 use super::ack::Unconfirmed;
-use super::frames::{self, RecordedOutcome};
+use super::frames::{self, bound_elsewhere, RecordedOutcome};
+use super::wire::{Envelope, Waiting};
 use super::{ConnId, Driver, Host, IoId, JournalEntry, Level, MutatorOutcome, Outcome, Output};
 use crate::contract::js_uint;
 use crate::json::tree::JsValue;
@@ -17,36 +21,6 @@ use crate::{Begin, Commit};
 
 /// Recorded non-applied outcomes kept per client for re-sent mids.
 pub(crate) const MAX_RECORDED_OUTCOMES_PER_CLIENT: usize = 512;
-
-/// A validated `pushMutation` envelope.
-#[derive(Clone, Debug)]
-pub(crate) struct Envelope {
-    pub client_id: String,
-    pub mid: f64,
-    pub name: String,
-    pub args: Option<JsValue>,
-}
-
-impl Envelope {
-    /// `clientID` a string, `mid` a finite number, `name` a string — else `None`.
-    pub(crate) fn from_frame(msg: &JsValue) -> Option<Envelope> {
-        let e = msg.get("envelope")?;
-        let (Some(JsValue::Str(client_id)), Some(JsValue::Num(mid)), Some(JsValue::Str(name))) =
-            (e.get("clientID"), e.get("mid"), e.get("name"))
-        else {
-            return None;
-        };
-        if !mid.is_finite() {
-            return None;
-        }
-        Some(Envelope {
-            client_id: client_id.clone(),
-            mid: *mid,
-            name: name.clone(),
-            args: e.get("args").cloned(),
-        })
-    }
-}
 
 /// One mutation to run: live or replayed.
 #[derive(Debug)]
@@ -74,6 +48,59 @@ pub(crate) enum RunResult {
     },
 }
 
+/// An append output and not answered yet: `(io, incarnation, the entries' keys and
+/// names)`.
+pub(super) type PendingAppend = (IoId, u64, Vec<Unconfirmed>);
+
+/// The write plane's state.
+#[derive(Debug, Default)]
+pub(super) struct WritePlane {
+    /// `pushMutation`s held until the room is live, in arrival order.
+    pub(super) pending_mutes: Vec<(ConnId, Envelope)>,
+    /// clientID → its applied mutations not acknowledged yet: `(mid, apply cv)`.
+    pub(super) unacked: HashMap<String, VecDeque<(u64, u64)>>,
+    /// Journaled entries the authority has not confirmed, in journal order (`ack.rs`).
+    pub(super) unconfirmed: VecDeque<Unconfirmed>,
+    /// clientID → recorded non-applied outcomes, for re-sent mids.
+    pub(super) outcomes: HashMap<String, VecDeque<(u64, RecordedOutcome)>>,
+    /// Entries the group commit's window gathered, not appended yet.
+    pub(super) ack_queue: Vec<JournalEntry>,
+    /// Appends output and not answered yet, in order.
+    pub(super) appends: VecDeque<PendingAppend>,
+    /// clientIDs with journaled entries (their bindings outlive their connections).
+    pub(super) known_clients: BTreeSet<String>,
+}
+
+impl WritePlane {
+    /// Records a non-applied verdict for re-sent mids (oldest evicted past the cap).
+    pub(super) fn record_outcome(&mut self, client: &str, mid: u64, o: RecordedOutcome) {
+        let log = self.outcomes.entry(String::from(client)).or_default();
+        log.retain(|(m, _)| *m != mid);
+        log.push_back((mid, o));
+        while log.len() > MAX_RECORDED_OUTCOMES_PER_CLIENT {
+            log.pop_front();
+        }
+    }
+
+    /// Drops `client`'s holds at or below `mid`.
+    pub(super) fn release_holds(&mut self, client: &str, mid: u64) {
+        if let Some(held) = self.unacked.get_mut(client) {
+            held.retain(|(m, _)| *m > mid);
+            if held.is_empty() {
+                self.unacked.remove(client);
+            }
+        }
+    }
+
+    /// Holds `client`'s progress below `cv` until the mutation `mid` is acknowledged.
+    pub(super) fn hold(&mut self, client: &str, mid: u64, cv: u64) {
+        let held = self.unacked.entry(String::from(client)).or_default();
+        if held.back().is_none_or(|(m, _)| *m < mid) {
+            held.push_back((mid, cv));
+        }
+    }
+}
+
 impl Host {
     /// Applies one envelope: dedup → mutator against the staged transaction → commit, or
     /// reject/deopt consuming the mid. A journaled non-applied entry replays its recorded
@@ -84,7 +111,7 @@ impl Host {
         m: &MutationInput<'_>,
         driver: &mut dyn Driver,
     ) -> Result<RunResult, crate::Error> {
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return Err(crate::Error::new(
                 crate::ErrorCode::NotLive,
                 "the room has no live incarnation",
@@ -166,7 +193,7 @@ impl Host {
         if self.cfg.writes.is_none() {
             return fail(self, "this room is read-only (no write plane configured)");
         }
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.down.conns.get(&id) else {
             return;
         };
         let Some(client) = conn.client_id.clone() else {
@@ -178,9 +205,9 @@ impl Host {
                 "envelope clientID does not match the connection identity",
             );
         }
-        if !self.live || self.room.is_none() {
+        if !self.inc.live || self.inc.room.is_none() {
             if self.admit_held_mutation(id) {
-                if let Some(c) = self.conns.get_mut(&id) {
+                if let Some(c) = self.down.conns.get_mut(&id) {
                     c.held_mutes += 1;
                 }
                 let who = format!("{}:", e.client_id);
@@ -190,16 +217,14 @@ impl Host {
                         e.mid
                     )
                 });
-                self.pending_mutes.push((id, e));
+                self.writes.pending_mutes.push((id, e));
             }
             return;
         }
-        let Some(super::newcomer::Waiting::Mutation(e)) =
-            self.await_lmid(id, super::newcomer::Waiting::Mutation(e))
-        else {
+        let Some(Waiting::Mutation(e)) = self.await_lmid(id, Waiting::Mutation(e)) else {
             return; // run once the authority told its clientID's durable lmid
         };
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.down.conns.get(&id) else {
             return;
         };
         // Judged after the live gate, so a mutation queued behind a pending subscribe
@@ -210,8 +235,8 @@ impl Host {
                 "pushMutation requires an authenticated subject — subscribe with a lease token first",
             );
         };
-        if !self.bind_client(&client, &sub) {
-            return fail(self, &super::binding::bound_elsewhere(&client));
+        if !self.down.bind_client(&client, &sub) {
+            return fail(self, &bound_elsewhere(&client));
         }
         let mid = match js_uint(e.mid, "mid") {
             Ok(m) => m,
@@ -229,7 +254,7 @@ impl Host {
         let result = match self.run_mutation(&input, driver) {
             Ok(r) => r,
             Err(err) => {
-                if self.room.as_ref().is_some_and(|r| r.is_poisoned()) {
+                if self.inc.room.as_ref().is_some_and(|r| r.is_poisoned()) {
                     self.violation(&format!("mutation commit tore the head: {err}"));
                 } else {
                     // The mid-gap contract: the exact "mutation gap …" text.
@@ -246,6 +271,7 @@ impl Host {
                 });
                 // A re-sent non-applied mid is answered with its recorded outcome.
                 let recorded = self
+                    .writes
                     .outcomes
                     .get(&client)
                     .and_then(|m| m.iter().find(|(mid2, _)| *mid2 == mid))
@@ -261,7 +287,8 @@ impl Host {
                     let name = &e.name;
                     format!("conn {id}: mutation `{name}` ({client}:{mid}) applied @ cv {apply_cv}")
                 });
-                self.unacked
+                self.writes
+                    .unacked
                     .entry(client.clone())
                     .or_default()
                     .push_back((mid, apply_cv));
@@ -272,7 +299,7 @@ impl Host {
                 if self.ack_after_flush() {
                     // No data, but its ledger row still waits for the flush.
                     let cv = self.next_cv();
-                    self.hold(&client, mid, cv);
+                    self.writes.hold(&client, mid, cv);
                 }
                 let recorded = RecordedOutcome {
                     kind,
@@ -282,7 +309,7 @@ impl Host {
                 };
                 // Answered now, before the journal enqueue: the outcome frame always
                 // precedes the lmid ack on this ordered socket.
-                self.record_outcome(&client, mid, recorded.clone());
+                self.writes.record_outcome(&client, mid, recorded.clone());
                 self.send_live(id, frames::mutation_outcome(mid, &recorded), driver);
                 self.debug(|| format!("conn {id}: mutation {client}:{mid}: outcome {kind} sent"));
                 if kind == "deopt" {
@@ -305,20 +332,10 @@ impl Host {
         self.schedule_flush();
     }
 
-    /// Records a non-applied verdict for re-sent mids (oldest evicted past the cap).
-    pub(super) fn record_outcome(&mut self, client: &str, mid: u64, o: RecordedOutcome) {
-        let log = self.outcomes.entry(String::from(client)).or_default();
-        log.retain(|(m, _)| *m != mid);
-        log.push_back((mid, o));
-        while log.len() > MAX_RECORDED_OUTCOMES_PER_CLIENT {
-            log.pop_front();
-        }
-    }
-
     /// Adds an entry to the next group commit.
     fn enqueue_journal(&mut self, entry: JournalEntry) {
-        self.known_clients.insert(entry.client_id.clone());
-        self.ack_queue.push(entry);
+        self.writes.known_clients.insert(entry.client_id.clone());
+        self.writes.ack_queue.push(entry);
         if self.timers.group_commit.is_none() {
             let window = self.cfg.writes.as_ref().map_or(5, |w| w.group_commit_ms);
             self.timers.group_commit = Some(self.now + window);
@@ -328,7 +345,7 @@ impl Host {
     /// The group-commit window closed: hand the batch to the journal.
     pub(super) fn flush_journal(&mut self) {
         self.timers.group_commit = None;
-        let batch = core::mem::take(&mut self.ack_queue);
+        let batch = core::mem::take(&mut self.writes.ack_queue);
         if batch.is_empty() {
             return;
         }
@@ -341,7 +358,7 @@ impl Host {
                 name: e.name.clone(),
             })
             .collect();
-        self.appends.push_back((io, self.incarnation, keys));
+        self.writes.appends.push_back((io, self.inc.number, keys));
         self.push(Output::JournalAppend { io, entries: batch });
     }
 
@@ -350,24 +367,24 @@ impl Host {
     pub(super) fn on_journal_written(
         &mut self,
         io: IoId,
-        result: Result<(), String>,
+        result: Result<(), super::JournalError>,
         driver: &mut dyn Driver,
     ) {
-        let Some(pos) = self.appends.iter().position(|(i, ..)| *i == io) else {
+        let Some(pos) = self.writes.appends.iter().position(|(i, ..)| *i == io) else {
             return self.on_other_journal_write(io, result, driver);
         };
         // Appends complete in order; an answer for a later one settles the earlier.
-        let (_, incarnation, keys) = self.appends.remove(pos).expect("found above");
+        let (_, incarnation, keys) = self.writes.appends.remove(pos).expect("found above");
         if let Err(e) = result {
             // An ack that might not survive must never be sent: the incarnation dies.
-            if incarnation == self.incarnation && !self.closed() {
+            if incarnation == self.inc.number && !self.closed() {
                 self.log(Level::Error, format!("journal append failed: {e}"));
                 self.violation(&format!("journal append failed: {e}"));
             }
             return;
         }
-        self.appended_since_compact += keys.len() as u64;
-        if incarnation != self.incarnation || self.room.is_none() {
+        self.flushing.appended_since_compact += keys.len() as u64;
+        if incarnation != self.inc.number || self.inc.room.is_none() {
             return; // the incarnation died mid-append: its optimism died with it
         }
         self.apply_ack(keys, driver);
@@ -377,7 +394,7 @@ impl Host {
     /// `ack = "journaled"` that is the ack — release the authors' holds and raise their
     /// progress; with `ack = "flushed"` the holds stay until the flush commits (ack.rs).
     fn apply_ack(&mut self, appended: Vec<Unconfirmed>, driver: &mut dyn Driver) {
-        let Some(room) = self.room.as_mut() else {
+        let Some(room) = self.inc.room.as_mut() else {
             return;
         };
         let entries: Vec<(String, u64)> = appended
@@ -392,13 +409,13 @@ impl Host {
             }
         };
         if self.has_authority() {
-            self.unconfirmed.extend(appended); // without one, nothing is ever confirmed
+            self.writes.unconfirmed.extend(appended); // without one, nothing is ever confirmed
         }
         let after_flush = self.ack_after_flush();
         let mut authors: BTreeSet<String> = BTreeSet::new();
         for (client, mid) in &entries {
             if !after_flush {
-                self.release_holds(client, *mid);
+                self.writes.release_holds(client, *mid);
             }
             authors.insert(client.clone());
         }

@@ -70,9 +70,11 @@ pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, StartErr
     )?;
     if let Some(adjust) = parts.adjust {
         adjust(&mut host_cfg);
-        host_cfg.validate().map_err(StartError::Host)?;
+        host_cfg
+            .validate()
+            .map_err(|e| StartError::Host(e.to_string()))?;
     }
-    let mut host = Host::new(host_cfg).map_err(StartError::Host)?;
+    let mut host = Host::new(host_cfg).map_err(|e| StartError::Host(e.to_string()))?;
     host.set_log_level(super::room_server::host_log_level(&parts.log));
     let writes = config.writes.as_ref();
     let registry_config = (writes.is_some()

@@ -201,7 +201,7 @@ async fn route(req: &http::Request, token: &str, events: &Sender<Event>) -> Repl
             .map(ControlReply::Revoked),
         ControlRequest::Drain => ask(events, Control::Drain)
             .await
-            .map(|r| ControlReply::Drained(r.map_err(|e| e.to_string()))),
+            .map(|r| ControlReply::Drained(r.map_err(|e| e.to_string().into()))),
         // The router hands out nothing else.
         _ => None,
     };

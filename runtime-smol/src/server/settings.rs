@@ -50,7 +50,8 @@ pub(crate) fn host_config(
         revoked: Vec::new(),
         max_room_bytes: None,
     };
-    cfg.validate().map_err(StartError::Host)?;
+    cfg.validate()
+        .map_err(|e| StartError::Host(e.to_string()))?;
     Ok(cfg)
 }
 

@@ -192,8 +192,10 @@ async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
             transient: true,
         })?;
     let transient = matches!(res.status, 408 | 429 | 500..=599);
-    lease_reply(res.status, &String::from_utf8_lossy(&res.body))
-        .map_err(|message| MintError { message, transient })
+    lease_reply(res.status, &String::from_utf8_lossy(&res.body)).map_err(|e| MintError {
+        message: e.to_string(),
+        transient,
+    })
 }
 
 /// `scheme://authority` of a URL (what `new URL("/x", base)` keeps).

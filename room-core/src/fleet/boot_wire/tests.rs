@@ -1,6 +1,7 @@
 use super::*;
 
-/// authority.md §3.2's composed example.
+/// A complete room-boot grant (`docs/design/authority.md`, "Scope specs and the commit
+/// gate", shows the same shape).
 const EXAMPLE: &str = r#"{"epoch":3,"upstreamLeaseToken":"lease-abc","scopes":[{"table":"deck","writable":{"kind":"predicate","where":{"type":"simple","op":"=","left":{"type":"column","name":"id"},"right":{"type":"literal","value":"doc:d1"}},"joinKeyCols":["id"]},"footprintWhere":{"type":"simple","op":"=","left":{"type":"column","name":"id"},"right":{"type":"literal","value":"doc:d1"}}},{"table":"member","writable":{"kind":"none"}},{"table":"slide","writable":{"kind":"predicate","joinKeyCols":["deckId"]}}],"flush":{"urls":{"apply":"/api/rindle/apply-row-change-txn","claim":"/api/rindle/claim-room-epoch","lmids":"/api/rindle/room-lmids"},"headers":{"x-rindle-room-credential":"rfc1.xxx.yyy"}}}"#;
 
 const URL: &str = "https://api.example:8443/api/rindle/room-boot";

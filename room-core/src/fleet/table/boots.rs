@@ -238,7 +238,7 @@ impl RoomTable {
         now: u64,
         doc: &str,
         incarnation: Incarnation,
-        result: Result<(), String>,
+        result: Result<(), super::StartError>,
     ) {
         let epoch = match self.boots.get(doc) {
             Some(Boot {

@@ -33,7 +33,40 @@ use alloc::vec::Vec;
 use super::admission::{BootAdmission, BootLimits};
 use super::boot_wire::{BootFailure, BootGrant};
 use super::control::{RoomState, RoomSummary};
-use crate::host::Level;
+use crate::host::{ConfigError, DrainError, Level};
+
+/// Why a room task did not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The host refused the configuration assembled from the grant.
+    Config(ConfigError),
+    /// Start-up failed (the journal, the authority, the lease): the driver's words.
+    Failed(String),
+}
+
+impl From<ConfigError> for StartError {
+    fn from(e: ConfigError) -> StartError {
+        StartError::Config(e)
+    }
+}
+
+impl From<String> for StartError {
+    fn from(message: String) -> StartError {
+        StartError::Failed(message)
+    }
+}
+
+impl core::fmt::Display for StartError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            StartError::Config(e) => core::fmt::Display::fmt(e, f),
+            StartError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl core::error::Error for StartError {}
 
 /// A connection waiting for (or served by) a room, numbered by the driver.
 pub type ConnId = u64;
@@ -62,6 +95,8 @@ pub struct TableRules {
 
 /// What happened, as the driver reports it.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "an input does nothing until it is handed to `RoomTable::handle`"]
 pub enum Input {
     /// A connection (already past the [gate](super::gate)) wants `doc`'s room.
     Connect {
@@ -97,7 +132,7 @@ pub enum Input {
         /// The room.
         incarnation: Incarnation,
         /// `Err`: why it did not start.
-        result: Result<(), String>,
+        result: Result<(), StartError>,
     },
     /// A room drained (the answer to [`Output::Drain`], or to a drain the operator
     /// asked for): `Ok(final flush seq)` or why not.
@@ -107,7 +142,7 @@ pub enum Input {
         /// The room.
         incarnation: Incarnation,
         /// The outcome.
-        result: Result<u64, String>,
+        result: Result<u64, DrainError>,
     },
     /// A room task ended (asked to, fenced, crashed).
     Stopped {
@@ -157,6 +192,8 @@ pub struct HibernationRecord {
 
 /// What the table asks the driver to do.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+#[must_use = "an output is work the driver must carry out"]
 pub enum Output {
     /// POST room-boot for `doc`, giving up after `timeout_ms`; answer with
     /// [`Input::BootReply`].

@@ -97,7 +97,7 @@ impl RoomTable {
         now: u64,
         doc: &str,
         incarnation: Incarnation,
-        result: Result<u64, String>,
+        result: Result<u64, crate::host::DrainError>,
     ) {
         let Some(room) = self.room(doc, incarnation) else {
             return;

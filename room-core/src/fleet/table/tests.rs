@@ -326,7 +326,7 @@ fn a_room_that_cannot_drain_stays_up_and_is_tried_again_an_idle_period_later() {
     let out = s.input(Input::Drained {
         doc: String::from("a"),
         incarnation: inc,
-        result: Err(String::from("authority down")),
+        result: Err(String::from("authority down").into()),
     });
     assert!(
         matches!(&out[0], Output::Log { level: Level::Warn, text } if text.contains("stays up"))
@@ -465,7 +465,7 @@ fn a_room_that_fails_to_start_frees_its_slot_and_refuses_its_waiters() {
     let out = s.input(Input::Started {
         doc: String::from("a"),
         incarnation,
-        result: Err(String::from("journal corrupt")),
+        result: Err(String::from("journal corrupt").into()),
     });
     assert_eq!(refusals(&out), vec![(1, 1013, "room boot failed")]);
     assert_eq!(s.table.boots_in_flight(), (0, 0));
@@ -621,7 +621,11 @@ fn run(steps: Vec<Step>) {
             }
             Step::AnswerStart(d, ok) => {
                 if let Some(incarnation) = m.starts.remove(&doc(d)) {
-                    let result = if ok { Ok(()) } else { Err(String::from("no")) };
+                    let result = if ok {
+                        Ok(())
+                    } else {
+                        Err(String::from("no").into())
+                    };
                     t.handle(
                         now,
                         Input::Started {
@@ -634,7 +638,11 @@ fn run(steps: Vec<Step>) {
             }
             Step::AnswerDrain(d, ok) => {
                 if let Some(incarnation) = m.drains.remove(&doc(d)) {
-                    let result = if ok { Ok(5) } else { Err(String::from("no")) };
+                    let result = if ok {
+                        Ok(5)
+                    } else {
+                        Err(String::from("no").into())
+                    };
                     t.handle(
                         now,
                         Input::Drained {

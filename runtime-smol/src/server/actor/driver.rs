@@ -55,9 +55,14 @@ impl Driver for SmolDriver<'_> {
 
     /// The registry for this incarnation: the configuration's mutators (validated against
     /// the hello's tables), then the host's, which win on a name clash.
-    fn tables_known(&mut self, tables: &[TableSchema]) -> Result<(), String> {
+    fn tables_known(
+        &mut self,
+        tables: &[TableSchema],
+    ) -> Result<(), rindle_room_core::host::TablesError> {
         let mut registry = match self.config {
-            Some(config) => config.registry(tables).map_err(|e| e.to_string())?,
+            Some(config) => config
+                .registry(tables)
+                .map_err(|e| rindle_room_core::host::TablesError::Refused(e.to_string()))?,
             None => Registry::new(),
         };
         for name in self.host_registry.names() {

@@ -281,7 +281,7 @@ impl Actor {
                 });
             }
             Event::LeaseMinted { result } => {
-                self.input(Input::LeaseMinted(result.map_err(|e| e.message)))
+                self.input(Input::LeaseMinted(result.map_err(|e| e.message.into())))
             }
             Event::Conn(ConnEvent::Open { id, out }) => {
                 self.conns.insert(id, out);
@@ -300,11 +300,11 @@ impl Actor {
             }
             Event::JournalRead { io, result } => self.input(Input::JournalRead {
                 io,
-                result: result.map_err(|e| e.to_string()),
+                result: result.map_err(|e| e.to_string().into()),
             }),
             Event::JournalWritten { io, result } => self.input(Input::JournalWritten {
                 io,
-                result: result.map_err(|e| e.to_string()),
+                result: result.map_err(|e| e.to_string().into()),
             }),
             Event::Authority { io, result } => self.input(Input::Authority { io, result }),
             Event::Control(c) => self.on_control(c),
@@ -327,7 +327,7 @@ impl Actor {
                 let _ = tx.try_send(n);
             }
             (Waiter::Drain(tx), ControlReply::Drained(r)) => {
-                let _ = tx.try_send(r.map_err(DrainError::Refused));
+                let _ = tx.try_send(r.map_err(|e| DrainError::Refused(e.to_string())));
             }
             (Waiter::Unit(tx), _) => {
                 let _ = tx.try_send(());

@@ -148,12 +148,12 @@ async fn route(req: &http::Request, token: &str, rooms: &Arc<Rooms>) -> Reply {
                     rooms.step(Some(rindle_room_core::fleet::Input::Drained {
                         doc: doc.clone(),
                         incarnation: room.incarnation,
-                        result: result.clone().map_err(|e| e.to_string()),
+                        result: result.clone().map_err(|e| e.to_string().into()),
                     }));
                 }
                 json(ControlRoute::http(
                     reply
-                        .map(|r| ControlReply::Drained(r.map_err(|e| e.to_string())))
+                        .map(|r| ControlReply::Drained(r.map_err(|e| e.to_string().into())))
                         .as_ref(),
                 ))
             }

@@ -200,7 +200,7 @@ impl Rooms {
                             });
                             Ok(())
                         }
-                        Err(e) => Err(e.to_string()),
+                        Err(e) => Err(e.to_string().into()),
                     };
                     me.step(Some(Input::Started {
                         doc,
@@ -292,6 +292,8 @@ impl Rooms {
                 Level::Warn => self.shared.log.warn(&text),
                 Level::Error => self.shared.log.error(&text),
             },
+            // An output a newer core adds: this driver does not know how to carry it.
+            _ => {}
         }
     }
 
@@ -327,7 +329,7 @@ impl Rooms {
             self.step(Some(Input::Drained {
                 doc: room.doc.clone(),
                 incarnation: room.incarnation,
-                result: result.clone().map_err(|e| e.to_string()),
+                result: result.clone().map_err(|e| e.to_string().into()),
             }));
         }
         drained
