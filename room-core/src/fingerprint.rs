@@ -3,9 +3,19 @@
 //! primitives it shares.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use core::fmt::Write;
 
-use crate::schema::TableSchema;
+/// What `normalizedFp` reads of a table: its name, its columns in order and its
+/// primary key as column positions. [`crate::schema::TableSchema`] is one.
+pub trait FpTable {
+    /// The table's name.
+    fn fp_name(&self) -> &str;
+    /// The column names, in order.
+    fn fp_columns(&self) -> &[Arc<str>];
+    /// The primary key's column positions.
+    fn fp_primary_key(&self) -> &[usize];
+}
 
 /// Streaming FNV-1a 64 with the length-prefixed string encoding of the wire protocol.
 #[derive(Clone, Copy, Debug)]
@@ -65,18 +75,20 @@ impl Fnv64 {
 
 /// `normalizedFp` over a list of tables in the order given: the table count, then per
 /// table its name, columns, and primary key **by column name**.
-pub fn normalized_fp<'a>(tables: impl ExactSizeIterator<Item = &'a TableSchema>) -> String {
+pub fn normalized_fp<'a, T: FpTable + 'a>(tables: impl ExactSizeIterator<Item = &'a T>) -> String {
     let mut f = Fnv64::new();
     f.u32(tables.len() as u32);
     for t in tables {
-        f.text(&t.name);
-        f.u32(t.columns.len() as u32);
-        for c in t.columns.iter() {
+        let columns = t.fp_columns();
+        f.text(t.fp_name());
+        f.u32(columns.len() as u32);
+        for c in columns {
             f.text(c);
         }
-        f.u32(t.primary_key.len() as u32);
-        for &i in t.primary_key.iter() {
-            f.text(&t.columns[i]);
+        let key = t.fp_primary_key();
+        f.u32(key.len() as u32);
+        for &i in key {
+            f.text(&columns[i]);
         }
     }
     f.hex()
@@ -108,6 +120,7 @@ fn fnv1a32_units_hex(units: impl Iterator<Item = u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::TableSchema;
     use alloc::vec::Vec;
 
     fn t(name: &str, cols: &[&str], pk: &[usize]) -> TableSchema {

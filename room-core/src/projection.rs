@@ -14,9 +14,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::ast::{Cond, Query};
+use crate::net_op::NetOp;
 use crate::retained as r;
 use crate::schema::TableSchema;
-use crate::serve::NetOp;
 use crate::store::Store;
 use crate::value::{CellRef, Cells, Row};
 

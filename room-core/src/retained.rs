@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::mem::size_of;
 
 use crate::keys::Key;
-use crate::store::Row;
+use crate::value::Row;
 use crate::value::Value;
 
 /// The heap bytes a `Vec`'s buffer holds (its capacity, not its length).

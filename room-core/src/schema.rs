@@ -7,7 +7,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::error::{Error, ErrorCode};
-use crate::fingerprint::normalized_fp;
+use crate::fingerprint::{normalized_fp, FpTable};
 use crate::json::write::{write_key, write_str, write_str_array};
 use crate::value::COMPARATOR_VERSION;
 
@@ -20,6 +20,20 @@ pub struct TableSchema {
     pub columns: Box<[Arc<str>]>,
     /// Primary-key column indices, in key order.
     pub primary_key: Box<[usize]>,
+}
+
+impl FpTable for TableSchema {
+    fn fp_name(&self) -> &str {
+        &self.name
+    }
+
+    fn fp_columns(&self) -> &[Arc<str>] {
+        &self.columns
+    }
+
+    fn fp_primary_key(&self) -> &[usize] {
+        &self.primary_key
+    }
 }
 
 impl TableSchema {

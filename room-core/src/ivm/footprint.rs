@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
-use crate::serve::NetOp;
+use crate::net_op::NetOp;
 use crate::store::{Row, RowId, Store};
 
 /// A footprint key: table index and row id.

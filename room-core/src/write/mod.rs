@@ -32,6 +32,7 @@ mod flush;
 pub mod keyed;
 mod keyed_json;
 mod scope;
+mod staging;
 mod tx;
 
 use alloc::collections::{BTreeMap, VecDeque};
@@ -44,7 +45,7 @@ use crate::value::Value;
 
 pub use flush::{Conflict, FlushBatch, FlushChange, FlushOk};
 pub(crate) use scope::{Mode, TableScope, Writable};
-pub use tx::{Begin, Commit, Deopt};
+pub use staging::{Begin, Commit, Deopt};
 
 /// The ledger table every room serves lmids from.
 pub const LEDGER_TABLE: &str = "_rindle_client_mutations";
@@ -141,7 +142,7 @@ pub(crate) struct WritePlane {
     /// The ledger's table index.
     pub ledger: usize,
     pub clients: BTreeMap<String, Marks>,
-    pub tx: Option<tx::Tx>,
+    pub tx: Option<staging::Tx>,
     /// Processed mids `(client, mid)` not yet durable.
     pub pending: Vec<(String, u64)>,
     /// Dirty keys by `(table, encoded pk)`.

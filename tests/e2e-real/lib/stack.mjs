@@ -74,6 +74,9 @@ export class Stack {
     onProc(s.up);
     await s.up.waitOutput(/\[migrate\] done/, "the migration applied", 60_000);
     await s.sql(SEED_SQL);
+    // The migration goes through the write master; the follower the dev edge routes
+    // reads to may still be starting (slow on a loaded machine): wait for it too.
+    await s.healthy();
     return s;
   }
 
