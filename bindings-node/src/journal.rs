@@ -9,6 +9,9 @@
 //!   to know about the opaque records it stores, answered by the one record codec
 //!   ([`rindle_room_core::host::journal_record`]).
 
+// napi-rs registers the `#[napi]` functions below only outside `cfg(test)`.
+#![cfg_attr(test, allow(dead_code))]
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -428,10 +428,7 @@ fn a_binding_survives_a_restart_after_compaction_dropped_its_entries() {
     p.advance(60);
     // Flushed, confirmed, compacted: the entry is gone, its binding kept.
     assert!(p.journal.entries.is_empty(), "{:?}", p.journal.entries);
-    assert_eq!(
-        p.journal.bindings,
-        [("A".to_string(), "alice".to_string())]
-    );
+    assert_eq!(p.journal.bindings, [("A".to_string(), "alice".to_string())]);
     let mut p = p.reboot(&with_authority());
     p.start();
     assert!(p.host.is_live());
