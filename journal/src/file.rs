@@ -1,7 +1,8 @@
 //! The durable file journal: one append-only file of checksummed records, `fsync`ed
 //! before any call returns. The record framing (header, [`RecordKind`], [`crc32c`]) comes
 //! from the crate's private `record.rs` and is re-exported here; the payloads are
-//! described in `payload.rs`.
+//! described in `payload.rs` (entries and bindings are the host's journal records,
+//! [`rindle_room_core::host::journal_record`]).
 //!
 //! # Durability and recovery
 //!
