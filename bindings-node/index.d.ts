@@ -242,7 +242,15 @@ export interface RoomScopeSpec {
     | { kind: "predicate"; where?: unknown; joinKeyCols: string[] };
 }
 
-/** One journaled mutation: the wire envelope plus its recorded outcome. */
+/**
+ * One journal record: an opaque string the room produces — a journaled mutation, or a
+ * clientID's subject kept past compaction. A journal stores records as they are and
+ * hands them back in order; the room alone reads them.
+ */
+export type RoomJournalRecord = string;
+
+/** A journaled mutation as journals of earlier releases stored it: still read back
+ *  (from {@link RoomJournal.replay}) and by {@link journalEntryOutcome}. */
 export interface RoomJournalEntry {
   clientID: string;
   mid: number;
@@ -266,33 +274,45 @@ export interface RoomFlushRecord {
 
 /** The durable sidecar an ack means. */
 export interface RoomJournal {
-  /** Append `entries` durably, in order; resolving is the ack gate, a rejection kills
+  /** Append `records` durably, in order; resolving is the ack gate, a rejection kills
    *  the incarnation. */
-  append(entries: RoomJournalEntry[]): Promise<void>;
-  /** Every entry still kept, in order (the boot replay source). */
-  replay(): Promise<RoomJournalEntry[]>;
+  append(records: RoomJournalRecord[]): Promise<void>;
+  /** Every record still kept, in order (the boot replay source; the room derives each
+   *  clientID's subject binding from them). Entries of an earlier release's journal
+   *  may come back as {@link RoomJournalEntry} objects. */
+  replay(): Promise<Array<RoomJournalRecord | RoomJournalEntry>>;
   /** Journal a built flush batch before its first send (same durability contract). */
   appendFlush(record: RoomFlushRecord): Promise<void>;
   /** The authority settled flush `seq`: drop it. */
   confirmFlush(seq: number): Promise<void>;
   /** Unconfirmed flush records in seq order, and the highest seq ever appended. */
   replayFlushes(): Promise<{ records: RoomFlushRecord[]; maxSeq: number }>;
-  /** Optional: drop the entries a durable lmid covers (`durable`: clientID → lmid),
-   *  keeping each dropped client's subject for {@link RoomJournal.bindings}. The room
+  /** Optional: drop the records a durable lmid covers (`durable`: clientID → lmid) —
+   *  keep what {@link compactJournalRecords} returns for the records held. The room
    *  asks whenever everything journaled is confirmed, before a drain answers, and every
-   *  16 flushes. Without it the journal keeps every entry. */
+   *  16 flushes. Without it the journal keeps every record. */
   compact?(durable: Record<string, number>): Promise<void>;
-  /** Optional (with `compact`): every clientID → subject binding the journal holds, as
-   *  `[clientID, sub]` pairs, compacted ones included: a clientID stays bound to its
-   *  subject across restarts. */
+  /** @deprecated The room derives every clientID → subject binding from the records
+   *  ({@link compactJournalRecords} keeps them past compaction). Still read when present:
+   *  `[clientID, sub]` pairs a journal of an earlier release kept. */
   bindings?(): Promise<[string, string][]>;
 }
 
-/** The verdict of an entry across journal generations: `outcome`, else the legacy
- *  `rejected` flag, else applied. */
+/** The verdict of a journaled entry (an opaque record or a legacy entry object):
+ *  `outcome`, else the legacy `rejected` flag, else applied. An unknown `outcome`
+ *  throws: the room refuses to boot from such a journal. */
 export declare function journalEntryOutcome(
-  entry: RoomJournalEntry,
+  entry: RoomJournalRecord | RoomJournalEntry,
 ): "applied" | "rejected" | "deopt";
+
+/** Compaction of a journal's records: the ones to keep once the authority holds every
+ *  mid up to `durable[clientID]` — the entries it does not cover, with one record per
+ *  client in front that keeps the clientID bound to its subject. For a
+ *  {@link RoomJournal.compact} of your own. */
+export declare function compactJournalRecords(
+  records: Array<RoomJournalRecord | RoomJournalEntry>,
+  durable: Record<string, number>,
+): RoomJournalRecord[];
 
 /** An in-process journal: survives incarnations (and a second shell handed the same
  *  object), nothing beyond the process. */

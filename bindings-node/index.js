@@ -11,9 +11,10 @@
 // of the core's room host (the addon's `RoomHost`, the state machine the smol server
 // drives too) — sockets, the journal, the authority's HTTP calls, mutators and one
 // timer; every room rule is the host's. Also the journals (`memoryJournal`, the durable
-// `fileJournal`), the HTTP authority and `journalEntryOutcome` / `fatalAuthorityError`.
+// `fileJournal`), the HTTP authority, `journalEntryOutcome` / `compactJournalRecords` and
+// `fatalAuthorityError`.
 const native = require("./binding.js");
-const { journalEntryOutcome, memoryJournal } = require("./shell/journal.js");
+const { compactJournalRecords, journalEntryOutcome, memoryJournal } = require("./shell/journal.js");
 const { fileJournal } = require("./shell/file-journal.js");
 const { httpAuthority, fatalAuthorityError } = require("./shell/authority.js");
 
@@ -114,4 +115,5 @@ module.exports = {
   httpAuthority,
   fatalAuthorityError,
   journalEntryOutcome,
+  compactJournalRecords,
 };

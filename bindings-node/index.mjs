@@ -21,5 +21,6 @@ export const {
   httpAuthority,
   fatalAuthorityError,
   journalEntryOutcome,
+  compactJournalRecords,
 } = room;
 export default room;

@@ -44,9 +44,11 @@ function fileJournal(path) {
   const contents = async () => JSON.parse(await nativeView.readAll());
   return {
     [NATIVE_JOURNAL]: () => nativeView,
+    /** Appends opaque records (or legacy entry objects) durably. */
     async append(entries) {
       await nativeView.append(JSON.stringify(entries));
     },
+    /** Every record still kept, as opaque strings. */
     async replay() {
       return (await contents()).entries;
     },

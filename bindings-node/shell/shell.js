@@ -543,11 +543,14 @@ class Shell {
         if (j[NATIVE_JOURNAL]) {
           json = await j[NATIVE_JOURNAL]().readAll();
         } else {
+          // The journal's opaque records, as they were appended (the host decodes them and
+          // derives the clientID → subject bindings from them).
           const entries = await j.replay();
           const { records, maxSeq } = await j.replayFlushes();
-          // A journal that keeps clientID → subject bindings past compaction lists them.
-          const bindings = typeof j.bindings === "function" ? await j.bindings() : [];
-          json = JSON.stringify({ entries, bindings, flushes: records, maxFlushSeq: maxSeq });
+          const contents = { entries, flushes: records, maxFlushSeq: maxSeq };
+          // Deprecated: a journal of an earlier release that kept its own bindings.
+          if (typeof j.bindings === "function") contents.bindings = await j.bindings();
+          json = JSON.stringify(contents);
         }
       } catch (e) {
         this.input((now) => this.host.journalRead(now, io, null, message(e)));

@@ -672,7 +672,8 @@ fn flatten(out: &mut Vec<Item>, o: Output) {
         Output::JournalAppend { io, entries } => {
             k(out, Kind::JournalAppend);
             out.push(Item::N(io as f64));
-            out.push(Item::S(json::entries_json(&entries)));
+            // Opaque record strings: a JavaScript journal stores them as they are.
+            out.push(Item::S(json::records_json(&entries)));
         }
         Output::JournalAppendFlush { io, record } => {
             k(out, Kind::JournalAppendFlush);

@@ -1,8 +1,16 @@
-//! `NativeFileJournal`: the server's durable file journal (`rindle-room-journal`), so a
-//! journal written by the smol server boots the Node shell and back — one format, one
-//! implementation. Every write runs on libuv's thread pool (its `fsync` never blocks the
-//! event loop) and resolves only once durable. `shell/shell.js` wraps it as
-//! `fileJournal(path)` with the published room's `RoomJournal` methods.
+//! The journals' side of the addon.
+//!
+//! - `NativeFileJournal`: the server's durable file journal (`rindle-room-journal`), so a
+//!   journal written by the smol server boots the Node shell and back — one format, one
+//!   implementation. Every write runs on libuv's thread pool (its `fsync` never blocks
+//!   the event loop) and resolves only once durable. `shell/file-journal.js` wraps it as
+//!   `fileJournal(path)` with the `RoomJournal` methods.
+//! - `compactJournalRecords` and `journalRecordOutcome`: what a JavaScript journal needs
+//!   to know about the opaque records it stores, answered by the one record codec
+//!   ([`rindle_room_core::host::journal_record`]).
+
+// napi-rs registers the `#[napi]` functions below only outside `cfg(test)`.
+#![cfg_attr(test, allow(dead_code))]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +22,8 @@ use rindle_room_core::host::FlushRecord;
 use rindle_room_journal::file::FileJournal;
 use rindle_room_journal::Journal;
 
-use rindle_room_core::host::json::{contents_json, entry_from_json};
+use rindle_room_core::host::journal_record::{self, JournalRecord};
+use rindle_room_core::host::json::{contents_json, records_from_json};
 
 /// One journal operation, run off the event loop.
 #[derive(Debug)]
@@ -55,12 +64,14 @@ impl Task for JournalTask {
             Some(JournalOp::ReadAll) => j.read_all().map(|c| contents_json(&c)).map_err(io_err),
             Some(JournalOp::Append(json)) => {
                 let v: serde_json::Value = serde_json::from_str(&json).map_err(io_err)?;
-                let entries = v
-                    .as_array()
-                    .map(|a| a.iter().map(entry_from_json).collect::<Result<Vec<_>, _>>())
-                    .transpose()
+                let entries = records_from_json(&v)
                     .map_err(io_err)?
-                    .unwrap_or_default();
+                    .into_iter()
+                    .map(|r| match r {
+                        JournalRecord::Entry(e) => Ok(e),
+                        _ => Err(io_err("append: a binding record is not an entry")),
+                    })
+                    .collect::<napi::Result<Vec<_>>>()?;
                 j.append(&entries).map(|()| String::new()).map_err(io_err)
             }
             Some(JournalOp::AppendFlush(json)) => {
@@ -169,4 +180,33 @@ impl NativeFileJournal {
     pub fn compact(&self, durable_json: String) -> AsyncTask<JournalTask> {
         self.task(JournalOp::Compact(durable_json))
     }
+}
+
+/// Compaction of a JavaScript journal's records (a JSON array of opaque record strings,
+/// or of legacy entry objects): drops the entries a durable lmid covers (`durable_json`:
+/// `{clientID: lmid}`) and keeps one binding record per client with a subject, in front.
+/// Returns the records to keep, as a JSON array of opaque record strings.
+#[napi(js_name = "compactJournalRecords")]
+pub fn compact_journal_records(records_json: String, durable_json: String) -> napi::Result<String> {
+    let v: serde_json::Value = serde_json::from_str(&records_json).map_err(io_err)?;
+    let records = records_from_json(&v).map_err(io_err)?;
+    let durable: BTreeMap<String, u64> = serde_json::from_str(&durable_json).map_err(io_err)?;
+    let kept: Vec<String> = journal_record::compact(&records, &durable)
+        .iter()
+        .map(journal_record::encode)
+        .collect();
+    serde_json::to_string(&kept).map_err(io_err)
+}
+
+/// The recorded verdict of one journaled entry (`"applied"`, `"rejected"` or
+/// `"deopt"`), given as its opaque record string or as a legacy entry object's JSON; an
+/// unknown outcome, or a binding record, throws.
+#[napi(js_name = "journalRecordOutcome")]
+pub fn journal_record_outcome(record: String) -> napi::Result<String> {
+    let entry = journal_record::decode_entry(record.as_bytes()).map_err(io_err)?;
+    Ok(String::from(match entry.outcome {
+        rindle_room_core::host::Outcome::Applied => "applied",
+        rindle_room_core::host::Outcome::Rejected => "rejected",
+        rindle_room_core::host::Outcome::Deopt => "deopt",
+    }))
 }

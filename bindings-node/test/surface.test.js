@@ -68,6 +68,8 @@ const SEED_EXPORTS = [
   "httpAuthority",
   "fatalAuthorityError",
   "journalEntryOutcome",
+  // This package's compaction of a host application's journal records.
+  "compactJournalRecords",
   // Fleet placement: the reference locateRoom for an API server.
   "locateRoom",
   "rendezvousScore",

@@ -2,6 +2,7 @@
 // of index.d.ts (the published room's createRoomShell and its options, the journals, the
 // authority), used the way a host uses them.
 import {
+  compactJournalRecords,
   createRoomShell,
   fatalAuthorityError,
   fileJournal,
@@ -21,6 +22,7 @@ import {
   type RoomFlushRecord,
   type RoomJournal,
   type RoomJournalEntry,
+  type RoomJournalRecord,
   type RoomMutator,
   type RoomMutatorCtx,
   type RoomScopeSpec,
@@ -142,17 +144,20 @@ export async function boot(rindledWs: string, rindledHttp: string): Promise<void
 
 export async function journals(authority: RoomAuthority): Promise<void> {
   const journal: RoomJournal = memoryJournal();
-  const entry: RoomJournalEntry = { clientID: "c1", mid: 1, name: "addNote", args: { id: 1 }, sub: "u1" };
-  await journal.append([entry, { ...entry, mid: 2, outcome: "deopt", rejected: true }]);
-  const all: RoomJournalEntry[] = await journal.replay();
+  const record: RoomJournalRecord = '{"clientID":"c1","mid":1,"name":"addNote","args":null}';
+  await journal.append([record]);
+  const all: Array<RoomJournalRecord | RoomJournalEntry> = await journal.replay();
   const verdict: "applied" | "rejected" | "deopt" = journalEntryOutcome(all[0]!);
-  const record: RoomFlushRecord = { seq: 1, epoch: 1, body: "{}" };
-  await journal.appendFlush(record);
+  const legacy: RoomJournalEntry = { clientID: "c1", mid: 1, name: "addNote", args: { id: 1 }, sub: "u1" };
+  const kept: RoomJournalRecord[] = compactJournalRecords([...all, legacy], { c1: 1 });
+  void [journalEntryOutcome(legacy), kept];
+  const flush: RoomFlushRecord = { seq: 1, epoch: 1, body: "{}" };
+  await journal.appendFlush(flush);
   await journal.confirmFlush(1);
   const { records, maxSeq } = await journal.replayFlushes();
   const claimed: number = await authority.claimEpoch("doc/1");
   const lmids: Record<string, number> = await authority.lmids("doc/1", ["c1"]);
-  const res: AuthorityApplyResult = await authority.applyRowChangeTxn(record.body);
+  const res: AuthorityApplyResult = await authority.applyRowChangeTxn(flush.body);
   if (res.kind === "ok") {
     const applied: boolean = res.applied;
     const at: number | undefined = res.cv;

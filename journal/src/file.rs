@@ -1,7 +1,8 @@
 //! The durable file journal: one append-only file of checksummed records, `fsync`ed
 //! before any call returns. The record framing (header, [`RecordKind`], [`crc32c`]) comes
 //! from the crate's private `record.rs` and is re-exported here; the payloads are
-//! described in `payload.rs`.
+//! described in `payload.rs` (entries and bindings are the host's journal records,
+//! [`rindle_room_core::host::journal_record`]).
 //!
 //! # Durability and recovery
 //!
@@ -53,8 +54,8 @@ pub use super::record::{crc32c, RecordKind, FILE_HEADER, HEADER_LEN, MAGIC, MAX_
 
 use super::group_sync::GroupSync;
 use super::payload::{
-    decode, decode_entry, encode_binding, encode_doc, encode_entry, push_json_string, validate,
-    BindingWire, DocWire, EntryKey, FlushWire, SeqOnly, Snapshot,
+    decode, decode_binding, decode_entry, encode_binding, encode_doc, encode_entry,
+    push_json_string, validate, DocWire, EntryKey, FlushWire, SeqOnly, Snapshot,
 };
 use super::record::{
     frame, invalid, is_torn_tail, not_a_journal, open_to_read, read_head, require_regular, scan,
@@ -477,9 +478,9 @@ impl FileJournal {
         let mut bound: std::collections::HashSet<String> = Default::default();
         let mut doc: Option<&[u8]> = None;
         let mut bind = |offset: u64, payload: &[u8]| -> io::Result<()> {
-            let b: BindingWire = decode(&self.path, offset, payload)?;
-            if !b.sub.is_empty() && bound.insert(b.client_id.clone()) {
-                bindings.push((b.client_id, b.sub));
+            let (client, sub) = decode_binding(&self.path, offset, payload)?;
+            if !sub.is_empty() && bound.insert(client.clone()) {
+                bindings.push((client, sub));
             }
             Ok(())
         };
@@ -678,10 +679,10 @@ impl Journal for FileJournal {
         let inner = self.lock()?;
         let mut out = Vec::new();
         for (offset, kind, payload) in self.read_locked(&inner)? {
-            if matches!(kind, RecordKind::Entry | RecordKind::Binding) {
-                let b: BindingWire = decode(&self.path, offset, &payload)?;
-                if !b.sub.is_empty() {
-                    out.push((b.client_id, b.sub));
+            if kind == RecordKind::Binding {
+                let (client, sub) = decode_binding(&self.path, offset, &payload)?;
+                if !sub.is_empty() {
+                    out.push((client, sub));
                 }
             }
         }

@@ -41,20 +41,16 @@ pub trait Journal: Send + Sync + 'static {
     /// Unconfirmed flush records in seq order, and the highest seq ever appended (0 =
     /// none).
     fn replay_flushes(&self) -> io::Result<(Vec<FlushRecord>, u64)>;
-    /// Every clientID → subject binding the journal holds, in journal order (the first
-    /// per client is the binding): each entry's subject, and the binding records
-    /// compaction keeps for clients whose entries it dropped. A clientID stays bound to
-    /// the subject that first wrote under it across restarts (docs/security.md).
+    /// The clientID → subject bindings compaction kept for clients whose entries it
+    /// dropped, in journal order. The host derives every other binding from the entries'
+    /// subjects when it reads the journal at boot, so a journal that never compacts
+    /// keeps none. A clientID stays bound to the subject that first wrote under it
+    /// across restarts (docs/security.md).
     fn bindings(&self) -> io::Result<Vec<(String, String)>> {
-        Ok(self
-            .replay()?
-            .into_iter()
-            .filter(|e| !e.sub.is_empty())
-            .map(|e| (e.client_id, e.sub))
-            .collect())
+        Ok(Vec::new())
     }
-    /// Everything the host reads at boot, in one call: entries, bindings, unconfirmed
-    /// flush records and the highest flush seq.
+    /// Everything the host reads at boot, in one call: entries, kept bindings,
+    /// unconfirmed flush records and the highest flush seq.
     fn read_all(&self) -> io::Result<JournalContents> {
         let (flushes, max_flush_seq) = self.replay_flushes()?;
         Ok(JournalContents {

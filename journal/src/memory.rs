@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rindle_room_core::host::journal_record::{self, JournalRecord};
+
 use super::{FlushRecord, Journal, JournalEntry};
 
 /// An in-process [`Journal`]: `Mutex`-protected vectors behind an `Arc`.
@@ -109,35 +111,24 @@ impl Journal for MemoryJournal {
 
     fn compact(&self, durable: &BTreeMap<String, u64>) -> io::Result<()> {
         let mut state = self.lock_for_write("compact")?;
-        let dropped: Vec<(String, String)> = state
-            .entries
-            .iter()
-            .filter(|e| !e.sub.is_empty())
-            .map(|e| (e.client_id.clone(), e.sub.clone()))
+        let bindings = std::mem::take(&mut state.bindings);
+        let entries = std::mem::take(&mut state.entries);
+        let records: Vec<JournalRecord> = bindings
+            .into_iter()
+            .map(|(client_id, sub)| JournalRecord::Binding { client_id, sub })
+            .chain(entries.into_iter().map(JournalRecord::Entry))
             .collect();
-        let mut known: std::collections::HashSet<String> =
-            state.bindings.iter().map(|(c, _)| c.clone()).collect();
-        for (client, sub) in dropped {
-            if known.insert(client.clone()) {
-                state.bindings.push((client, sub));
+        for record in journal_record::compact(&records, durable) {
+            match record {
+                JournalRecord::Entry(e) => state.entries.push(e),
+                JournalRecord::Binding { client_id, sub } => state.bindings.push((client_id, sub)),
+                _ => {}
             }
         }
-        state
-            .entries
-            .retain(|e| durable.get(&e.client_id).is_none_or(|&d| e.mid > d));
         Ok(())
     }
 
     fn bindings(&self) -> io::Result<Vec<(String, String)>> {
-        let state = self.lock();
-        let mut out = state.bindings.clone();
-        out.extend(
-            state
-                .entries
-                .iter()
-                .filter(|e| !e.sub.is_empty())
-                .map(|e| (e.client_id.clone(), e.sub.clone())),
-        );
-        Ok(out)
+        Ok(self.lock().bindings.clone())
     }
 }

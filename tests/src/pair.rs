@@ -71,6 +71,7 @@ pub struct Daemon {
 #[derive(Debug, Default)]
 pub struct Journal {
     pub entries: Vec<JournalEntry>,
+    /// The bindings compaction kept for clients whose entries it dropped.
     pub bindings: Vec<(String, String)>,
     pub flushes: BTreeMap<u64, FlushRecord>,
     pub max_seq: u64,
@@ -571,17 +572,11 @@ impl Pair {
         let err = || Err("No space left on device (os error 28)".to_string());
         match o {
             Output::JournalRead { io } => {
+                // Entries and the bindings compaction kept: the host derives the rest.
                 let j = &self.journal;
-                let mut bindings = j.bindings.clone();
-                bindings.extend(
-                    j.entries
-                        .iter()
-                        .filter(|e| !e.sub.is_empty())
-                        .map(|e| (e.client_id.clone(), e.sub.clone())),
-                );
                 let contents = JournalContents {
                     entries: j.entries.clone(),
-                    bindings,
+                    bindings: j.bindings.clone(),
                     flushes: j.flushes.values().cloned().collect(),
                     max_flush_seq: j.max_seq,
                 };

@@ -380,6 +380,65 @@ fn another_subject_cannot_push_under_a_bound_client_id() {
     assert_eq!(p.expect_t(bob, "error")["t"], "error");
 }
 
+/// Bob is refused under clientID `A` (bound to alice).
+fn bob_is_refused_under_a(p: &mut Pair, mid: u64) {
+    let bob = p.subscriber("A", "bob", false);
+    p.send(bob, &push("A", mid, "addNote", r#"{"id":77,"body":"b"}"#));
+    let err = p.expect_t(bob, "error");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("clientID `A` is bound to another subject"),
+        "{err}"
+    );
+    p.disconnect(bob);
+}
+
+#[test]
+fn the_host_derives_the_binding_from_the_replayed_entries() {
+    let mut p = Pair::live(&Options::default());
+    let alice = p.subscriber("A", "alice", true);
+    p.send(alice, &push("A", 1, "addNote", r#"{"id":10,"body":"a"}"#));
+    p.advance(5);
+    assert_eq!(p.journal.entries[0].sub, "alice");
+    // The journal hands over its entries only: no binding of its own.
+    assert!(p.journal.bindings.is_empty());
+    let mut p = p.reboot(&Options::default());
+    p.start();
+    assert_eq!(
+        p.log_count("journal replay: 1 mutation(s) re-invoked and acked"),
+        1
+    );
+    bob_is_refused_under_a(&mut p, 2);
+    // Alice still writes under it, and the binding outlives her connection.
+    let alice = p.subscriber("A", "alice", true);
+    p.send(alice, &push("A", 2, "addNote", r#"{"id":20,"body":"a2"}"#));
+    p.advance(5);
+    assert_eq!(lmids(&p.drain(alice)).last(), Some(&2));
+    p.disconnect(alice);
+    bob_is_refused_under_a(&mut p, 3);
+}
+
+#[test]
+fn a_binding_survives_a_restart_after_compaction_dropped_its_entries() {
+    let mut p = Pair::live(&with_authority());
+    let alice = p.subscriber("A", "alice", true);
+    p.send(alice, &push("A", 1, "addNote", r#"{"id":10,"body":"a"}"#));
+    p.advance(60);
+    // Flushed, confirmed, compacted: the entry is gone, its binding kept.
+    assert!(p.journal.entries.is_empty(), "{:?}", p.journal.entries);
+    assert_eq!(p.journal.bindings, [("A".to_string(), "alice".to_string())]);
+    let mut p = p.reboot(&with_authority());
+    p.start();
+    assert!(p.host.is_live());
+    bob_is_refused_under_a(&mut p, 2);
+    // A client bound only by a kept binding stays bound after its connections close.
+    let alice = p.subscriber("A", "alice", true);
+    p.disconnect(alice);
+    bob_is_refused_under_a(&mut p, 2);
+}
+
 #[test]
 fn a_room_boot_placement_stands_in_for_the_claim_and_the_first_mint() {
     let placement = Placement {

@@ -1,6 +1,7 @@
 // The journals (memoryJournal, the durable fileJournal — the server's own format and
 // implementation: fsync, checksums, torn-tail recovery, corruption and foreign-file
-// refusal), journalEntryOutcome, httpAuthority's result mapping, and the keyed
+// refusal) over opaque records, journalEntryOutcome and compactJournalRecords,
+// httpAuthority's result mapping, and the keyed
 // MutationTx (the core's keyed layer) as a JS mutator sees it.
 import test from "node:test";
 import assert from "node:assert/strict";
@@ -9,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
 import {
+  compactJournalRecords,
   createRoomShell,
   fatalAuthorityError,
   fileJournal,
@@ -23,6 +25,10 @@ const { FakeRindled } = await import("./support/fakes.mjs");
 const { startLive, subscriber, push, lmidOf, shellOptions } = await import("./support/harness.mjs");
 
 const entry = (mid, extra = {}) => ({ clientID: "c1", mid, name: "addNote", args: { id: mid }, sub: "u1", ...extra });
+/** An opaque record as the room would produce it (an entry's JSON text is one). */
+const rec = (mid, extra = {}) => JSON.stringify(entry(mid, extra));
+/** The mid inside a record (the tests may look: records are JSON text). */
+const midOf = (r) => JSON.parse(r).mid;
 
 function tmpFile() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rindle-journal-"));
@@ -30,31 +36,34 @@ function tmpFile() {
 }
 
 async function exercise(journal) {
-  await journal.append([entry(1, { outcome: "applied" }), entry(2, { outcome: "deopt", rejected: true })]);
+  await journal.append([rec(1, { outcome: "applied" }), rec(2, { outcome: "deopt", rejected: true })]);
   await journal.appendFlush({ seq: 1, epoch: 3, body: '{"a":1}' });
   await journal.appendFlush({ seq: 2, epoch: 3, body: '{"a":2}' });
   await journal.confirmFlush(1);
-  await journal.append([entry(3, { args: undefined })]);
+  await journal.append([rec(3, { args: undefined })]);
 }
 
-test("memoryJournal keeps entries in order and the unconfirmed flushes", async () => {
+test("memoryJournal keeps its records in order, as they are, and the unconfirmed flushes", async () => {
   const j = memoryJournal();
   assert.deepEqual(await j.replayFlushes(), { records: [], maxSeq: 0 });
   await exercise(j);
   const all = await j.replay();
-  assert.deepEqual(all.map((e) => e.mid), [1, 2, 3]);
+  assert.deepEqual(all, [rec(1, { outcome: "applied" }), rec(2, { outcome: "deopt", rejected: true }), rec(3, { args: undefined })]);
   assert.deepEqual(all.map(journalEntryOutcome), ["applied", "deopt", "applied"]);
   assert.deepEqual(await j.replayFlushes(), { records: [{ seq: 2, epoch: 3, body: '{"a":2}' }], maxSeq: 2 });
-  // Replay hands out copies: the caller cannot rewrite history.
-  all[0].mid = 99;
-  assert.equal((await j.replay())[0].mid, 1);
+  // Replay hands out a fresh list: the caller cannot rewrite history.
+  all.length = 0;
+  assert.equal((await j.replay()).length, 3);
 });
 
-test("journalEntryOutcome reads outcome, then the legacy flag, else applied", () => {
-  assert.equal(journalEntryOutcome(entry(1)), "applied");
-  assert.equal(journalEntryOutcome(entry(1, { rejected: true })), "rejected");
-  assert.equal(journalEntryOutcome(entry(1, { outcome: "deopt", rejected: true })), "deopt");
-  assert.equal(journalEntryOutcome(entry(1, { outcome: "applied" })), "applied");
+test("journalEntryOutcome reads outcome, then the legacy flag, else applied; an unknown outcome throws", () => {
+  for (const read of [entry, rec]) {
+    assert.equal(journalEntryOutcome(read(1)), "applied");
+    assert.equal(journalEntryOutcome(read(1, { rejected: true })), "rejected");
+    assert.equal(journalEntryOutcome(read(1, { outcome: "deopt", rejected: true })), "deopt");
+    assert.equal(journalEntryOutcome(read(1, { outcome: "applied" })), "applied");
+    assert.throws(() => journalEntryOutcome(read(1, { outcome: "maybe", rejected: true })), /unknown outcome "maybe"/);
+  }
 });
 
 test("fileJournal survives a reopen with the same entries and flushes", async () => {
@@ -64,9 +73,10 @@ test("fileJournal survives a reopen with the same entries and flushes", async ()
   await j.close();
   const again = fileJournal(file);
   const all = await again.replay();
-  assert.deepEqual(all.map((e) => [e.mid, journalEntryOutcome(e)]), [[1, "applied"], [2, "deopt"], [3, "applied"]]);
-  assert.deepEqual(all[0], { clientID: "c1", mid: 1, name: "addNote", args: { id: 1 }, sub: "u1", outcome: "applied" });
-  assert.equal(all[2].args, null, "absent args are journaled as null");
+  assert.ok(all.every((r) => typeof r === "string"), "opaque records");
+  assert.deepEqual(all.map((r) => [midOf(r), journalEntryOutcome(r)]), [[1, "applied"], [2, "deopt"], [3, "applied"]]);
+  assert.deepEqual(JSON.parse(all[0]), { clientID: "c1", mid: 1, name: "addNote", args: { id: 1 }, sub: "u1", outcome: "applied" });
+  assert.equal(JSON.parse(all[2]).args, null, "absent args are journaled as null");
   assert.deepEqual(await again.replayFlushes(), { records: [{ seq: 2, epoch: 3, body: '{"a":2}' }], maxSeq: 2 });
   // The server's format: the 16-byte file header, then records (magic 0xB7, version 1,
   // then kind and length).
@@ -94,7 +104,7 @@ test("fileJournal truncates a torn tail and keeps appending after it", async () 
     const r = fileJournal(file);
     assert.equal(fs.statSync(file).size, good, `truncated after ${tail.length} bytes`);
     assert.equal(r.recovered().truncatedBytes, tail.length);
-    assert.deepEqual((await r.replay()).map((e) => e.mid), [1, 2, 3]);
+    assert.deepEqual((await r.replay()).map(midOf), [1, 2, 3]);
     await r.close();
   }
   // Bytes no crash leaves are damage: refused, the file left as it is.
@@ -102,9 +112,9 @@ test("fileJournal truncates a torn tail and keeps appending after it", async () 
   assert.throws(() => fileJournal(file), /fails its checksum|is corrupt/);
   fs.truncateSync(file, good);
   const r = fileJournal(file);
-  await r.append([entry(4)]);
+  await r.append([rec(4)]);
   await r.close();
-  assert.deepEqual((await fileJournal(file).replay()).map((e) => e.mid), [1, 2, 3, 4]);
+  assert.deepEqual((await fileJournal(file).replay()).map(midOf), [1, 2, 3, 4]);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -128,10 +138,10 @@ test("fileJournal refuses damage followed by valid records, and foreign files, u
 test("fileJournal serializes concurrent appends in call order", async () => {
   const { dir, file } = tmpFile();
   const j = fileJournal(file);
-  await Promise.all(Array.from({ length: 50 }, (_, i) => j.append([entry(i + 1)])));
-  assert.deepEqual((await j.replay()).map((e) => e.mid), Array.from({ length: 50 }, (_, i) => i + 1));
+  await Promise.all(Array.from({ length: 50 }, (_, i) => j.append([rec(i + 1)])));
+  assert.deepEqual((await j.replay()).map(midOf), Array.from({ length: 50 }, (_, i) => i + 1));
   await j.close();
-  await assert.rejects(j.append([entry(51)]), /is closed/);
+  await assert.rejects(j.append([rec(51)]), /is closed/);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -324,11 +334,24 @@ test("assertSyncMutatorReturn refuses promises and generators, accepts plain val
 
 test("memoryJournal compacts away what a durable lmid covers and keeps the subject bindings", async () => {
   const j = memoryJournal();
-  const e = (clientID, mid, sub) => ({ clientID, mid, name: "m", args: null, sub, outcome: "applied" });
+  const e = (clientID, mid, sub) => JSON.stringify({ clientID, mid, name: "m", args: null, sub, outcome: "applied" });
   await j.append([e("c1", 1, "u1"), e("c1", 2, "u1"), e("c2", 1, "u2"), e("c1", 3, "u1")]);
   await j.compact({ c1: 2 });
-  assert.deepEqual((await j.replay()).map((x) => [x.clientID, x.mid]), [["c2", 1], ["c1", 3]]);
+  const bound = [{ clientID: "c1", sub: "u1" }, { clientID: "c2", sub: "u2" }];
+  const kept = (await j.replay()).map((r) => JSON.parse(r));
+  assert.deepEqual(kept.slice(0, 2), bound, "one binding record per client, in front");
+  assert.deepEqual(kept.slice(2).map((x) => [x.clientID, x.mid]), [["c2", 1], ["c1", 3]]);
   await j.compact({ c1: 3, c2: 1 });
-  assert.deepEqual(await j.replay(), []);
-  assert.deepEqual(await j.bindings(), [["c1", "u1"], ["c2", "u2"]], "a clientID stays bound to its subject");
+  assert.deepEqual((await j.replay()).map((r) => JSON.parse(r)), bound, "a clientID stays bound to its subject");
+  assert.equal(j.bindings, undefined, "the room derives the bindings from the records");
+});
+
+test("compactJournalRecords reads legacy entry objects and returns opaque records", () => {
+  const kept = compactJournalRecords([entry(1), entry(2, { sub: "other" }), rec(3)], { c1: 2 });
+  assert.ok(kept.every((r) => typeof r === "string"));
+  assert.deepEqual(kept.map((r) => JSON.parse(r)), [
+    { clientID: "c1", sub: "u1" },
+    { clientID: "c1", mid: 3, name: "addNote", args: { id: 3 }, sub: "u1", outcome: "applied" },
+  ]);
+  assert.throws(() => compactJournalRecords([rec(1, { outcome: "maybe" })], {}), /unknown outcome "maybe"/);
 });

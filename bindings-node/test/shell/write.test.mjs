@@ -1,8 +1,9 @@
 // The write path over real sockets: the mutation round trip with its lmid ack and the
 // author holdback, non-applied outcomes before the covering lmid, the push
 // preconditions, the v2 gate and scope skew, a failing journal, a restart that replays
-// a file journal (runtime-smol's server_write.rs), and the JS-only refusal of async and
-// generator mutators.
+// a file journal (runtime-smol's server_write.rs), a clientID's binding kept across a
+// restart on every kind of journal, and the JS-only refusal of async and generator
+// mutators.
 import test from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -41,7 +42,8 @@ test("a mutation round trip acks through the lmid and holds the author back", as
   await author.quiet(300);
   const entries = await journal.replay();
   assert.equal(entries.length, 1);
-  assert.deepEqual(entries[0], {
+  assert.equal(typeof entries[0], "string", "the journal stores an opaque record");
+  assert.deepEqual(JSON.parse(entries[0]), {
     clientID: "c1",
     mid: 1,
     name: "addNote",
@@ -270,3 +272,75 @@ test("a restart replays the file journal exactly once", async () => {
   await rindled.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+/** A host application's own journal: the five `RoomJournal` methods over plain arrays,
+ *  records stored as they come — no compaction, no bindings of its own. */
+function customJournal() {
+  const records = [];
+  const flushes = new Map();
+  let maxSeq = 0;
+  return {
+    async append(rs) {
+      records.push(...rs);
+    },
+    async replay() {
+      return [...records];
+    },
+    async appendFlush(r) {
+      flushes.set(r.seq, r);
+      maxSeq = Math.max(maxSeq, r.seq);
+    },
+    async confirmFlush(seq) {
+      flushes.delete(seq);
+    },
+    async replayFlushes() {
+      return { records: [...flushes.values()].sort((a, b) => a.seq - b.seq), maxSeq };
+    },
+  };
+}
+
+/** Another subject pushing under clientID `c1` is refused. */
+async function intruderRefused(shell, mid) {
+  const bob = await subscriber(shell, "c1", "u2", false);
+  bob.send(push("c1", mid, "addNote", { id: 66, body: "b" }));
+  const refused = await bob.until("the refusal", (v) => v.t === "error");
+  assert.match(refused.message, /clientID `c1` is bound to another subject/);
+  bob.close();
+}
+
+for (const [kind, make, compactFirst] of [
+  ["memoryJournal", memoryJournal, false],
+  ["a custom journal", customJournal, false],
+  ["memoryJournal compacted before the restart", memoryJournal, true],
+]) {
+  test(`a clientID stays bound to its subject across a restart on ${kind}`, async () => {
+    const rindled = await FakeRindled.notes();
+    const journal = make();
+    const shell = await startLive(rindled, { journal });
+    const alice = await subscriber(shell, "c1", "u1", true);
+    alice.send(push("c1", 1, "addNote", { id: 10, body: "ten" }));
+    await alice.until("the ack of mid 1", (v) => lmidOf(v) === 1);
+    alice.close();
+    await shell.close();
+    // Compaction dropped alice's entry: only her binding record is left.
+    if (compactFirst) await journal.compact({ c1: 1 });
+
+    // A new process on the same journal: the room derives the binding from its records.
+    const logs2 = new Logs();
+    const shell2 = await startLive(rindled, { journal }, logs2);
+    if (!compactFirst) {
+      assert.equal(logs2.count("journal replay: 1 mutation(s) re-invoked and acked"), 1, logs2.dump());
+    }
+    await intruderRefused(shell2, 2);
+    // Alice still writes under her clientID; the binding outlives her connection.
+    const again = await subscriber(shell2, "c1", "u1", true);
+    if (!compactFirst) {
+      again.send(push("c1", 2, "addNote", { id: 20, body: "twenty" }));
+      await again.until("the ack of mid 2", (v) => lmidOf(v) === 2);
+    }
+    again.close();
+    await intruderRefused(shell2, 3);
+    await shell2.close();
+    await rindled.close();
+  });
+}

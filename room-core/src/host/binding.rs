@@ -5,11 +5,12 @@
 //! the first lease verified on a connection that inits a clientID binds that clientID to
 //! the lease's subject, and from then on a `pushMutation` for it — or an lmid subscribe
 //! on an authenticated connection — from any other subject is refused with an error
-//! frame. The binding of every client with journaled mutations survives restarts: each
-//! journal entry carries its subject, and compaction keeps one binding record per client
-//! ([`Journal::bindings`](super::JournalContents::bindings)). A client with nothing
-//! journaled is forgotten when its last connection closes (it owns no ledger row to
-//! protect).
+//! frame. The binding of every client with journaled mutations survives restarts, on
+//! every journal: each journal entry carries its subject, compaction keeps one binding
+//! record per client whose entries it drops, and the host derives the bindings from both
+//! when it reads the journal at boot (`boot.rs`, before the replay). A client with
+//! nothing journaled is forgotten when its last connection closes (it owns no ledger row
+//! to protect).
 //!
 //! An lmid subscribe on a connection with no subject yet is served (a client subscribes
 //! its lmid query before its first lease, and the lmid is a counter, not data); when the

@@ -411,7 +411,18 @@ impl Host {
         lmids: BTreeMap<String, u64>,
         driver: &mut dyn Driver,
     ) -> Result<(), ReplayError> {
-        self.down.seed_bindings(&contents.bindings);
+        // The clientID → subject bindings, derived here for every journal: those
+        // compaction kept, then each entry's subject, the first per client winning. A
+        // client bound this way keeps its binding after its connections close.
+        let kept = contents
+            .bindings
+            .iter()
+            .map(|(c, s)| (c.as_str(), s.as_str()));
+        let stamped = (contents.entries.iter()).map(|e| (e.client_id.as_str(), e.sub.as_str()));
+        self.down.seed_bindings(kept.chain(stamped));
+        for (client, _) in &contents.bindings {
+            self.writes.known_clients.insert(client.clone());
+        }
         let seeds: Vec<(String, u64)> = lmids.into_iter().filter(|(_, l)| *l > 0).collect();
         if !seeds.is_empty() {
             let room = self.replay_room()?;

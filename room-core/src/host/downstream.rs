@@ -79,14 +79,13 @@ impl Connections {
         }
     }
 
-    /// Seeds bindings read from the journal at boot (the first one per client wins; a
-    /// binding this process already holds stays).
-    pub(super) fn seed_bindings(&mut self, bindings: &[(String, String)]) {
+    /// Seeds bindings derived from the journal at boot (the first one per client wins;
+    /// an empty subject binds nothing; a binding this process already holds stays).
+    pub(super) fn seed_bindings<'a>(&mut self, bindings: impl Iterator<Item = (&'a str, &'a str)>) {
         for (client, subject) in bindings {
-            if !subject.is_empty() {
+            if !subject.is_empty() && !self.client_subjects.contains_key(client) {
                 self.client_subjects
-                    .entry(client.clone())
-                    .or_insert_with(|| subject.clone());
+                    .insert(String::from(client), String::from(subject));
             }
         }
     }

@@ -86,6 +86,13 @@ pub enum JsonError {
     },
     /// The JSON is well formed but a member is missing or of the wrong kind.
     Invalid(String),
+    /// A journal record (`index` in its list) does not decode.
+    Record {
+        /// The record's position in the list.
+        index: usize,
+        /// Why it does not decode.
+        error: super::journal_record::RecordError,
+    },
 }
 
 impl From<String> for JsonError {
@@ -105,6 +112,7 @@ impl fmt::Display for JsonError {
         match self {
             JsonError::Syntax { what, message } => write!(f, "{what}: {message}"),
             JsonError::Invalid(m) => f.write_str(m),
+            JsonError::Record { index, error } => write!(f, "journal record {index}: {error}"),
         }
     }
 }

@@ -67,7 +67,10 @@ pub struct FlushRecord {
 pub struct JournalContents {
     /// Every journaled entry, in append order.
     pub entries: Vec<JournalEntry>,
-    /// clientID → subject bindings, in journal order (the first per client wins).
+    /// The clientID → subject bindings the journal kept after compaction dropped the
+    /// clients' entries, in journal order. The host derives every other binding itself,
+    /// from the entries' subjects ([`journal_record::bindings`](super::journal_record::bindings)),
+    /// so a journal that never compacts leaves this empty.
     pub bindings: Vec<(String, String)>,
     /// Unconfirmed flush records, in seq order.
     pub flushes: Vec<FlushRecord>,

@@ -12,10 +12,11 @@ use alloc::vec::Vec;
 
 use serde_json::Value as Json;
 
+use super::journal_record::{self, JournalRecord};
 use super::{
     ApplyResult, AuthorityError, AuthorityReply, ControlReply, ControlRequest, FlushRecord,
-    HostConfig, Input, JournalContents, JournalEntry, JournalError, Level, MintError, Outcome,
-    Output, SendClass, WriteSettings,
+    HostConfig, Input, JournalContents, JournalEntry, JournalError, Level, MintError, Output,
+    SendClass, WriteSettings,
 };
 use crate::json::write::{write_f64, write_str};
 
@@ -140,23 +141,28 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     Ok(cfg)
 }
 
-/// Journal contents: `{entries: [entry], bindings: [[clientID, sub]], flushes: [{seq,
-/// epoch, body}], maxFlushSeq}`.
+/// Journal contents: `{entries: [record], flushes: [{seq, epoch, body}], maxFlushSeq,
+/// bindings?: [[clientID, sub]]}`. Each record is what [`journal_record`] encodes,
+/// either as the opaque string a JavaScript journal keeps or as the JSON object itself;
+/// `bindings` (optional) lists clientID → subject pairs a journal kept past compaction
+/// beside its records. The host derives the entries' bindings itself.
 pub fn contents_from_json(json: &str) -> Result<JournalContents, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| syntax("journal contents", &e))?;
-    let entries = v["entries"]
-        .as_array()
-        .map(|a| a.iter().map(entry_from_json).collect::<Result<Vec<_>, _>>())
-        .transpose()?
-        .unwrap_or_default();
-    let bindings = v["bindings"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut entries = Vec::new();
+    let mut bindings = Vec::new();
+    for record in records_from_json(&v["entries"])? {
+        match record {
+            JournalRecord::Entry(e) => entries.push(e),
+            JournalRecord::Binding { client_id, sub } => bindings.push((client_id, sub)),
+        }
+    }
+    if let Some(pairs) = v["bindings"].as_array() {
+        bindings.extend(
+            pairs
+                .iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string()))),
+        );
+    }
     let flushes = v["flushes"]
         .as_array()
         .map(|a| {
@@ -179,77 +185,72 @@ pub fn contents_from_json(json: &str) -> Result<JournalContents, JsonError> {
     })
 }
 
-/// An entry in the published room's shape (`args` as a JSON value; `outcome`, else the
-/// legacy `rejected`).
-pub fn entry_from_json(v: &Json) -> Result<JournalEntry, JsonError> {
-    let outcome = match v["outcome"].as_str() {
-        Some("applied") => Outcome::Applied,
-        Some("rejected") => Outcome::Rejected,
-        Some("deopt") => Outcome::Deopt,
-        Some(other) => return Err(format!("journal entry: unknown outcome {other:?}").into()),
-        None if v["rejected"] == Json::Bool(true) => Outcome::Rejected,
-        None => Outcome::Applied,
+/// Journal records from a JSON array (absent or `null` = none): each an opaque record
+/// string or the record's JSON object, decoded by [`journal_record::decode`].
+pub fn records_from_json(v: &Json) -> Result<Vec<JournalRecord>, JsonError> {
+    let Some(items) = v.as_array() else {
+        return match v {
+            Json::Null => Ok(Vec::new()),
+            other => Err(format!("journal records must be an array, got {other}").into()),
+        };
     };
-    Ok(JournalEntry {
-        client_id: v["clientID"]
-            .as_str()
-            .ok_or("journal entry: `clientID` must be a string")?
-            .to_string(),
-        mid: v["mid"]
-            .as_u64()
-            .ok_or("journal entry: `mid` must be a non-negative integer")?,
-        name: v["name"].as_str().unwrap_or("").to_string(),
-        args: match v.get("args") {
-            None | Some(Json::Null) => String::from("null"),
-            Some(a) => a.to_string(),
-        },
-        sub: v["sub"].as_str().unwrap_or("").to_string(),
-        outcome,
-    })
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let decoded = match item {
+                Json::String(text) => journal_record::decode(text.as_bytes()),
+                Json::Object(_) => journal_record::decode(item.to_string().as_bytes()),
+                other => {
+                    return Err(format!("journal record {index}: not a record: {other}").into())
+                }
+            };
+            decoded.map_err(|error| JsonError::Record { index, error })
+        })
+        .collect()
 }
 
-/// Entries as JSON in the published room's shape (`args` embedded as the JSON value the
-/// host keeps).
+/// Entries as a JSON array of their records' JSON objects (the C library's
+/// `journalAppend`).
 pub fn entries_json(entries: &[JournalEntry]) -> String {
     let mut s = String::from("[");
     for (i, e) in entries.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
-        s.push_str("{\"clientID\":");
-        write_str(&mut s, &e.client_id);
-        s.push_str(",\"mid\":");
-        s.push_str(&e.mid.to_string());
-        s.push_str(",\"name\":");
-        write_str(&mut s, &e.name);
-        s.push_str(",\"args\":");
-        s.push_str(if e.args.is_empty() { "null" } else { &e.args });
-        s.push_str(",\"sub\":");
-        write_str(&mut s, &e.sub);
-        s.push_str(match e.outcome {
-            Outcome::Applied => ",\"outcome\":\"applied\"}",
-            Outcome::Rejected => ",\"outcome\":\"rejected\",\"rejected\":true}",
-            Outcome::Deopt => ",\"outcome\":\"deopt\",\"rejected\":true}",
-        });
+        s.push_str(&journal_record::encode_entry(e));
     }
     s.push(']');
     s
 }
 
-/// What the host reads at boot, as JSON (`RoomHost.journalRead`'s format).
-pub fn contents_json(c: &JournalContents) -> String {
-    let mut s = String::from("{\"entries\":");
-    s.push_str(&entries_json(&c.entries));
-    s.push_str(",\"bindings\":[");
-    for (i, (client, sub)) in c.bindings.iter().enumerate() {
+/// Entries as a JSON array of opaque record strings (what a JavaScript journal stores).
+pub fn records_json(entries: &[JournalEntry]) -> String {
+    let mut s = String::from("[");
+    for (i, e) in entries.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
-        s.push('[');
-        write_str(&mut s, client);
-        s.push(',');
-        write_str(&mut s, sub);
-        s.push(']');
+        write_str(&mut s, &journal_record::encode_entry(e));
+    }
+    s.push(']');
+    s
+}
+
+/// What the host reads at boot, as JSON (`RoomHost.journalRead`'s format): the kept
+/// bindings as binding records, then the entries, all as opaque record strings.
+pub fn contents_json(c: &JournalContents) -> String {
+    let mut s = String::from("{\"entries\":[");
+    let bindings = c
+        .bindings
+        .iter()
+        .map(|(client, sub)| journal_record::encode_binding(client, sub));
+    let entries = c.entries.iter().map(journal_record::encode_entry);
+    for (i, record) in bindings.chain(entries).enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        write_str(&mut s, &record);
     }
     s.push_str("],\"flushes\":[");
     for (i, r) in c.flushes.iter().enumerate() {

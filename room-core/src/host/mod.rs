@@ -61,6 +61,7 @@ pub mod frames;
 mod http_calls;
 mod incarnation;
 mod io;
+pub mod journal_record;
 pub mod json;
 mod leases;
 mod limits;
