@@ -56,19 +56,9 @@ const KIND = Object.freeze({
   Log: 21,
 });
 
-/** The largest message a client may send (past it the socket closes with 1009), as the
- *  smol server's `server.max_frame_bytes`. */
-const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
-/** How many bytes of a socket's frames may wait for the host (then the socket is not
- *  read until they are handled), as the server's `server.max_inbound_bytes`. */
-const DEFAULT_MAX_INBOUND_BYTES = 4 * 1024 * 1024;
-/** How many downstream sockets may be open at once (past it: HTTP 503). */
-const DEFAULT_MAX_CONNECTIONS = 10_000;
-/** How long a TCP connection may take to send its upgrade request. */
-const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000;
-/** How long a closing socket may take to answer the close before it is dropped (the
- *  native layer's grace; the upstream link uses the same). */
-const CLOSE_GRACE_MS = 2_000;
+/** The core's defaults (`RoomHost` fills every option left out; the shell reads the
+ *  close grace, which it also gives the upstream link). */
+const DEFAULTS = Object.freeze(JSON.parse(native.hostDefaults()));
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const message = (e) => String(e?.message ?? e);
@@ -124,7 +114,8 @@ function checkOptions(opts) {
   }
 }
 
-/** The host's configuration (bindings-node/src/host.rs, `config`). */
+/** The host's configuration (bindings-node/src/host.rs, `config`); an option left out
+ *  takes the core's default. */
 function hostConfig(opts) {
   const d = opts.downstream;
   const w = d.writes;
@@ -241,11 +232,11 @@ class Shell {
 
   async start() {
     const d = this.opts.downstream;
+    // Limits left out are the core's defaults (`RoomHost.listen` fills them).
     const limits = {
-      maxFrameBytes: d.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
-      maxInboundBytes: DEFAULT_MAX_INBOUND_BYTES,
-      maxConnections: d.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
-      handshakeTimeoutMs: d.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+      maxFrameBytes: d.maxFrameBytes,
+      maxConnections: d.maxConnections,
+      handshakeTimeoutMs: d.handshakeTimeoutMs,
     };
     this.boundPort = this.host.listen(this.opts.port ?? 0, JSON.stringify(limits), () =>
       this.input((now) => this.host.pumpSockets(now)),
@@ -307,7 +298,7 @@ class Shell {
     // The host closed every client with 1001; each socket gets the close grace to
     // answer, then whatever is left is dropped.
     this.host.stopSockets(false);
-    await this.host.socketsDrained(CLOSE_GRACE_MS + 100);
+    await this.host.socketsDrained(DEFAULTS.closeGraceMs + 100);
     this.host.stopSockets(true);
     if (this.control) {
       const control = this.control;
@@ -523,7 +514,7 @@ class Shell {
     this.upstream = null;
     if (up.ws.readyState === WebSocket.CONNECTING) up.ws.terminate();
     else up.ws.close();
-    const t = setTimeout(() => up.ws.terminate(), CLOSE_GRACE_MS);
+    const t = setTimeout(() => up.ws.terminate(), DEFAULTS.closeGraceMs);
     t.unref?.();
   }
 

@@ -757,6 +757,13 @@ fn flatten(out: &mut Vec<Item>, o: Output) {
     }
 }
 
+/// Every default the shell would otherwise write again, as JSON (the core's
+/// [`json::defaults_json`]): the host's settings and the socket limits.
+#[napi(js_name = "hostDefaults")]
+pub fn host_defaults() -> String {
+    json::defaults_json()
+}
+
 /// Routes one control-plane request (the host's router): `[status, body]`, or
 /// `[0, requestJson]` for the host, or `[1, ""]` for the metrics page.
 #[napi(js_name = "routeControl")]

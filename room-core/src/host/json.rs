@@ -13,9 +13,9 @@ use alloc::vec::Vec;
 use serde_json::Value as Json;
 
 use super::{
-    ApplyResult, AuthorityError, AuthorityReply, ControlReply, ControlRequest, FlushRecord,
-    HostConfig, Input, JournalContents, JournalEntry, JournalError, Level, MintError, Outcome,
-    Output, SendClass, WriteSettings,
+    ApplyResult, AuthorityError, AuthorityReply, ControlReply, ControlRequest, DriverLimits,
+    FlushRecord, HostConfig, Input, JournalContents, JournalEntry, JournalError, Level, MintError,
+    Outcome, Output, SendClass, WriteSettings,
 };
 use crate::json::write::{write_f64, write_str};
 
@@ -46,6 +46,8 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// placement?: {epoch, leaseToken}}`
 /// (`placement`: what room-boot granted; see [`Placement`](super::Placement)), revoked?:
 /// [[userId, atMs]] (revocations carried over from the box), maxRoomBytes?.
+/// A field left out (or `null`) takes its value from [`HostConfig::default`] /
+/// [`WriteSettings::default`].
 pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| syntax("config", &e))?;
     let doc = v["docId"]
@@ -110,6 +112,7 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
         }
     }
     if let Some(w) = v.get("writes").filter(|w| !w.is_null()) {
+        let d = WriteSettings::default();
         cfg.writes = Some(WriteSettings {
             owned_tables: w["ownedTables"]
                 .as_array()
@@ -120,9 +123,9 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
                 })
                 .unwrap_or_default(),
             scopes: w.get("scopes").filter(|s| !s.is_null()).cloned(),
-            group_commit_ms: num(w, "groupCommitMs", 5)?,
-            flush_debounce_ms: num(w, "flushDebounceMs", 250)?,
-            flush_dirty_max: num(w, "flushDirtyMax", 512)? as usize,
+            group_commit_ms: num(w, "groupCommitMs", d.group_commit_ms)?,
+            flush_debounce_ms: num(w, "flushDebounceMs", d.flush_debounce_ms)?,
+            flush_dirty_max: num(w, "flushDirtyMax", d.flush_dirty_max as u64)? as usize,
             authority: w["authority"].as_bool().unwrap_or(false),
             ack_after_flush: match w.get("ack") {
                 None | Some(Json::Null) => false,
@@ -138,6 +141,44 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
         });
     }
     Ok(cfg)
+}
+
+/// Every default a driver fills in, as one JSON object: the host's settings under the
+/// names [`config_from_json`] reads (`idleTtlMs`, …, `writes: {groupCommitMs, …}`) and
+/// the [`DriverLimits`] (`maxFrameBytes`, `maxInboundBytes`, `maxUnsentBytes`,
+/// `maxConnections`, `handshakeTimeoutMs`, `closeGraceMs`, `startupTimeoutMs`) — what
+/// a driver in another language shows or uses instead of writing the numbers again.
+pub fn defaults_json() -> String {
+    let h = HostConfig::default();
+    let w = WriteSettings::default();
+    let d = DriverLimits::default();
+    format!(
+        "{{\"idleTtlMs\":{},\"sweepIntervalMs\":{},\"revocationWindowMs\":{},\
+         \"sendBudgetBytes\":{},\"firstFrameTimeoutMs\":{},\"maxSubscriptionsPerConn\":{},\
+         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\
+         \"writes\":{{\"groupCommitMs\":{},\"flushDebounceMs\":{},\"flushDirtyMax\":{}}},\
+         \"maxFrameBytes\":{},\"maxInboundBytes\":{},\"maxUnsentBytes\":{},\
+         \"maxConnections\":{},\"handshakeTimeoutMs\":{},\"closeGraceMs\":{},\
+         \"startupTimeoutMs\":{}}}",
+        h.idle_ttl_ms,
+        h.sweep_interval_ms,
+        h.revocation_window_ms,
+        h.send_budget_bytes,
+        h.first_frame_timeout_ms,
+        h.max_subscriptions_per_conn,
+        h.max_snapshot_bytes,
+        h.max_materializations,
+        w.group_commit_ms,
+        w.flush_debounce_ms,
+        w.flush_dirty_max,
+        d.max_frame_bytes,
+        d.max_inbound_bytes,
+        d.max_unsent_bytes,
+        d.max_connections,
+        d.handshake_timeout_ms,
+        d.close_grace_ms,
+        d.startup_timeout_ms,
+    )
 }
 
 /// Journal contents: `{entries: [entry], bindings: [[clientID, sub]], flushes: [{seq,
