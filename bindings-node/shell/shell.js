@@ -30,31 +30,9 @@ const { NATIVE_JOURNAL } = require("./file-journal.js");
 
 const { RoomHost, routeControl, controlHttp } = native;
 
-/** `RoomHost.poll` output kinds (bindings-node/src/host.rs, `Kind`). */
-const KIND = Object.freeze({
-  Started: 0,
-  StartFailed: 1,
-  StopAccepting: 2,
-  Stopped: 3,
-  Live: 4,
-  Send: 5,
-  Close: 6,
-  Terminate: 7,
-  MintLease: 8,
-  OpenUpstream: 9,
-  CloseUpstream: 10,
-  UpstreamSend: 11,
-  JournalRead: 12,
-  JournalAppend: 13,
-  JournalAppendFlush: 14,
-  JournalConfirmFlush: 15,
-  JournalCompact: 16,
-  AuthorityClaim: 17,
-  AuthorityLmids: 18,
-  AuthorityApply: 19,
-  ControlReply: 20,
-  Log: 21,
-});
+/** `RoomHost.poll` output kinds, `{name: number}`: the core's (`OutputKind`), read from
+ *  the addon. Each kind's fields follow it in a fixed order (the core's `host::encode`). */
+const KIND = Object.freeze(JSON.parse(native.outputKinds()));
 
 /** The core's defaults (`RoomHost` fills every option left out; the shell reads the
  *  close grace, which it also gives the upstream link). */
@@ -329,22 +307,22 @@ class Shell {
     while (i < out.length) {
       const kind = out[i++];
       switch (kind) {
-        case KIND.Log:
+        case KIND.log:
           this.log(out[i + 1]);
           i += 2;
           break;
-        case KIND.Started:
+        case KIND.started:
           this.started?.resolve();
           this.started = null;
           break;
-        case KIND.StartFailed:
+        case KIND.startFailed:
           this.stopped = true;
           this.started?.reject(new Error(out[i++]));
           this.started = null;
           break;
-        case KIND.StopAccepting:
+        case KIND.stopAccepting:
           break;
-        case KIND.Stopped: {
+        case KIND.stopped: {
           const moved = out[i++];
           this.stopped = true;
           for (const resolve of this.waiters.values()) resolve(undefined, "");
@@ -352,20 +330,20 @@ class Shell {
           if (moved) void this.close();
           break;
         }
-        case KIND.Live:
+        case KIND.live:
           i++;
           for (const resolve of this.liveWaiters.splice(0)) resolve();
           break;
-        case KIND.MintLease:
+        case KIND.mintLease:
           this.mint();
           break;
-        case KIND.OpenUpstream:
+        case KIND.openUpstream:
           this.openUpstream(out[i++]);
           break;
-        case KIND.CloseUpstream:
+        case KIND.closeUpstream:
           this.dropUpstream();
           break;
-        case KIND.UpstreamSend: {
+        case KIND.upstreamSend: {
           const link = out[i];
           const text = out[i + 1];
           i += 2;
@@ -373,10 +351,10 @@ class Shell {
           if (up && up.link === link && up.ws.readyState === WebSocket.OPEN) up.ws.send(text);
           break;
         }
-        case KIND.JournalRead:
+        case KIND.journalRead:
           this.journalRead(out[i++]);
           break;
-        case KIND.JournalAppend: {
+        case KIND.journalAppend: {
           const entries = out[i + 1];
           this.journalWrite(out[i], (j) =>
             j[NATIVE_JOURNAL] ? j[NATIVE_JOURNAL]().append(entries) : j.append(JSON.parse(entries)),
@@ -384,7 +362,7 @@ class Shell {
           i += 2;
           break;
         }
-        case KIND.JournalAppendFlush: {
+        case KIND.journalAppendFlush: {
           const record = out[i + 1];
           this.journalWrite(out[i], (j) =>
             j[NATIVE_JOURNAL] ? j[NATIVE_JOURNAL]().appendFlush(record) : j.appendFlush(JSON.parse(record)),
@@ -392,13 +370,13 @@ class Shell {
           i += 2;
           break;
         }
-        case KIND.JournalConfirmFlush: {
+        case KIND.journalConfirmFlush: {
           const seq = out[i + 1];
           this.journalWrite(out[i], (j) => j.confirmFlush(seq));
           i += 2;
           break;
         }
-        case KIND.JournalCompact: {
+        case KIND.journalCompact: {
           const durable = out[i + 1];
           this.journalWrite(out[i], (j) =>
             typeof j.compact === "function" ? j.compact(JSON.parse(durable)) : undefined,
@@ -406,32 +384,39 @@ class Shell {
           i += 2;
           break;
         }
-        case KIND.AuthorityClaim: {
+        case KIND.authorityClaim: {
+          // io, doc, body (the HTTP body, for a driver that calls the authority itself)
           const doc = out[i + 1];
           this.authorityCall(out[i], (a) => a.claimEpoch(doc), (epoch) => ({ claimed: epoch }));
-          i += 2;
-          break;
-        }
-        case KIND.AuthorityLmids: {
-          const doc = out[i + 1];
-          const clients = JSON.parse(out[i + 2]);
-          this.authorityCall(out[i], (a) => a.lmids(doc, clients), (lmids) => ({ lmids }));
           i += 3;
           break;
         }
-        case KIND.AuthorityApply: {
+        case KIND.authorityLmids: {
+          // io, doc, clients, body
+          const doc = out[i + 1];
+          const clients = JSON.parse(out[i + 2]);
+          this.authorityCall(out[i], (a) => a.lmids(doc, clients), (lmids) => ({ lmids }));
+          i += 4;
+          break;
+        }
+        case KIND.authorityApply: {
           const body = out[i + 1];
           this.authorityCall(out[i], (a) => a.applyRowChangeTxn(body), (applied) => ({ applied }));
           i += 2;
           break;
         }
-        case KIND.ControlReply: {
+        case KIND.controlReply: {
+          // id, the reply's kind, its value as JSON ("" when it has none)
           const resolve = this.waiters.get(out[i]);
           this.waiters.delete(out[i]);
           resolve?.(out[i + 1], out[i + 2]);
           i += 3;
           break;
         }
+        case KIND.stranded:
+          // The host logged each one; a single room keeps no fleet counters.
+          i++;
+          break;
         default:
           throw new Error(`unknown host output kind ${kind}`);
       }

@@ -55,6 +55,7 @@ mod boot;
 mod config;
 mod control;
 mod downstream;
+pub mod encode;
 mod error;
 mod flush;
 pub mod frames;
