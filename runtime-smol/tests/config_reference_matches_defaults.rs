@@ -211,45 +211,87 @@ fn the_server_takes_its_shared_defaults_from_the_core() {
         WriteSettings::default(),
         DriverLimits::default(),
     );
-    let ds = &c.downstream;
-    assert_eq!(
+    let (ds, wc, s) = (&c.downstream, c.writes.as_ref().unwrap(), &c.server);
+    let pairs: [(&str, u64, u64); 16] = [
+        ("idle_ttl_ms", ds.idle_ttl_ms, h.idle_ttl_ms),
         (
-            ds.idle_ttl_ms,
+            "sweep_interval_ms",
             ds.sweep_interval_ms,
-            ds.revocation_window_ms
-        ),
-        (h.idle_ttl_ms, h.sweep_interval_ms, h.revocation_window_ms)
-    );
-    assert_eq!(
-        (ds.send_budget_bytes, ds.first_frame_timeout_ms),
-        (h.send_budget_bytes, h.first_frame_timeout_ms)
-    );
-    assert_eq!(
-        (
-            ds.max_subscriptions_per_conn,
-            ds.max_snapshot_bytes,
-            ds.max_materializations
+            h.sweep_interval_ms,
         ),
         (
-            h.max_subscriptions_per_conn,
-            h.max_snapshot_bytes,
-            h.max_materializations
-        )
-    );
-    let wc = c.writes.as_ref().unwrap();
-    assert_eq!(
-        (wc.group_commit_ms, wc.flush_debounce_ms, wc.flush_dirty_max),
-        (w.group_commit_ms, w.flush_debounce_ms, w.flush_dirty_max)
-    );
-    let s = &c.server;
-    assert_eq!(
-        (s.max_frame_bytes, s.max_inbound_bytes, s.max_unsent_bytes),
-        (d.max_frame_bytes, d.max_inbound_bytes, d.max_unsent_bytes)
-    );
-    assert_eq!(
-        (s.handshake_timeout_ms, s.startup_timeout_ms),
-        (d.handshake_timeout_ms, d.startup_timeout_ms)
-    );
+            "revocation_window_ms",
+            ds.revocation_window_ms,
+            h.revocation_window_ms,
+        ),
+        (
+            "send_budget_bytes",
+            ds.send_budget_bytes as u64,
+            h.send_budget_bytes as u64,
+        ),
+        (
+            "first_frame_timeout_ms",
+            ds.first_frame_timeout_ms,
+            h.first_frame_timeout_ms,
+        ),
+        (
+            "max_subscriptions_per_conn",
+            ds.max_subscriptions_per_conn as u64,
+            h.max_subscriptions_per_conn as u64,
+        ),
+        (
+            "max_snapshot_bytes",
+            ds.max_snapshot_bytes as u64,
+            h.max_snapshot_bytes as u64,
+        ),
+        (
+            "max_materializations",
+            ds.max_materializations as u64,
+            h.max_materializations as u64,
+        ),
+        ("group_commit_ms", wc.group_commit_ms, w.group_commit_ms),
+        (
+            "flush_debounce_ms",
+            wc.flush_debounce_ms,
+            w.flush_debounce_ms,
+        ),
+        (
+            "flush_dirty_max",
+            wc.flush_dirty_max as u64,
+            w.flush_dirty_max as u64,
+        ),
+        (
+            "max_frame_bytes",
+            s.max_frame_bytes as u64,
+            d.max_frame_bytes as u64,
+        ),
+        (
+            "max_inbound_bytes",
+            s.max_inbound_bytes as u64,
+            d.max_inbound_bytes as u64,
+        ),
+        (
+            "max_unsent_bytes",
+            s.max_unsent_bytes as u64,
+            d.max_unsent_bytes as u64,
+        ),
+        (
+            "handshake_timeout_ms",
+            s.handshake_timeout_ms,
+            d.handshake_timeout_ms,
+        ),
+        (
+            "startup_timeout_ms",
+            s.startup_timeout_ms,
+            d.startup_timeout_ms,
+        ),
+    ];
+    for (option, server, core) in pairs {
+        assert_eq!(
+            server, core,
+            "`{option}`: the server's default is not the core's"
+        );
+    }
 }
 
 /// A documented quantity at the start of `text`: `1 MiB`, `5000 ms`, `30 min`, `10,000`,
