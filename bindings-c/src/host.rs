@@ -501,7 +501,7 @@ pub unsafe extern "C" fn rindle_room_host_poll(
                 Out::new("out_json", out_json)?,
                 Out::new("out_defined", out_defined)?,
             );
-            let next = h.poll_output().map(|o| output_json(&o));
+            let next = h.poll_output().map(output_json);
             defined.set(next.is_some());
             out.set(rindle_room_buf::from_option(next));
             Ok(())

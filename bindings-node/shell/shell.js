@@ -30,45 +30,13 @@ const { NATIVE_JOURNAL } = require("./file-journal.js");
 
 const { RoomHost, routeControl, controlHttp } = native;
 
-/** `RoomHost.poll` output kinds (bindings-node/src/host.rs, `Kind`). */
-const KIND = Object.freeze({
-  Started: 0,
-  StartFailed: 1,
-  StopAccepting: 2,
-  Stopped: 3,
-  Live: 4,
-  Send: 5,
-  Close: 6,
-  Terminate: 7,
-  MintLease: 8,
-  OpenUpstream: 9,
-  CloseUpstream: 10,
-  UpstreamSend: 11,
-  JournalRead: 12,
-  JournalAppend: 13,
-  JournalAppendFlush: 14,
-  JournalConfirmFlush: 15,
-  JournalCompact: 16,
-  AuthorityClaim: 17,
-  AuthorityLmids: 18,
-  AuthorityApply: 19,
-  ControlReply: 20,
-  Log: 21,
-});
+/** `RoomHost.poll` output kinds, `{name: number}`: the core's (`OutputKind`), read from
+ *  the addon. Each kind's fields follow it in a fixed order (the core's `host::encode`). */
+const KIND = Object.freeze(JSON.parse(native.outputKinds()));
 
-/** The largest message a client may send (past it the socket closes with 1009), as the
- *  smol server's `server.max_frame_bytes`. */
-const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
-/** How many bytes of a socket's frames may wait for the host (then the socket is not
- *  read until they are handled), as the server's `server.max_inbound_bytes`. */
-const DEFAULT_MAX_INBOUND_BYTES = 4 * 1024 * 1024;
-/** How many downstream sockets may be open at once (past it: HTTP 503). */
-const DEFAULT_MAX_CONNECTIONS = 10_000;
-/** How long a TCP connection may take to send its upgrade request. */
-const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000;
-/** How long a closing socket may take to answer the close before it is dropped (the
- *  native layer's grace; the upstream link uses the same). */
-const CLOSE_GRACE_MS = 2_000;
+/** The core's defaults (`RoomHost` fills every option left out; the shell reads the
+ *  close grace, which it also gives the upstream link). */
+const DEFAULTS = Object.freeze(JSON.parse(native.hostDefaults()));
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const message = (e) => String(e?.message ?? e);
@@ -124,7 +92,8 @@ function checkOptions(opts) {
   }
 }
 
-/** The host's configuration (bindings-node/src/host.rs, `config`). */
+/** The host's configuration (bindings-node/src/host.rs, `config`); an option left out
+ *  takes the core's default. */
 function hostConfig(opts) {
   const d = opts.downstream;
   const w = d.writes;
@@ -241,11 +210,11 @@ class Shell {
 
   async start() {
     const d = this.opts.downstream;
+    // Limits left out are the core's defaults (`RoomHost.listen` fills them).
     const limits = {
-      maxFrameBytes: d.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
-      maxInboundBytes: DEFAULT_MAX_INBOUND_BYTES,
-      maxConnections: d.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
-      handshakeTimeoutMs: d.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+      maxFrameBytes: d.maxFrameBytes,
+      maxConnections: d.maxConnections,
+      handshakeTimeoutMs: d.handshakeTimeoutMs,
     };
     this.boundPort = this.host.listen(this.opts.port ?? 0, JSON.stringify(limits), () =>
       this.input((now) => this.host.pumpSockets(now)),
@@ -307,7 +276,7 @@ class Shell {
     // The host closed every client with 1001; each socket gets the close grace to
     // answer, then whatever is left is dropped.
     this.host.stopSockets(false);
-    await this.host.socketsDrained(CLOSE_GRACE_MS + 100);
+    await this.host.socketsDrained(DEFAULTS.closeGraceMs + 100);
     this.host.stopSockets(true);
     if (this.control) {
       const control = this.control;
@@ -338,22 +307,22 @@ class Shell {
     while (i < out.length) {
       const kind = out[i++];
       switch (kind) {
-        case KIND.Log:
+        case KIND.log:
           this.log(out[i + 1]);
           i += 2;
           break;
-        case KIND.Started:
+        case KIND.started:
           this.started?.resolve();
           this.started = null;
           break;
-        case KIND.StartFailed:
+        case KIND.startFailed:
           this.stopped = true;
           this.started?.reject(new Error(out[i++]));
           this.started = null;
           break;
-        case KIND.StopAccepting:
+        case KIND.stopAccepting:
           break;
-        case KIND.Stopped: {
+        case KIND.stopped: {
           const moved = out[i++];
           this.stopped = true;
           for (const resolve of this.waiters.values()) resolve(undefined, "");
@@ -361,20 +330,20 @@ class Shell {
           if (moved) void this.close();
           break;
         }
-        case KIND.Live:
+        case KIND.live:
           i++;
           for (const resolve of this.liveWaiters.splice(0)) resolve();
           break;
-        case KIND.MintLease:
+        case KIND.mintLease:
           this.mint();
           break;
-        case KIND.OpenUpstream:
+        case KIND.openUpstream:
           this.openUpstream(out[i++]);
           break;
-        case KIND.CloseUpstream:
+        case KIND.closeUpstream:
           this.dropUpstream();
           break;
-        case KIND.UpstreamSend: {
+        case KIND.upstreamSend: {
           const link = out[i];
           const text = out[i + 1];
           i += 2;
@@ -382,10 +351,10 @@ class Shell {
           if (up && up.link === link && up.ws.readyState === WebSocket.OPEN) up.ws.send(text);
           break;
         }
-        case KIND.JournalRead:
+        case KIND.journalRead:
           this.journalRead(out[i++]);
           break;
-        case KIND.JournalAppend: {
+        case KIND.journalAppend: {
           const entries = out[i + 1];
           this.journalWrite(out[i], (j) =>
             j[NATIVE_JOURNAL] ? j[NATIVE_JOURNAL]().append(entries) : j.append(JSON.parse(entries)),
@@ -393,7 +362,7 @@ class Shell {
           i += 2;
           break;
         }
-        case KIND.JournalAppendFlush: {
+        case KIND.journalAppendFlush: {
           const record = out[i + 1];
           this.journalWrite(out[i], (j) =>
             j[NATIVE_JOURNAL] ? j[NATIVE_JOURNAL]().appendFlush(record) : j.appendFlush(JSON.parse(record)),
@@ -401,13 +370,13 @@ class Shell {
           i += 2;
           break;
         }
-        case KIND.JournalConfirmFlush: {
+        case KIND.journalConfirmFlush: {
           const seq = out[i + 1];
           this.journalWrite(out[i], (j) => j.confirmFlush(seq));
           i += 2;
           break;
         }
-        case KIND.JournalCompact: {
+        case KIND.journalCompact: {
           const durable = out[i + 1];
           this.journalWrite(out[i], (j) =>
             typeof j.compact === "function" ? j.compact(JSON.parse(durable)) : undefined,
@@ -415,32 +384,39 @@ class Shell {
           i += 2;
           break;
         }
-        case KIND.AuthorityClaim: {
+        case KIND.authorityClaim: {
+          // io, doc, body (the HTTP body, for a driver that calls the authority itself)
           const doc = out[i + 1];
           this.authorityCall(out[i], (a) => a.claimEpoch(doc), (epoch) => ({ claimed: epoch }));
-          i += 2;
-          break;
-        }
-        case KIND.AuthorityLmids: {
-          const doc = out[i + 1];
-          const clients = JSON.parse(out[i + 2]);
-          this.authorityCall(out[i], (a) => a.lmids(doc, clients), (lmids) => ({ lmids }));
           i += 3;
           break;
         }
-        case KIND.AuthorityApply: {
+        case KIND.authorityLmids: {
+          // io, doc, clients, body
+          const doc = out[i + 1];
+          const clients = JSON.parse(out[i + 2]);
+          this.authorityCall(out[i], (a) => a.lmids(doc, clients), (lmids) => ({ lmids }));
+          i += 4;
+          break;
+        }
+        case KIND.authorityApply: {
           const body = out[i + 1];
           this.authorityCall(out[i], (a) => a.applyRowChangeTxn(body), (applied) => ({ applied }));
           i += 2;
           break;
         }
-        case KIND.ControlReply: {
+        case KIND.controlReply: {
+          // id, the reply's kind, its value as JSON ("" when it has none)
           const resolve = this.waiters.get(out[i]);
           this.waiters.delete(out[i]);
           resolve?.(out[i + 1], out[i + 2]);
           i += 3;
           break;
         }
+        case KIND.stranded:
+          // The host logged each one; a single room keeps no fleet counters.
+          i++;
+          break;
         default:
           throw new Error(`unknown host output kind ${kind}`);
       }
@@ -523,7 +499,7 @@ class Shell {
     this.upstream = null;
     if (up.ws.readyState === WebSocket.CONNECTING) up.ws.terminate();
     else up.ws.close();
-    const t = setTimeout(() => up.ws.terminate(), CLOSE_GRACE_MS);
+    const t = setTimeout(() => up.ws.terminate(), DEFAULTS.closeGraceMs);
     t.unref?.();
   }
 

@@ -15,9 +15,11 @@
 //! `""` (done), `"U"` (unknown), `"R:<reason>"` (rejected) or `"E:<message>"`
 //! (environment shortfall).
 //!
-//! Outputs come back flat (cheap to build, cheap to walk): a kind code, then its fields —
-//! see [`Kind`]. Structured fields (journal entries, records, control replies) are JSON
-//! text; frames are the texts to send, as they are.
+//! Outputs come back flat (cheap to build, cheap to walk): the core's one output
+//! encoding (`rindle_room_core::host::encode`, the same walk the C library writes as
+//! JSON) with the names dropped — a kind number, then its fields in order. The shell
+//! reads the kind numbers from [`output_kinds`]. Structured fields (journal entries,
+//! records, a control reply's value) are JSON text; frames are the texts to send.
 
 // napi-rs registers the `#[napi]` functions below only outside `cfg(test)`.
 #![cfg_attr(test, allow(dead_code))]
@@ -25,9 +27,9 @@
 use napi::bindgen_prelude::{AsyncTask, FnArgs, Function, FunctionRef, ToNapiValue};
 use napi::{sys, Env};
 use napi_derive::napi;
+use rindle_room_core::host::encode::{encode_output, output_kinds_json, OutputKind, OutputSink};
 use rindle_room_core::host::{
-    json, Backlog, ControlReply, ControlRequest, Driver, Host, Input, Level, MutatorOutcome,
-    Output, SendClass,
+    json, Backlog, ControlReply, ControlRequest, Driver, Host, Input, JournalEntry, MutatorOutcome,
 };
 use rindle_room_core::json::write::write_str;
 use rindle_room_core::{MutationTx, TableSchema};
@@ -36,34 +38,6 @@ use rindle_room_downstream::ConnEvent;
 
 use crate::boundary::{guard, Cx, Failure};
 use crate::sockets::{self, Sockets};
-
-/// The output kinds, as the shell reads them (`shell/shell.js`, `KIND`).
-#[derive(Clone, Copy)]
-#[repr(u8)]
-enum Kind {
-    Started = 0,
-    StartFailed = 1,
-    StopAccepting = 2,
-    Stopped = 3,
-    Live = 4,
-    Send = 5,
-    Close = 6,
-    Terminate = 7,
-    MintLease = 8,
-    OpenUpstream = 9,
-    CloseUpstream = 10,
-    UpstreamSend = 11,
-    JournalRead = 12,
-    JournalAppend = 13,
-    JournalAppendFlush = 14,
-    JournalConfirmFlush = 15,
-    JournalCompact = 16,
-    AuthorityClaim = 17,
-    AuthorityLmids = 18,
-    AuthorityApply = 19,
-    ControlReply = 20,
-    Log = 21,
-}
 
 /// One value of the flat output array.
 #[derive(Debug)]
@@ -74,6 +48,8 @@ pub enum Item {
     S(String),
     /// A boolean.
     B(bool),
+    /// A name from a fixed set (a log level, a control reply's kind): no allocation.
+    W(&'static str),
 }
 
 impl ToNapiValue for Item {
@@ -84,6 +60,7 @@ impl ToNapiValue for Item {
                 Item::N(n) => f64::to_napi_value(env, n),
                 Item::S(s) => String::to_napi_value(env, s),
                 Item::B(b) => bool::to_napi_value(env, b),
+                Item::W(w) => <&str>::to_napi_value(env, w),
             }
         }
     }
@@ -489,7 +466,7 @@ impl RoomHost {
                 },
                 None => o,
             };
-            flatten(&mut out, o);
+            encode_output(o, &mut Flat(&mut out));
         }
         out
     }
@@ -609,153 +586,52 @@ impl RoomHost {
     }
 }
 
-fn flatten(out: &mut Vec<Item>, o: Output) {
-    let k = |out: &mut Vec<Item>, kind: Kind| out.push(Item::N(f64::from(kind as u8)));
-    match o {
-        Output::Started => k(out, Kind::Started),
-        Output::StartFailed { reason } => {
-            k(out, Kind::StartFailed);
-            out.push(Item::S(reason));
-        }
-        Output::StopAccepting => k(out, Kind::StopAccepting),
-        Output::Stopped { moved } => {
-            k(out, Kind::Stopped);
-            out.push(Item::B(moved));
-        }
-        // The host logged each one (error level); a single room keeps no fleet counters.
-        Output::Stranded { .. } => {}
-        Output::Live { boot_id } => {
-            k(out, Kind::Live);
-            out.push(Item::S(boot_id));
-        }
-        Output::Send { conn, text, class } => {
-            k(out, Kind::Send);
-            out.push(Item::N(conn as f64));
-            out.push(Item::S(text));
-            out.push(Item::N(match class {
-                SendClass::Plain => 0.0,
-                SendClass::Live => 1.0,
-                SendClass::Snapshot => 2.0,
-            }));
-        }
-        Output::Close {
-            conn,
-            code,
-            reason,
-            discard_queued,
-        } => {
-            k(out, Kind::Close);
-            out.push(Item::N(conn as f64));
-            out.push(Item::N(f64::from(code)));
-            out.push(Item::S(reason));
-            out.push(Item::B(discard_queued));
-        }
-        Output::Terminate { conn } => {
-            k(out, Kind::Terminate);
-            out.push(Item::N(conn as f64));
-        }
-        Output::MintLease => k(out, Kind::MintLease),
-        Output::OpenUpstream { link } => {
-            k(out, Kind::OpenUpstream);
-            out.push(Item::N(link as f64));
-        }
-        Output::CloseUpstream => k(out, Kind::CloseUpstream),
-        Output::UpstreamSend { link, text } => {
-            k(out, Kind::UpstreamSend);
-            out.push(Item::N(link as f64));
-            out.push(Item::S(text));
-        }
-        Output::JournalRead { io } => {
-            k(out, Kind::JournalRead);
-            out.push(Item::N(io as f64));
-        }
-        Output::JournalAppend { io, entries } => {
-            k(out, Kind::JournalAppend);
-            out.push(Item::N(io as f64));
-            // Opaque record strings: a JavaScript journal stores them as they are.
-            out.push(Item::S(json::records_json(&entries)));
-        }
-        Output::JournalAppendFlush { io, record } => {
-            k(out, Kind::JournalAppendFlush);
-            out.push(Item::N(io as f64));
-            let mut s = format!(
-                "{{\"seq\":{},\"epoch\":{},\"body\":",
-                record.seq, record.epoch
-            );
-            write_str(&mut s, &record.body);
-            s.push('}');
-            out.push(Item::S(s));
-        }
-        Output::JournalConfirmFlush { io, seq } => {
-            k(out, Kind::JournalConfirmFlush);
-            out.push(Item::N(io as f64));
-            out.push(Item::N(seq as f64));
-        }
-        Output::JournalCompact { io, durable } => {
-            k(out, Kind::JournalCompact);
-            out.push(Item::N(io as f64));
-            let mut s = String::from("{");
-            for (i, (c, l)) in durable.iter().enumerate() {
-                if i > 0 {
-                    s.push(',');
-                }
-                write_str(&mut s, c);
-                s.push(':');
-                s.push_str(&l.to_string());
-            }
-            s.push('}');
-            out.push(Item::S(s));
-        }
-        Output::AuthorityClaim { io, doc } => {
-            k(out, Kind::AuthorityClaim);
-            out.push(Item::N(io as f64));
-            out.push(Item::S(doc));
-        }
-        Output::AuthorityLmids { io, doc, clients } => {
-            k(out, Kind::AuthorityLmids);
-            out.push(Item::N(io as f64));
-            out.push(Item::S(doc));
-            out.push(Item::S(
-                serde_json::to_string(&clients).unwrap_or_else(|_| String::from("[]")),
-            ));
-        }
-        Output::AuthorityApply { io, body } => {
-            k(out, Kind::AuthorityApply);
-            out.push(Item::N(io as f64));
-            out.push(Item::S(body));
-        }
-        Output::ControlReply { id, reply } => {
-            k(out, Kind::ControlReply);
-            out.push(Item::N(id as f64));
-            let (kind, payload) = match reply {
-                ControlReply::Stats(s) => ("stats", s),
-                ControlReply::Health(h) => ("health", h.to_string()),
-                ControlReply::Ready(r) => ("ready", r.to_string()),
-                ControlReply::Revoked(n) => ("revoked", n.to_string()),
-                ControlReply::Drained(Ok(seq)) => ("drained", seq.to_string()),
-                ControlReply::Drained(Err(e)) => ("drainFailed", e.to_string()),
-                ControlReply::Flushed => ("flushed", String::new()),
-                ControlReply::Stopped => ("stopped", String::new()),
-            };
-            out.push(Item::S(kind.to_string()));
-            out.push(Item::S(payload));
-        }
-        Output::Log { level, text } => {
-            k(out, Kind::Log);
-            out.push(Item::S(
-                match level {
-                    Level::Debug => "debug",
-                    Level::Info => "info",
-                    Level::Warn => "warn",
-                    Level::Error => "error",
-                }
-                .to_string(),
-            ));
-            out.push(Item::S(text));
-        }
-        // An output a newer core adds has no kind on the JavaScript side yet: dropped.
-        _ => {}
+/// The core's output encoding ([`encode_output`]) onto the flat array: each value in
+/// order, names dropped.
+struct Flat<'a>(&'a mut Vec<Item>);
+
+impl OutputSink for Flat<'_> {
+    fn kind(&mut self, kind: OutputKind) {
+        self.0.push(Item::N(f64::from(kind.code())));
     }
+    fn number(&mut self, _: &'static str, value: u64) {
+        self.0.push(Item::N(value as f64));
+    }
+    fn flag(&mut self, _: &'static str, value: bool) {
+        self.0.push(Item::B(value));
+    }
+    fn text(&mut self, _: &'static str, value: String) {
+        self.0.push(Item::S(value));
+    }
+    fn word(&mut self, _: &'static str, value: &'static str) {
+        self.0.push(Item::W(value));
+    }
+    fn json(&mut self, _: &'static str, value: String) {
+        self.0.push(Item::S(value));
+    }
+    fn optional_json(&mut self, _: &'static str, value: Option<String>) {
+        self.0.push(value.map_or(Item::W(""), Item::S));
+    }
+    fn journal_entries(&mut self, _: &'static str, entries: &[JournalEntry]) {
+        // Opaque record strings: a JavaScript journal stores them as they are.
+        self.0.push(Item::S(json::records_json(entries)));
+    }
+    fn begin(&mut self, _: &'static str) {}
+    fn end(&mut self) {}
+}
+
+/// The output kinds `poll` uses, `{name: number}` as JSON (the core's [`OutputKind`]):
+/// the shell reads them here instead of keeping a copy.
+#[napi(js_name = "outputKinds")]
+pub fn output_kinds() -> String {
+    output_kinds_json()
+}
+
+/// Every default the shell would otherwise write again, as JSON (the core's
+/// [`json::defaults_json`]): the host's settings and the socket limits.
+#[napi(js_name = "hostDefaults")]
+pub fn host_defaults() -> String {
+    json::defaults_json()
 }
 
 /// Routes one control-plane request (the host's router): `[status, body]`, or
@@ -797,7 +673,8 @@ pub fn route_control(
     }
 }
 
-/// The HTTP answer to a control reply: `[status, body]` (the host's mapping).
+/// The HTTP answer to a control reply, given its `kind` and `value` (JSON text, `""` when
+/// it has none) as `poll` hands them out: `[status, body]` (the host's mapping).
 #[napi(js_name = "controlHttp")]
 pub fn control_http(kind: Option<String>, payload: String) -> Vec<Item> {
     use rindle_room_core::host::ControlRoute;
@@ -807,7 +684,11 @@ pub fn control_http(kind: Option<String>, payload: String) -> Vec<Item> {
         Some("ready") => Some(ControlReply::Ready(payload == "true")),
         Some("revoked") => Some(ControlReply::Revoked(payload.parse().unwrap_or(0))),
         Some("drained") => Some(ControlReply::Drained(Ok(payload.parse().unwrap_or(0)))),
-        Some("drainFailed") => Some(ControlReply::Drained(Err(payload.into()))),
+        Some("drainFailed") => Some(ControlReply::Drained(Err(serde_json::from_str::<String>(
+            &payload,
+        )
+        .unwrap_or(payload)
+        .into()))),
         _ => None,
     };
     let (status, body) = ControlRoute::http(reply.as_ref());

@@ -16,37 +16,41 @@ use std::time::{Duration, Instant};
 
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Status, Task};
-use rindle_room_core::host::{Backlog, Output};
+use rindle_room_core::host::{Backlog, DriverLimits, Output};
 use rindle_room_downstream::{
     accept_loop, smol_spawn, ConnCtx, ConnEvent, ConnId, ConnLimits, ConnMetrics, ConnOut,
     SocketGauge,
 };
 use serde_json::Value as Json;
 
-/// How long a closing socket waits for the peer's close reply before it is dropped (the
-/// smol server's grace).
-const CLOSE_GRACE: Duration = Duration::from_millis(2_000);
-
 /// The wake-up the connection tasks send the JS thread (no payload: the events wait in
 /// the queue).
 pub(crate) type Wake = ThreadsafeFunction<(), (), (), Status, false>;
 
 /// The limits of the native listener, from the shell's `downstream` options (JSON:
-/// `{maxFrameBytes, maxInboundBytes, maxConnections, handshakeTimeoutMs}`).
+/// `{maxFrameBytes?, maxInboundBytes?, maxConnections?, handshakeTimeoutMs?}`); a limit
+/// left out (or `null`) is the core's default ([`DriverLimits::default`]).
 pub(crate) fn limits_from_json(json: &str) -> Result<ConnLimits, String> {
     let v: Json = serde_json::from_str(json).map_err(|e| format!("socket limits: {e}"))?;
-    let num = |k: &str| {
-        v[k].as_u64()
+    let d = DriverLimits::default();
+    let num = |k: &str, default: u64| match v.get(k) {
+        None | Some(Json::Null) => Ok(default),
+        Some(n) => n
+            .as_u64()
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("socket limits: `{k}` must be a positive integer"))
+            .ok_or_else(|| format!("socket limits: `{k}` must be a positive integer")),
     };
-    let max_frame_bytes = num("maxFrameBytes")? as usize;
+    let max_frame_bytes = num("maxFrameBytes", d.max_frame_bytes as u64)? as usize;
+    let max_inbound_bytes = num("maxInboundBytes", d.max_inbound_bytes as u64)? as usize;
     Ok(ConnLimits {
         max_frame_bytes,
-        max_inbound_bytes: (num("maxInboundBytes")? as usize).max(max_frame_bytes),
-        max_connections: num("maxConnections")? as usize,
-        handshake_timeout: Duration::from_millis(num("handshakeTimeoutMs")?),
-        close_grace: CLOSE_GRACE,
+        max_inbound_bytes: max_inbound_bytes.max(max_frame_bytes),
+        max_connections: num("maxConnections", d.max_connections as u64)? as usize,
+        handshake_timeout: Duration::from_millis(num(
+            "handshakeTimeoutMs",
+            d.handshake_timeout_ms,
+        )?),
+        close_grace: Duration::from_millis(d.close_grace_ms),
         frame_limit_name: "downstream.maxFrameBytes",
     })
 }

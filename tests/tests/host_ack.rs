@@ -219,7 +219,7 @@ fn the_stranded_output_renders_for_json_drivers() {
             name: "addNote".into(),
         }],
     };
-    let text = rindle_room_core::host::json::output_json(&o);
+    let text = rindle_room_core::host::json::output_json(o);
     let v: Value = serde_json::from_str(&text).expect("valid JSON");
     assert_eq!(v["mutations"][0]["doc"], "d\"1");
     assert_eq!(v["mutations"][0]["clientID"], "c1");

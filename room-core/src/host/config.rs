@@ -88,13 +88,32 @@ pub struct HostConfig {
     pub revoked: Vec<(String, u64)>,
 }
 
-impl HostConfig {
-    /// A read-only room for `doc_id` with `token_keys` and every other setting at its
-    /// default (config.md); set [`HostConfig::entropy`] before use.
-    pub fn new(doc_id: &str, token_keys: Vec<(String, String)>) -> HostConfig {
+impl Default for WriteSettings {
+    /// No owned tables (set them), the v1 plane, no authority, `ack = "journaled"`, and
+    /// the default windows (`docs/config.md`, `[writes]`).
+    fn default() -> WriteSettings {
+        WriteSettings {
+            owned_tables: Vec::new(),
+            scopes: None,
+            group_commit_ms: 5,
+            flush_debounce_ms: 250,
+            flush_dirty_max: 512,
+            authority: false,
+            ack_after_flush: false,
+        }
+    }
+}
+
+impl Default for HostConfig {
+    /// Every setting at its default: the one place the host's defaults are written.
+    /// The JSON configuration, the smol server's `[downstream]` options and the Node
+    /// shell's `downstream` options fill what they leave out from here, and
+    /// `docs/config.md` is checked against it. No document id and no key yet (set
+    /// them, and [`HostConfig::entropy`]).
+    fn default() -> HostConfig {
         HostConfig {
-            doc_id: String::from(doc_id),
-            token_keys,
+            doc_id: String::new(),
+            token_keys: Vec::new(),
             idle_ttl_ms: 30_000,
             sweep_interval_ms: 1_000,
             revocation_window_ms: 30 * 60_000,
@@ -107,8 +126,63 @@ impl HostConfig {
             writes: None,
             entropy: [0; 32],
             placement: None,
-            revoked: Vec::new(),
             max_room_bytes: None,
+            revoked: Vec::new(),
+        }
+    }
+}
+
+/// What a driver applies around the host, with their defaults: the limits of its
+/// downstream listener and how long its start-up keeps retrying. The host reads none of
+/// them; they live here so that the smol server (`[server]`), the Node shell
+/// (`downstream` options) and the docs share one set of numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DriverLimits {
+    /// The largest websocket message a client may send, bytes (past it: close 1009).
+    pub max_frame_bytes: usize,
+    /// Per connection, the most bytes of received frames waiting for the host (at least
+    /// `max_frame_bytes`); at the cap the socket is not read.
+    pub max_inbound_bytes: usize,
+    /// Bytes queued for every socket of the process together that their writers have
+    /// not taken; past it the largest backlogs are cut ([`super::unsent_cuts`]).
+    pub max_unsent_bytes: usize,
+    /// Downstream sockets held at once, for a driver that does not derive the number
+    /// from the process's open-file limit (the smol server does; the Node shell takes
+    /// this one). Past it an upgrade is answered with HTTP 503.
+    pub max_connections: usize,
+    /// How long a TCP connection may take to complete the websocket upgrade, ms.
+    pub handshake_timeout_ms: u64,
+    /// How long a closing socket waits for the peer's close frame before it is
+    /// dropped, ms.
+    pub close_grace_ms: u64,
+    /// How long start-up keeps retrying an unreachable upstream or authority, ms.
+    pub startup_timeout_ms: u64,
+}
+
+impl Default for DriverLimits {
+    /// The defaults every driver and `docs/config.md` (`[server]`) share.
+    fn default() -> DriverLimits {
+        DriverLimits {
+            max_frame_bytes: 1024 * 1024,
+            max_inbound_bytes: 4 * 1024 * 1024,
+            max_unsent_bytes: super::DEFAULT_MAX_UNSENT_BYTES,
+            max_connections: 10_000,
+            handshake_timeout_ms: 5_000,
+            close_grace_ms: 2_000,
+            startup_timeout_ms: 60_000,
+        }
+    }
+}
+
+impl HostConfig {
+    /// A read-only room for `doc_id` with `token_keys` and every other setting at its
+    /// default ([`HostConfig::default`]); set [`HostConfig::entropy`] before use.
+    pub fn new(doc_id: &str, token_keys: Vec<(String, String)>) -> HostConfig {
+        HostConfig {
+            doc_id: String::from(doc_id),
+            token_keys,
+            ..HostConfig::default()
         }
     }
 
@@ -178,5 +252,63 @@ mod tests {
             .to_string();
         assert!(err.starts_with("writes.scopes marks `c` writable"), "{err}");
         assert!(err.contains("does not include it —"), "{err}");
+    }
+
+    #[test]
+    fn a_json_configuration_fills_what_it_leaves_out_from_the_defaults() {
+        let cfg = super::super::json::config_from_json(
+            r#"{"docId":"d","tokenKeys":[["k","s"]],"writes":{"ownedTables":["t"]}}"#,
+        )
+        .unwrap();
+        let d = HostConfig::default();
+        let got = (
+            cfg.idle_ttl_ms,
+            cfg.sweep_interval_ms,
+            cfg.revocation_window_ms,
+            cfg.send_budget_bytes,
+            cfg.first_frame_timeout_ms,
+            cfg.max_subscriptions_per_conn,
+            cfg.max_snapshot_bytes,
+            cfg.max_materializations,
+        );
+        let want = (
+            d.idle_ttl_ms,
+            d.sweep_interval_ms,
+            d.revocation_window_ms,
+            d.send_budget_bytes,
+            d.first_frame_timeout_ms,
+            d.max_subscriptions_per_conn,
+            d.max_snapshot_bytes,
+            d.max_materializations,
+        );
+        assert_eq!(got, want);
+        let (w, dw) = (cfg.writes.unwrap(), WriteSettings::default());
+        assert_eq!(
+            (w.group_commit_ms, w.flush_debounce_ms, w.flush_dirty_max),
+            (dw.group_commit_ms, dw.flush_debounce_ms, dw.flush_dirty_max)
+        );
+        assert_eq!(cfg.max_room_bytes, d.max_room_bytes);
+    }
+
+    #[test]
+    fn the_defaults_json_uses_the_configurations_names() {
+        use super::super::json::{config_from_json, defaults_json};
+        let mut v: Json = serde_json::from_str(&defaults_json()).unwrap();
+        // The reader ignores the driver limits; with everything else set to its default
+        // and the windows doubled, each field must land where its name says.
+        v["docId"] = Json::from("d");
+        for k in ["idleTtlMs", "sendBudgetBytes", "maxMaterializations"] {
+            v[k] = Json::from(v[k].as_u64().unwrap() * 2);
+        }
+        v["writes"]["ownedTables"] = serde_json::json!(["t"]);
+        v["writes"]["flushDirtyMax"] = Json::from(1024);
+        let cfg = config_from_json(&v.to_string()).unwrap();
+        let d = HostConfig::default();
+        assert_eq!(cfg.idle_ttl_ms, d.idle_ttl_ms * 2);
+        assert_eq!(cfg.send_budget_bytes, d.send_budget_bytes * 2);
+        assert_eq!(cfg.max_materializations, d.max_materializations * 2);
+        assert_eq!(cfg.sweep_interval_ms, d.sweep_interval_ms);
+        assert_eq!(cfg.writes.unwrap().flush_dirty_max, 1024);
+        assert_eq!(v["closeGraceMs"], DriverLimits::default().close_grace_ms);
     }
 }

@@ -1,6 +1,9 @@
 //! The host's I/O as JSON text, for drivers that cross a language boundary (the Node
 //! addon, the C library): the configuration, journal contents and entries, authority
-//! results, control requests, and every [`Output`] / [`Input`] as one JSON object.
+//! results, control requests, and every [`Input`] as one JSON object; an [`Output`] as
+//! one is [`output_json`], the core's one output encoding ([`super::encode`]).
+//!
+//! [`Output`]: super::Output
 //! Field names follow `@rindle/room` 0.9's `WasmRoom` API (`clientID`, `maxFlushSeq`, …);
 //! frame texts travel as
 //! JSON strings.
@@ -14,12 +17,12 @@ use serde_json::Value as Json;
 
 use super::journal_record::{self, JournalRecord};
 use super::{
-    ApplyResult, AuthorityError, AuthorityReply, ControlReply, ControlRequest, FlushRecord,
-    HostConfig, Input, JournalContents, JournalEntry, JournalError, Level, MintError, Output,
-    SendClass, WriteSettings,
+    ApplyResult, AuthorityError, AuthorityReply, ControlRequest, DriverLimits, FlushRecord,
+    HostConfig, Input, JournalContents, JournalEntry, JournalError, MintError, WriteSettings,
 };
 use crate::json::write::{write_f64, write_str};
 
+pub use super::encode::output_json;
 pub use super::JsonError;
 
 /// A document that is not JSON.
@@ -47,6 +50,8 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// placement?: {epoch, leaseToken}}`
 /// (`placement`: what room-boot granted; see [`Placement`](super::Placement)), revoked?:
 /// [[userId, atMs]] (revocations carried over from the box), maxRoomBytes?.
+/// A field left out (or `null`) takes its value from [`HostConfig::default`] /
+/// [`WriteSettings::default`].
 pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| syntax("config", &e))?;
     let doc = v["docId"]
@@ -111,6 +116,7 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
         }
     }
     if let Some(w) = v.get("writes").filter(|w| !w.is_null()) {
+        let d = WriteSettings::default();
         cfg.writes = Some(WriteSettings {
             owned_tables: w["ownedTables"]
                 .as_array()
@@ -121,9 +127,9 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
                 })
                 .unwrap_or_default(),
             scopes: w.get("scopes").filter(|s| !s.is_null()).cloned(),
-            group_commit_ms: num(w, "groupCommitMs", 5)?,
-            flush_debounce_ms: num(w, "flushDebounceMs", 250)?,
-            flush_dirty_max: num(w, "flushDirtyMax", 512)? as usize,
+            group_commit_ms: num(w, "groupCommitMs", d.group_commit_ms)?,
+            flush_debounce_ms: num(w, "flushDebounceMs", d.flush_debounce_ms)?,
+            flush_dirty_max: num(w, "flushDirtyMax", d.flush_dirty_max as u64)? as usize,
             authority: w["authority"].as_bool().unwrap_or(false),
             ack_after_flush: match w.get("ack") {
                 None | Some(Json::Null) => false,
@@ -139,6 +145,44 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
         });
     }
     Ok(cfg)
+}
+
+/// Every default a driver fills in, as one JSON object: the host's settings under the
+/// names [`config_from_json`] reads (`idleTtlMs`, …, `writes: {groupCommitMs, …}`) and
+/// the [`DriverLimits`] (`maxFrameBytes`, `maxInboundBytes`, `maxUnsentBytes`,
+/// `maxConnections`, `handshakeTimeoutMs`, `closeGraceMs`, `startupTimeoutMs`) — what
+/// a driver in another language shows or uses instead of writing the numbers again.
+pub fn defaults_json() -> String {
+    let h = HostConfig::default();
+    let w = WriteSettings::default();
+    let d = DriverLimits::default();
+    format!(
+        "{{\"idleTtlMs\":{},\"sweepIntervalMs\":{},\"revocationWindowMs\":{},\
+         \"sendBudgetBytes\":{},\"firstFrameTimeoutMs\":{},\"maxSubscriptionsPerConn\":{},\
+         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\
+         \"writes\":{{\"groupCommitMs\":{},\"flushDebounceMs\":{},\"flushDirtyMax\":{}}},\
+         \"maxFrameBytes\":{},\"maxInboundBytes\":{},\"maxUnsentBytes\":{},\
+         \"maxConnections\":{},\"handshakeTimeoutMs\":{},\"closeGraceMs\":{},\
+         \"startupTimeoutMs\":{}}}",
+        h.idle_ttl_ms,
+        h.sweep_interval_ms,
+        h.revocation_window_ms,
+        h.send_budget_bytes,
+        h.first_frame_timeout_ms,
+        h.max_subscriptions_per_conn,
+        h.max_snapshot_bytes,
+        h.max_materializations,
+        w.group_commit_ms,
+        w.flush_debounce_ms,
+        w.flush_dirty_max,
+        d.max_frame_bytes,
+        d.max_inbound_bytes,
+        d.max_unsent_bytes,
+        d.max_connections,
+        d.handshake_timeout_ms,
+        d.close_grace_ms,
+        d.startup_timeout_ms,
+    )
 }
 
 /// Journal contents: `{entries: [record], flushes: [{seq, epoch, body}], maxFlushSeq,
@@ -386,215 +430,6 @@ pub fn control_request_from_json(json: &str) -> Result<ControlRequest, JsonError
         Some("close") => ControlRequest::Close,
         other => return Err(format!("control: unknown request {other:?}").into()),
     })
-}
-
-fn class_name(c: SendClass) -> &'static str {
-    match c {
-        SendClass::Plain => "plain",
-        SendClass::Live => "live",
-        SendClass::Snapshot => "snapshot",
-    }
-}
-
-fn level_name(l: Level) -> &'static str {
-    match l {
-        Level::Debug => "debug",
-        Level::Info => "info",
-        Level::Warn => "warn",
-        Level::Error => "error",
-    }
-}
-
-/// A control reply as `{kind, value?}`.
-fn reply_json(out: &mut String, r: &ControlReply) {
-    let (kind, value): (&str, Option<String>) = match r {
-        ControlReply::Stats(s) => ("stats", Some(s.clone())),
-        ControlReply::Health(h) => ("health", Some(h.to_string())),
-        ControlReply::Ready(r) => ("ready", Some(r.to_string())),
-        ControlReply::Revoked(n) => ("revoked", Some(n.to_string())),
-        ControlReply::Drained(Ok(seq)) => ("drained", Some(seq.to_string())),
-        ControlReply::Drained(Err(e)) => {
-            let mut s = String::new();
-            write_str(&mut s, &e.to_string());
-            ("drainFailed", Some(s))
-        }
-        ControlReply::Flushed => ("flushed", None),
-        ControlReply::Stopped => ("stopped", None),
-    };
-    out.push_str("{\"kind\":\"");
-    out.push_str(kind);
-    out.push('"');
-    if let Some(v) = value {
-        out.push_str(",\"value\":");
-        out.push_str(&v);
-    }
-    out.push('}');
-}
-
-/// One output as a JSON object: `{"t": <kind>, …fields}` — `t` is the output's name in
-/// lower camel case (`send`, `close`, `journalAppend`, …), the fields as in [`Output`].
-pub fn output_json(o: &Output) -> String {
-    let mut s = String::with_capacity(64);
-    let t = |s: &mut String, t: &str| {
-        s.push_str("{\"t\":\"");
-        s.push_str(t);
-        s.push('"');
-    };
-    let num = |s: &mut String, k: &str, v: u64| {
-        s.push_str(",\"");
-        s.push_str(k);
-        s.push_str("\":");
-        s.push_str(&v.to_string());
-    };
-    let text = |s: &mut String, k: &str, v: &str| {
-        s.push_str(",\"");
-        s.push_str(k);
-        s.push_str("\":");
-        write_str(s, v);
-    };
-    match o {
-        Output::Started => t(&mut s, "started"),
-        Output::StartFailed { reason } => {
-            t(&mut s, "startFailed");
-            text(&mut s, "reason", reason);
-        }
-        Output::StopAccepting => t(&mut s, "stopAccepting"),
-        Output::Stopped { moved } => {
-            t(&mut s, "stopped");
-            s.push_str(if *moved {
-                ",\"moved\":true"
-            } else {
-                ",\"moved\":false"
-            });
-        }
-        Output::Stranded { mutations } => {
-            t(&mut s, "stranded");
-            s.push_str(",\"mutations\":");
-            crate::texts::write_stranded(&mut s, mutations);
-        }
-        Output::Live { boot_id } => {
-            t(&mut s, "live");
-            text(&mut s, "bootId", boot_id);
-        }
-        Output::Send {
-            conn,
-            text: body,
-            class,
-        } => {
-            t(&mut s, "send");
-            num(&mut s, "conn", *conn);
-            text(&mut s, "class", class_name(*class));
-            text(&mut s, "text", body);
-        }
-        Output::Close {
-            conn,
-            code,
-            reason,
-            discard_queued,
-        } => {
-            t(&mut s, "close");
-            num(&mut s, "conn", *conn);
-            num(&mut s, "code", u64::from(*code));
-            text(&mut s, "reason", reason);
-            s.push_str(if *discard_queued {
-                ",\"discardQueued\":true"
-            } else {
-                ",\"discardQueued\":false"
-            });
-        }
-        Output::Terminate { conn } => {
-            t(&mut s, "terminate");
-            num(&mut s, "conn", *conn);
-        }
-        Output::MintLease => t(&mut s, "mintLease"),
-        Output::OpenUpstream { link } => {
-            t(&mut s, "openUpstream");
-            num(&mut s, "link", *link);
-        }
-        Output::CloseUpstream => t(&mut s, "closeUpstream"),
-        Output::UpstreamSend { link, text: body } => {
-            t(&mut s, "upstreamSend");
-            num(&mut s, "link", *link);
-            text(&mut s, "text", body);
-        }
-        Output::JournalRead { io } => {
-            t(&mut s, "journalRead");
-            num(&mut s, "io", *io);
-        }
-        Output::JournalAppend { io, entries } => {
-            t(&mut s, "journalAppend");
-            num(&mut s, "io", *io);
-            s.push_str(",\"entries\":");
-            s.push_str(&entries_json(entries));
-        }
-        Output::JournalAppendFlush { io, record } => {
-            t(&mut s, "journalAppendFlush");
-            num(&mut s, "io", *io);
-            s.push_str(",\"record\":{\"seq\":");
-            s.push_str(&record.seq.to_string());
-            s.push_str(",\"epoch\":");
-            s.push_str(&record.epoch.to_string());
-            text(&mut s, "body", &record.body);
-            s.push('}');
-        }
-        Output::JournalConfirmFlush { io, seq } => {
-            t(&mut s, "journalConfirmFlush");
-            num(&mut s, "io", *io);
-            num(&mut s, "seq", *seq);
-        }
-        Output::JournalCompact { io, durable } => {
-            t(&mut s, "journalCompact");
-            num(&mut s, "io", *io);
-            s.push_str(",\"durable\":{");
-            for (i, (c, l)) in durable.iter().enumerate() {
-                if i > 0 {
-                    s.push(',');
-                }
-                write_str(&mut s, c);
-                s.push(':');
-                s.push_str(&l.to_string());
-            }
-            s.push('}');
-        }
-        Output::AuthorityClaim { io, doc } => {
-            t(&mut s, "authorityClaim");
-            num(&mut s, "io", *io);
-            text(&mut s, "doc", doc);
-            text(&mut s, "body", &super::claim_body(doc));
-        }
-        Output::AuthorityLmids { io, doc, clients } => {
-            t(&mut s, "authorityLmids");
-            num(&mut s, "io", *io);
-            text(&mut s, "doc", doc);
-            s.push_str(",\"clients\":[");
-            for (i, c) in clients.iter().enumerate() {
-                if i > 0 {
-                    s.push(',');
-                }
-                write_str(&mut s, c);
-            }
-            s.push(']');
-            text(&mut s, "body", &super::lmids_body(doc, clients));
-        }
-        Output::AuthorityApply { io, body } => {
-            t(&mut s, "authorityApply");
-            num(&mut s, "io", *io);
-            text(&mut s, "body", body);
-        }
-        Output::ControlReply { id, reply } => {
-            t(&mut s, "controlReply");
-            num(&mut s, "id", *id);
-            s.push_str(",\"reply\":");
-            reply_json(&mut s, reply);
-        }
-        Output::Log { level, text: line } => {
-            t(&mut s, "log");
-            text(&mut s, "level", level_name(*level));
-            text(&mut s, "text", line);
-        }
-    }
-    s.push('}');
-    s
 }
 
 fn field_u64(v: &Json, k: &str) -> Result<u64, JsonError> {

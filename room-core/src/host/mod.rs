@@ -55,6 +55,7 @@ mod boot;
 mod config;
 mod control;
 mod downstream;
+pub mod encode;
 mod error;
 mod flush;
 pub mod frames;
@@ -78,7 +79,7 @@ use alloc::string::String;
 use crate::contract::JsonRoom;
 
 pub use crate::texts::{bearer_matches, error_body, snippet, REPLY_SNIPPET_BYTES};
-pub use config::{HostConfig, Placement, WriteSettings};
+pub use config::{DriverLimits, HostConfig, Placement, WriteSettings};
 pub use control::{route_control, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
 pub use error::{ConfigError, DrainError, JournalError, JsonError, MintError, TablesError};

@@ -1,6 +1,11 @@
-//! Every option's default: the serde default functions (shared with `docs/config.md`),
-//! [`ServerConfig`]'s `Default`, and the `server.max_connections` default derived from
-//! the open-file limit.
+//! Every option's default: the serde default functions, [`ServerConfig`]'s `Default`,
+//! and the `server.max_connections` default derived from the open-file limit. The
+//! numbers the server shares with the host and the Node shell are not written here:
+//! they are read from the core's [`HostConfig::default`], [`WriteSettings::default`]
+//! and [`DriverLimits::default`] (`tests/config_reference_matches_defaults.rs` checks
+//! `docs/config.md` against them).
+
+use rindle_room_core::host::{DriverLimits, HostConfig, WriteSettings};
 
 use super::{LogFormat, ServerConfig};
 
@@ -24,16 +29,17 @@ impl ServerConfig {
 
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
+        let d = DriverLimits::default();
         ServerConfig {
             bind: String::from("127.0.0.1"),
             port: 0,
             log_format: LogFormat::Text,
-            max_frame_bytes: max_frame_bytes(),
-            max_inbound_bytes: max_inbound_bytes(),
-            max_unsent_bytes: rindle_room_core::host::DEFAULT_MAX_UNSENT_BYTES,
+            max_frame_bytes: d.max_frame_bytes,
+            max_inbound_bytes: d.max_inbound_bytes,
+            max_unsent_bytes: d.max_unsent_bytes,
             max_connections: None,
-            handshake_timeout_ms: handshake_timeout_ms(),
-            startup_timeout_ms: startup_timeout_ms(),
+            handshake_timeout_ms: d.handshake_timeout_ms,
+            startup_timeout_ms: d.startup_timeout_ms,
         }
     }
 }
@@ -42,63 +48,47 @@ impl Default for ServerConfig {
 pub fn control_bind() -> String {
     String::from("127.0.0.1")
 }
-/// 30 s.
+/// [`HostConfig::default`]'s `idle_ttl_ms`.
 pub fn idle_ttl_ms() -> u64 {
-    30_000
+    HostConfig::default().idle_ttl_ms
 }
-/// 1 s.
+/// [`HostConfig::default`]'s `sweep_interval_ms`.
 pub fn sweep_interval_ms() -> u64 {
-    1_000
+    HostConfig::default().sweep_interval_ms
 }
-/// 30 min.
+/// [`HostConfig::default`]'s `revocation_window_ms`.
 pub fn revocation_window_ms() -> u64 {
-    30 * 60_000
+    HostConfig::default().revocation_window_ms
 }
-/// 4 MiB.
+/// [`HostConfig::default`]'s `send_budget_bytes`.
 pub fn send_budget_bytes() -> usize {
-    4 * 1024 * 1024
+    HostConfig::default().send_budget_bytes
 }
-/// 1 MiB.
-pub fn max_frame_bytes() -> usize {
-    1024 * 1024
-}
-/// 4 MiB.
-pub fn max_inbound_bytes() -> usize {
-    4 * 1024 * 1024
-}
-/// 5 s.
-pub fn handshake_timeout_ms() -> u64 {
-    5_000
-}
-/// 60 s.
-pub fn startup_timeout_ms() -> u64 {
-    60_000
-}
-/// 30 s.
+/// [`HostConfig::default`]'s `first_frame_timeout_ms`.
 pub fn first_frame_timeout_ms() -> u64 {
-    30_000
+    HostConfig::default().first_frame_timeout_ms
 }
-/// 1000 subscriptions.
+/// [`HostConfig::default`]'s `max_subscriptions_per_conn`.
 pub fn max_subscriptions_per_conn() -> usize {
-    1_000
+    HostConfig::default().max_subscriptions_per_conn
 }
-/// 64 MiB.
+/// [`HostConfig::default`]'s `max_snapshot_bytes`.
 pub fn max_snapshot_bytes() -> usize {
-    64 * 1024 * 1024
+    HostConfig::default().max_snapshot_bytes
 }
-/// 10000 queries.
+/// [`HostConfig::default`]'s `max_materializations`.
 pub fn max_materializations() -> usize {
-    10_000
+    HostConfig::default().max_materializations
 }
-/// 5 ms.
+/// [`WriteSettings::default`]'s `group_commit_ms`.
 pub fn group_commit_ms() -> u64 {
-    5
+    WriteSettings::default().group_commit_ms
 }
-/// 250 ms.
+/// [`WriteSettings::default`]'s `flush_debounce_ms`.
 pub fn flush_debounce_ms() -> u64 {
-    250
+    WriteSettings::default().flush_debounce_ms
 }
-/// 512 keys.
+/// [`WriteSettings::default`]'s `flush_dirty_max`.
 pub fn flush_dirty_max() -> usize {
-    512
+    WriteSettings::default().flush_dirty_max
 }

@@ -95,15 +95,18 @@ pub struct FleetConfig {
     pub journal_sync: JournalSync,
 }
 
-/// `[fleet]` defaults.
+/// `[fleet]` defaults; those of the boot admission are the core's
+/// ([`BootLimits::default`](rindle_room_core::fleet::BootLimits)).
 pub mod defaults {
+    use rindle_room_core::fleet::BootLimits;
+
     /// `/api/rindle/room-boot`.
     pub fn boot_path() -> String {
         String::from(rindle_room_core::fleet::DEFAULT_BOOT_PATH)
     }
-    /// 10 s.
+    /// The boot admission's queue wait (10 s).
     pub fn boot_timeout_ms() -> u64 {
-        10_000
+        BootLimits::default().queue_wait_ms
     }
     /// 60 s.
     pub fn idle_evict_ms() -> u64 {
@@ -113,13 +116,13 @@ pub mod defaults {
     pub fn max_rooms() -> usize {
         10_000
     }
-    /// 16 boots.
+    /// The boot admission's calls in flight (16).
     pub fn max_boots_in_flight() -> usize {
-        16
+        BootLimits::default().max_in_flight
     }
-    /// 60 s.
+    /// The boot admission's memory of refused documents (60 s).
     pub fn refused_doc_ttl_ms() -> u64 {
-        60_000
+        BootLimits::default().refused_ttl_ms
     }
 }
 

@@ -28,10 +28,6 @@ use crate::mutators::Registry;
 use crate::server::error::{DrainError, JournalOpenError, Listener, StartError};
 use rindle_room_downstream as conn;
 
-/// How long a closing downstream socket waits for the peer's close reply (and for the
-/// close frame to get out at all) before it is dropped.
-const CLOSE_GRACE_MS: u64 = 2_000;
-
 /// Configures and starts a [`RoomServer`].
 ///
 /// ```no_run
@@ -208,7 +204,9 @@ impl RoomServerBuilder {
                 .server
                 .max_connections_or_default(super::process::nofile_limit()),
             handshake_timeout: Duration::from_millis(config.server.handshake_timeout_ms),
-            close_grace: Duration::from_millis(CLOSE_GRACE_MS),
+            close_grace: Duration::from_millis(
+                rindle_room_core::host::DriverLimits::default().close_grace_ms,
+            ),
             frame_limit_name: "server.max_frame_bytes",
         };
         log.debug(&format!(

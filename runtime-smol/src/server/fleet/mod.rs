@@ -43,9 +43,6 @@ use rindle_room_downstream as conn;
 pub use rindle_room_core::fleet::RoomSummary as RoomInfo;
 use rooms::{RoomRouter, Rooms};
 
-/// How long a closing downstream socket waits for the peer's close reply.
-const CLOSE_GRACE_MS: u64 = 2_000;
-
 /// Stranded mutations listed in `/stats` (all are counted and logged).
 pub const MAX_STRANDED_LISTED: usize = 10_000;
 
@@ -260,7 +257,9 @@ impl FleetServerBuilder {
             max_inbound_bytes: config.server.max_inbound_bytes,
             max_connections: descriptors.connections,
             handshake_timeout: Duration::from_millis(config.server.handshake_timeout_ms),
-            close_grace: Duration::from_millis(CLOSE_GRACE_MS),
+            close_grace: Duration::from_millis(
+                rindle_room_core::host::DriverLimits::default().close_grace_ms,
+            ),
             frame_limit_name: "server.max_frame_bytes",
         };
         // Every upgrade is routed to its room; nothing reaches this channel.
