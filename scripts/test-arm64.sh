@@ -166,6 +166,9 @@ if [ ! -x "$node_root/usr/bin/node" ]; then
     p="${queue[0]}"
     queue=("${queue[@]:1}")
     while read -r dep; do
+      # A JavaScript package that libnode names for arm64 is architecture-independent:
+      # `<node-acorn:arm64>`, a virtual name, is node-acorn.
+      case "$dep" in "<node-"*) dep="${dep#<}" && dep="${dep%>}" && dep="${dep%:arm64}" ;; esac
       case "$dep" in
         nodejs* | libnode* | "<"*) ;;
         node-*) [[ " ${js[*]} " == *" $dep "* ]] || { js+=("$dep"); queue+=("$dep"); } ;;
