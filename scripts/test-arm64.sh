@@ -18,10 +18,11 @@
 #   4. Node: Debian's nodejs:arm64 (18.x; unpacked under the target directory, since it
 #      cannot be installed beside the machine's amd64 node) loads the shipped addon and
 #      replays every conformance scenario (bindings-node/test/conformance.test.js); npm,
-#      told the machine is linux/arm64/glibc (--cpu arm64), installs the main package and
-#      the arm64 one from the tarballs and leaves the x64 one out, and the arm64 node loads
-#      the module from that install through the prebuilt arm64 package; plain npm on this
-#      x86_64 machine refuses the arm64 package (EBADPLATFORM).
+#      told the machine is linux/arm64/glibc (--cpu=arm64 …), installs the main package's
+#      arm64 optional dependency (from its tarball, through `overrides`) and leaves the
+#      x64 one out, and the arm64 node loads the module from that install through the
+#      prebuilt arm64 package; plain npm on this x86_64 machine leaves the arm64 package
+#      out, and refuses it by name (EBADPLATFORM).
 #
 # What it installs with apt-get (it says so): the aarch64 toolchain of
 # scripts/lib/targets.sh, qemu-user-static, libc6:arm64 and nodejs:arm64's libraries;
@@ -211,15 +212,38 @@ grep -E '^# (tests|pass|fail)' "$out/conformance-node.log" | sed 's/^/  /'
 grep -q '^# fail 0$' "$out/conformance-node.log"
 
 step "npm: the arm64 package installs where os/cpu/libc match, and loads"
+# A project depending on the main package, with the arm64 package (an optional
+# dependency) taken from its tarball instead of the registry. npm, told it runs on
+# linux/arm64/glibc, must install it; on this machine (x64) it must leave it out. The
+# install script is not run: it would run on the host's x64 node.
+npm_project() {
+  mkdir -p "$1"
+  cat >"$1/package.json" <<EOF
+{
+  "name": "scratch", "version": "1.0.0", "private": true,
+  "dependencies": { "@rindle/room-native": "file:$main_tgz" },
+  "overrides": { "@rindle/room-native-$T_NPM": "file:$arm_tgz" }
+}
+EOF
+}
 proj="$out/npm-project"
-mkdir -p "$proj"
-echo '{ "name": "scratch", "version": "1.0.0", "private": true }' >"$proj/package.json"
-(cd "$proj" && npm install --prefer-offline --no-audit --no-fund --os=linux --cpu=arm64 \
-  --libc=glibc "$main_tgz" "$arm_tgz") | sed 's/^/  /'
-[ -e "$proj/node_modules/@rindle/room-native-$T_NPM/rindle_room.$T_NPM.node" ] ||
+npm_project "$proj"
+(cd "$proj" && npm install --prefer-offline --no-audit --no-fund --ignore-scripts --os=linux \
+  --cpu=arm64 --libc=glibc) 2>&1 | sed 's/^/  /'
+[ -s "$proj/node_modules/@rindle/room-native-$T_NPM/rindle_room.$T_NPM.node" ] ||
   { echo "npm --cpu=arm64 did not install @rindle/room-native-$T_NPM" >&2; exit 1; }
 [ ! -e "$proj/node_modules/@rindle/room-native-linux-x64-gnu" ] ||
   { echo "npm --cpu=arm64 installed the x64 package" >&2; exit 1; }
+echo "  npm --os=linux --cpu=arm64 --libc=glibc: installed @rindle/room-native-$T_NPM, not the x64 one"
+npm_project "$out/npm-project-x64"
+(cd "$out/npm-project-x64" && npm install --prefer-offline --no-audit --no-fund \
+  --ignore-scripts) >/dev/null 2>&1
+if [ ! -d "$out/npm-project-x64/node_modules/@rindle/room-native" ] ||
+  [ -e "$out/npm-project-x64/node_modules/@rindle/room-native-$T_NPM" ]; then
+  echo "npm on this x64 machine did not install the main package without the arm64 one" >&2
+  exit 1
+fi
+echo "  npm on this x64 machine: left @rindle/room-native-$T_NPM out"
 cat >"$proj/load.cjs" <<'EOF'
 const room = require("@rindle/room-native");
 if (typeof room.WasmRoom !== "function") throw new Error("no WasmRoom");
@@ -236,6 +260,6 @@ if (cd "$out" && npm install --prefer-offline --no-audit --no-fund --dry-run "$a
   exit 1
 fi
 grep -q EBADPLATFORM "$out/ebadplatform.log" || { cat "$out/ebadplatform.log" >&2; exit 1; }
-echo "  npm on this x86_64 machine: EBADPLATFORM for the arm64 package"
+echo "  npm on this x86_64 machine, asked for the arm64 package by name: EBADPLATFORM"
 
 step "arm64: all passed in $(($(date +%s) - started)) s"
