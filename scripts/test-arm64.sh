@@ -187,7 +187,8 @@ if [ ! -x "$node_root/usr/bin/node" ]; then
   echo "downloading with apt-get download and unpacking into $node_root: ${pkgs[*]} ${js[*]}"
   rm -rf "$node_root" "$out/debs"
   mkdir -p "$out/debs"
-  (cd "$out/debs" && apt-get download "${pkgs[@]}" "${js[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  (cd "$out/debs" && apt-get download "${pkgs[@]}" "${js[@]}") 2>&1 |
+    { grep -v '^W: Download is performed unsandboxed' || true; }
   for deb in "$out/debs"/*.deb; do dpkg -x "$deb" "$node_root"; done
 fi
 # -L: qemu looks up absolute paths (node's /usr/share/nodejs builtins) under the unpacked

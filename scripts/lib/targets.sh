@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # the T_* variables are the sourcing script's
 # Sourced by scripts/dist.sh, scripts/npm-pack.sh and scripts/test-arm64.sh (after
 # scripts/lib/zig.sh): the Linux targets the shipped artifacts are built for, and the
 # Debian packages the aarch64 one needs.
