@@ -171,7 +171,7 @@ smoke_target() {
   case "$t" in x86_64-*) machine="X86-64" ;; aarch64-*) machine="AArch64" ;; esac
   for f in "$server/bin/rindle-room" "$clib/lib/librindle_room.so.$version" \
     "$dist/npm-unpacked/$T_NPM/package/rindle_room.$T_NPM.node"; do
-    readelf -h "$f" | grep -q "Machine: *$machine" ||
+    readelf -h "$f" | grep -q "Machine:.*$machine" ||
       { echo "$f is not built for $machine" >&2; exit 1; }
   done
   echo "ELF machine of the server, the shared library and the addon: $machine"
