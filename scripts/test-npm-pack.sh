@@ -218,8 +218,12 @@ grep -q "building it from source" "$out/from-source.log" ||
 step "npm: no prebuilt package and no cargo -> an error naming the platform and what to install"
 pkg="$src_proj/node_modules/@rindle/room-native"
 rm "$pkg/rindle_room.node"
+# PATH holds node alone: the directory node lives in may hold a cargo too (Debian's
+# cargo-web, which scripts/dist.sh installs for aarch64, is /usr/bin/cargo).
+mkdir -p "$out/no-cargo-bin"
+ln -sfn "$(command -v node)" "$out/no-cargo-bin/node"
 rc=0
-(cd "$pkg" && env -u CARGO PATH="$(dirname "$(command -v node)"):/usr/bin:/bin" \
+(cd "$pkg" && env -u CARGO PATH="$out/no-cargo-bin" \
   CARGO_HOME=/nonexistent HOME="$out" node scripts/install.js) >"$out/no-cargo.log" 2>&1 || rc=$?
 rc2=0
 (cd "$src_proj" && node -e '
