@@ -181,8 +181,10 @@ if [ ! -x "$node_root/usr/bin/node" ]; then
   for l in "${libs[@]}"; do dpkg -s "$l" >/dev/null 2>&1 || missing+=("$l"); done
   if [ "${#missing[@]}" -gt 0 ]; then
     echo "installing with apt-get (nodejs:arm64's libraries): ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      "${missing[@]}" >/dev/null
+    sudo=()
+    if [ "$(id -u)" != 0 ]; then sudo=(sudo); fi
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+      --no-install-recommends "${missing[@]}" >/dev/null
   fi
   echo "downloading with apt-get download and unpacking into $node_root: ${pkgs[*]} ${js[*]}"
   rm -rf "$node_root" "$out/debs"
