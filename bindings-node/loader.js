@@ -8,7 +8,9 @@
 //      `npm run build:debug`);
 //   3. the prebuilt package of this platform, when there is one and npm installed it (an
 //      optionalDependency of the published package, skipped by npm on other platforms):
-//      @rindle/room-native-linux-x64-gnu (x86_64 Linux, glibc >= 2.17);
+//      @rindle/room-native-linux-x64-gnu (x86_64 Linux, glibc >= 2.17) or
+//      @rindle/room-native-linux-arm64-gnu (aarch64 Linux, glibc >= 2.17); none for musl
+//      (Alpine), whose libc the loader tells apart the way napi-rs loaders do;
 //   4. rindle_room.node beside this file: the addon scripts/install.js built from the
 //      package's Rust sources (native/) at `npm install`, or `npm run build` in a checkout;
 //   otherwise an Error (code ERR_RINDLE_ROOM_NATIVE_MISSING) that names the platform, why
@@ -19,14 +21,29 @@ const path = require("node:path");
 /** The prebuilt platform packages, by platform key (`${platform}-${arch}[-${libc}]`). */
 const PLATFORM_PACKAGES = {
   "linux-x64-gnu": "@rindle/room-native-linux-x64-gnu",
+  "linux-arm64-gnu": "@rindle/room-native-linux-arm64-gnu",
 };
 
-/** The C library of this Linux: "gnu" (glibc) or "musl"; null on other systems. */
-function detectLibc() {
-  if (process.platform !== "linux") return null;
-  // Node reports the glibc it runs on; a musl build has no such field.
-  const header = process.report?.getReport?.()?.header;
-  return header?.glibcVersionRuntime ? "gnu" : "musl";
+/**
+ * The C library of this Linux: "gnu" (glibc) or "musl"; null on other systems. As
+ * napi-rs loaders do: `/usr/bin/ldd` names musl on musl systems (Alpine's is a musl
+ * script); else Node's report says which glibc it runs on (a musl build has no such
+ * field) or lists musl's loader among its shared objects.
+ */
+function detectLibc({ platform = process.platform, readFile = fs.readFileSync, report } = {}) {
+  if (platform !== "linux") return null;
+  try {
+    const ldd = readFile("/usr/bin/ldd", "utf8");
+    if (ldd.includes("musl")) return "musl";
+    if (ldd.includes("GNU C Library") || ldd.includes("glibc")) return "gnu";
+  } catch {
+    // No ldd (a distroless image): ask Node.
+  }
+  const header = report === undefined ? process.report?.getReport?.() : report;
+  if (header?.header?.glibcVersionRuntime) return "gnu";
+  const objects = Array.isArray(header?.sharedObjects) ? header.sharedObjects : [];
+  if (objects.some((f) => f.includes("libc.musl-") || f.includes("ld-musl-"))) return "musl";
+  return header ? "musl" : "gnu";
 }
 
 /** `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`, `win32-x64`, … */
@@ -112,7 +129,10 @@ function loadAddon(opts = {}) {
     }
   } else {
     const keys = Object.keys(PLATFORM_PACKAGES).join(", ");
-    tried.push(`there is no prebuilt package for ${key} (prebuilt: ${keys})`);
+    const why = key.endsWith("-musl")
+      ? ": the prebuilt addons need glibc, and this Linux has musl (Alpine?)"
+      : "";
+    tried.push(`there is no prebuilt package for ${key} (prebuilt: ${keys})${why}`);
   }
 
   const local = path.join(dir, "rindle_room.node");

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Builds and packs the npm packages of the Node face:
 #
-#   scripts/npm-pack.sh OUT_DIR [dist|release]        (default: dist)
+#   scripts/npm-pack.sh OUT_DIR [dist|release] [TARGET...]
 #
-# 1. builds the addon (crate rindle-room-node) with `cargo zigbuild` for
-#    x86_64-unknown-linux-gnu against glibc 2.17 (zig and cargo-zigbuild are pinned in
-#    scripts/lib/zig.sh and installed once into ~/.cache/rindle-room/tools), in
-#    <target>/zig, with the `dist` profile (fat LTO, one codegen unit, stripped: what is
+# TARGET is x86_64-unknown-linux-gnu (the default) and/or aarch64-unknown-linux-gnu
+# (scripts/lib/targets.sh; Debian's Rust toolchain, installed with apt-get when missing).
+# 1. builds the addon (crate rindle-room-node) for each TARGET with `cargo zigbuild`
+#    against glibc 2.17 (zig and cargo-zigbuild are pinned in scripts/lib/zig.sh and
+#    installed once into ~/.cache/rindle-room/tools), in the target's own target
+#    directory, with the `dist` profile (fat LTO, one codegen unit, stripped: what is
 #    released) or `release` plus stripping and no debug info (what CI packs: minutes
 #    faster, a little larger);
-# 2. checks that it is stripped and needs no glibc symbol newer than 2.17;
-# 3. stages @rindle/room-native and @rindle/room-native-linux-x64-gnu
+# 2. checks that each is stripped and needs no glibc symbol newer than 2.17;
+# 3. stages @rindle/room-native (its optionalDependencies list every platform package
+#    under bindings-node/npm/) and @rindle/room-native-<platform> for each TARGET
 #    (bindings-node/scripts/stage.js) and runs `npm pack` in each (their prepack scripts
 #    refuse a package without its addon), writing
 #      OUT_DIR/rindle-room-native-<version>.tgz
-#      OUT_DIR/rindle-room-native-linux-x64-gnu-<version>.tgz
+#      OUT_DIR/rindle-room-native-linux-x64-gnu-<version>.tgz     (x86_64)
+#      OUT_DIR/rindle-room-native-linux-arm64-gnu-<version>.tgz   (aarch64)
 #
 # scripts/dist.sh and scripts/test-npm-pack.sh call it; it also runs on its own.
 set -euo pipefail
@@ -22,9 +26,13 @@ cd "$(dirname "$0")/.."
 repo="$PWD"
 # shellcheck source=lib/zig.sh
 . scripts/lib/zig.sh
+# shellcheck source=lib/targets.sh
+. scripts/lib/targets.sh
 
-out="${1:?usage: scripts/npm-pack.sh OUT_DIR [dist|release]}"
+out="${1:?usage: scripts/npm-pack.sh OUT_DIR [dist|release] [TARGET...]}"
 profile="${2:-dist}"
+targets=("${@:3}")
+[ "${#targets[@]}" -gt 0 ] || targets=(x86_64-unknown-linux-gnu)
 target="${CARGO_TARGET_DIR:-$repo/target}"
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac
 locked=()
@@ -38,29 +46,38 @@ case "$profile" in
 esac
 
 zig_tools
-echo "> cargo zigbuild --profile $profile -p rindle-room-node --target $ZIG_TARGET" \
-  "(CARGO_TARGET_DIR=$target/zig${build_env[*]:+ ${build_env[*]}})"
-started=$(date +%s)
-env "${build_env[@]}" CARGO_TARGET_DIR="$target/zig" cargo zigbuild "${locked[@]}" \
-  --profile "$profile" -p rindle-room-node --target "$ZIG_TARGET"
-addon="$target/zig/x86_64-unknown-linux-gnu/$profile/librindle_room_node.so"
-echo "built $addon in $(($(date +%s) - started)) s"
+staged=()
+for t in "${targets[@]}"; do
+  target_vars "$t" "$target"
+  case "$t" in aarch64-*) aarch64_tools ;; esac
+  echo "> cargo zigbuild --profile $profile -p rindle-room-node --target $(zig_target "$t")" \
+    "(CARGO_TARGET_DIR=$T_DIR${build_env[*]:+ ${build_env[*]}})"
+  started=$(date +%s)
+  target_env "$t" "$T_DIR" "${build_env[@]}" cargo zigbuild "${locked[@]}" \
+    --profile "$profile" -p rindle-room-node --target "$(zig_target "$t")"
+  addon="$T_DIR/$t/$profile/librindle_room_node.so"
+  echo "built $addon in $(($(date +%s) - started)) s"
 
-if readelf --wide --sections "$addon" | grep -Eq '\.(symtab|debug_[a-z]+) '; then
-  echo "$addon is not stripped (it has a symbol table or debug info)" >&2
-  exit 1
-fi
-check_glibc "$addon"
+  if readelf --wide --sections "$addon" | grep -Eq '\.(symtab|debug_[a-z]+) '; then
+    echo "$addon is not stripped (it has a symbol table or debug info)" >&2
+    exit 1
+  fi
+  check_glibc "$addon"
+  staged+=("$T_NPM=$addon")
+done
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 stage="$target/npm-stage"
-node bindings-node/scripts/stage.js "$addon" "$stage"
-for dir in room-native-linux-x64-gnu room-native; do
-  (cd "$stage/$dir" && npm pack --silent --pack-destination "$out" >/dev/null)
-done
+rm -rf "$stage"
+node bindings-node/scripts/stage.js "$stage" "${staged[@]}"
 version="$(node -p 'require("./bindings-node/package.json").version')"
-for tgz in "rindle-room-native-$version.tgz" "rindle-room-native-linux-x64-gnu-$version.tgz"; do
+tgzs=("rindle-room-native-$version.tgz")
+for dir in "$stage"/*/; do
+  (cd "$dir" && npm pack --silent --pack-destination "$out" >/dev/null)
+done
+for s in "${staged[@]}"; do tgzs+=("rindle-room-native-${s%%=*}-$version.tgz"); done
+for tgz in "${tgzs[@]}"; do
   [ -s "$out/$tgz" ] || { echo "npm pack wrote no $out/$tgz" >&2; exit 1; }
   echo "packed $out/$tgz ($(du -k "$out/$tgz" | cut -f 1) KiB)"
 done

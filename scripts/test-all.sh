@@ -4,7 +4,8 @@
 # oracle, the fuzz smoke test), the C and C++ face (scripts/test-c.sh), the Node face
 # (scripts/test-node.sh), the README's code blocks (scripts/test-readme.sh), the room
 # against the published Rindle 0.9.0 stack (scripts/test-real-stack.sh), the npm
-# packages as a user installs them (scripts/test-npm-pack.sh), and the no_std proof. CI
+# packages as a user installs them (scripts/test-npm-pack.sh), the aarch64 artifacts
+# under qemu (scripts/test-arm64.sh, only with RINDLE_TEST_ARM64=1), and the no_std proof. CI
 # (.ci/run) calls exactly this script on a clean clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,14 @@ scripts/test-npm-pack.sh
 
 step "server binary for glibc 2.17 (cargo zigbuild; scripts/test-glibc-floor.sh)"
 scripts/test-glibc-floor.sh
+
+step "arm64 under qemu (scripts/test-arm64.sh; only with RINDLE_TEST_ARM64=1)"
+if [ "${RINDLE_TEST_ARM64:-}" = 1 ]; then
+  scripts/test-arm64.sh
+else
+  echo "skipped: the aarch64 build and its qemu runs take longer than CI's budget; set" \
+    "RINDLE_TEST_ARM64=1, or run scripts/test-arm64.sh before every release"
+fi
 
 if [ -x tests/no-std/check.sh ]; then
   step "no_std proof (tests/no-std)"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The npm packages as a user gets them. Packs @rindle/room-native and
+# The npm packages as a user gets them. Packs @rindle/room-native (its
+# optionalDependencies name both platform packages, x64 and arm64) and
 # @rindle/room-native-linux-x64-gnu with scripts/npm-pack.sh (the `release` profile,
 # stripped: the released `dist` build only adds LTO), then:
 #   - checks what each tarball holds (README.md, LICENSE, package.json with os / cpu /
@@ -8,7 +9,8 @@
 #   - checks that `npm pack` refuses without the addon (prepack) in the checkout and in a
 #     platform package;
 #   - installs both tarballs into a scratch project (`npm install ./a.tgz ./b.tgz`: only
-#     `ws` may come from npm's cache or the registry), checks that the loader picked the
+#     `ws` may come from npm's cache or the registry; the arm64 package is an optional
+#     dependency of another CPU, which npm leaves out), checks that the loader picked the
 #     platform package, and runs a `require`, an `import` and the JavaScript snippets of
 #     the package's README (bindings-node/README.md, read from the installed package:
 #     type-checked with tsc --strict, and run where they need nothing but the module);
@@ -68,6 +70,11 @@ const p = JSON.parse(fs.readFileSync(path.join(plat, "package.json"), "utf8"));
 if (!/^\^8\.\d+\.\d+$/.test(m.dependencies.ws)) fail(`ws is ${m.dependencies.ws}, not a caret range`);
 if (m.optionalDependencies?.[p.name] !== p.version || p.version !== m.version) {
   fail(`optionalDependencies ${JSON.stringify(m.optionalDependencies)} vs ${p.name}@${p.version}`);
+}
+// Every platform package, built here or not: they are released together.
+const platforms = ["linux-arm64-gnu", "linux-x64-gnu"].map((k) => `@rindle/room-native-${k}`);
+if (JSON.stringify(Object.keys(m.optionalDependencies).sort()) !== JSON.stringify(platforms)) {
+  fail(`optionalDependencies ${JSON.stringify(m.optionalDependencies)}: not ${platforms}`);
 }
 for (const [k, v] of Object.entries({ os: "linux", cpu: "x64", libc: "glibc" })) {
   if (JSON.stringify(p[k]) !== JSON.stringify([v])) fail(`${p.name}: ${k} is ${JSON.stringify(p[k])}`);
@@ -211,8 +218,12 @@ grep -q "building it from source" "$out/from-source.log" ||
 step "npm: no prebuilt package and no cargo -> an error naming the platform and what to install"
 pkg="$src_proj/node_modules/@rindle/room-native"
 rm "$pkg/rindle_room.node"
+# PATH holds node alone: the directory node lives in may hold a cargo too (Debian's
+# cargo-web, which scripts/dist.sh installs for aarch64, is /usr/bin/cargo).
+mkdir -p "$out/no-cargo-bin"
+ln -sfn "$(command -v node)" "$out/no-cargo-bin/node"
 rc=0
-(cd "$pkg" && env -u CARGO PATH="$(dirname "$(command -v node)"):/usr/bin:/bin" \
+(cd "$pkg" && env -u CARGO PATH="$out/no-cargo-bin" \
   CARGO_HOME=/nonexistent HOME="$out" node scripts/install.js) >"$out/no-cargo.log" 2>&1 || rc=$?
 rc2=0
 (cd "$src_proj" && node -e '

@@ -4,9 +4,9 @@
 // prebuilt one loads.
 //
 // npm runs it after installing the package. When the prebuilt platform package
-// (@rindle/room-native-linux-x64-gnu, an optionalDependency) loads, or an addon built
-// earlier does, it does nothing. Otherwise (another platform, or npm left the optional
-// package out) it runs
+// (@rindle/room-native-linux-x64-gnu or -linux-arm64-gnu, an optionalDependency) loads,
+// or an addon built earlier does, it does nothing. Otherwise (another platform, or npm
+// left the optional package out) it runs
 //
 //   cargo build --release --locked --manifest-path native/Cargo.toml -p rindle-room-node
 //

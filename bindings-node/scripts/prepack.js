@@ -10,8 +10,11 @@
 //   - in bindings-node itself (a checkout), refuse: `npm pack` there would ship no addon
 //     and no way to build one;
 //   - in the staged package, refuse unless native/ holds the sources the install script
-//     builds from and every platform package of optionalDependencies was staged beside
-//     it with its addon.
+//     builds from, at least one platform package of optionalDependencies was staged
+//     beside it, and each staged one holds its addon. optionalDependencies name every
+//     platform package (they are released together); one a run did not build (say
+//     `scripts/npm-pack.sh OUT release` builds x86_64 only) is named in a warning: npm
+//     skips an optional package it cannot find, and that platform builds from source.
 const fs = require("node:fs");
 const path = require("node:path");
 
@@ -27,6 +30,7 @@ if (fs.existsSync(path.join(pkgDir, "scripts", "build.js"))) {
   }
   const platforms = Object.keys(pkg.optionalDependencies ?? {});
   if (platforms.length === 0) problems.push("package.json names no platform package");
+  const absent = [];
   for (const name of platforms) {
     const dir = path.join(pkgDir, "..", name.replace(/^@[^/]+\//, ""));
     let main;
@@ -35,12 +39,20 @@ if (fs.existsSync(path.join(pkgDir, "scripts", "build.js"))) {
       if (manifest.name !== name) throw new Error(`${dir} holds ${manifest.name}`);
       main = path.join(dir, manifest.main);
     } catch (err) {
-      problems.push(`the platform package ${name} is not staged beside this one (${err.message})`);
+      absent.push(`${name} (${err.message})`);
       continue;
     }
     if (!fs.existsSync(main) || fs.statSync(main).size === 0) {
       problems.push(`the platform package ${name} has no addon (${main})`);
     }
+  }
+  if (platforms.length > 0 && absent.length === platforms.length) {
+    problems.push(`no platform package is staged beside this one: ${absent.join("; ")}`);
+  } else if (absent.length) {
+    console.warn(
+      `@rindle/room-native: packing without ${absent.length} platform package(s) this run ` +
+        `did not build: ${absent.join("; ")}. Release them together (scripts/dist.sh).`,
+    );
   }
 }
 

@@ -2,16 +2,20 @@
 "use strict";
 // Stages the npm packages for `npm pack` (scripts/npm-pack.sh runs it):
 //
-//   node bindings-node/scripts/stage.js ADDON OUT_DIR
+//   node bindings-node/scripts/stage.js OUT_DIR PLATFORM=ADDON...
 //
-// ADDON is the stripped addon built for x86_64 Linux against glibc 2.17. Writes
-//   OUT_DIR/room-native-linux-x64-gnu/  @rindle/room-native-linux-x64-gnu: npm/linux-x64-gnu's
-//                                       package.json and README.md, the repository's
-//                                       LICENSE, and ADDON as rindle_room.linux-x64-gnu.node;
+// PLATFORM is a directory under npm/ (linux-x64-gnu, linux-arm64-gnu) and ADDON the
+// stripped addon built for it against glibc 2.17. Writes
+//   OUT_DIR/room-native-PLATFORM/       @rindle/room-native-PLATFORM, for each PLATFORM
+//                                       given: npm/PLATFORM's package.json and README.md,
+//                                       the repository's LICENSE, and ADDON as
+//                                       rindle_room.PLATFORM.node;
 //   OUT_DIR/room-native/                @rindle/room-native: the files of package.json's
 //                                       `files`, README.md, LICENSE, and
-//                                       - package.json with optionalDependencies on each
-//                                         platform package (same version), the scripts a
+//                                       - package.json with optionalDependencies on every
+//                                         platform package under npm/ (same version),
+//                                         staged here or not (they are released
+//                                         together), the scripts a
 //                                         user's npm runs (install, prepack), no
 //                                         devDependencies;
 //                                       - native/: the Rust sources the install script
@@ -27,9 +31,9 @@ const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const path = require("node:path");
 
-const [addon, outArg] = process.argv.slice(2);
-if (!addon || !outArg) {
-  console.error("usage: node stage.js ADDON OUT_DIR");
+const [outArg, ...given] = process.argv.slice(2);
+if (!outArg || given.length === 0 || !given.every((g) => /^[a-z0-9-]+=./.test(g))) {
+  console.error("usage: node stage.js OUT_DIR PLATFORM=ADDON...");
   process.exit(2);
 }
 const pkgDir = path.resolve(__dirname, "..");
@@ -37,8 +41,21 @@ const repo = path.resolve(pkgDir, "..");
 const out = path.resolve(outArg);
 const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, "package.json"), "utf8"));
 
-/** The platform packages this repository builds: directory under npm/ -> the addon. */
-const PLATFORMS = { "linux-x64-gnu": addon };
+/** The platform packages this repository has: every directory under npm/. */
+const PLATFORMS = fs
+  .readdirSync(path.join(pkgDir, "npm"), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)
+  .sort();
+/** The addons to stage: platform -> file. */
+const ADDONS = Object.fromEntries(
+  given.map((g) => [g.slice(0, g.indexOf("=")), g.slice(g.indexOf("=") + 1)]),
+);
+for (const platform of Object.keys(ADDONS)) {
+  if (!PLATFORMS.includes(platform)) {
+    throw new Error(`no npm/${platform}: the platforms are ${PLATFORMS.join(", ")}`);
+  }
+}
 /** The crates of the addon (rindle-room-node and its path dependencies), by directory. */
 const CRATES = ["room-core", "journal", "downstream", "bindings-node"];
 
@@ -55,18 +72,20 @@ function fresh(dir) {
 
 // --- the platform packages ---------------------------------------------------------
 const optionalDependencies = {};
-for (const [platform, file] of Object.entries(PLATFORMS)) {
+for (const platform of PLATFORMS) {
   const src = path.join(pkgDir, "npm", platform);
   const manifest = JSON.parse(fs.readFileSync(path.join(src, "package.json"), "utf8"));
   if (manifest.version !== pkg.version) {
     throw new Error(`npm/${platform}/package.json is ${manifest.version}, not ${pkg.version}`);
   }
+  optionalDependencies[manifest.name] = manifest.version;
+  const file = ADDONS[platform];
+  if (!file) continue;
   const dir = fresh(path.join(out, manifest.name.replace(/^@[^/]+\//, "")));
   copy(path.join(src, "package.json"), path.join(dir, "package.json"));
   copy(path.join(src, "README.md"), path.join(dir, "README.md"));
   copy(path.join(repo, "LICENSE"), path.join(dir, "LICENSE"));
   copy(path.resolve(file), path.join(dir, manifest.main));
-  optionalDependencies[manifest.name] = manifest.version;
   console.log(`staged ${manifest.name}@${manifest.version} in ${dir}`);
 }
 

@@ -9,7 +9,7 @@ const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { loadAddon, platformKey, PLATFORM_PACKAGES } = require("../loader.js");
+const { detectLibc, loadAddon, platformKey, PLATFORM_PACKAGES } = require("../loader.js");
 
 const PREBUILT = "@rindle/room-native-linux-x64-gnu";
 const roots = [];
@@ -102,7 +102,10 @@ test("on a platform with no prebuilt package and no build, the error names it an
     (err) => {
       assert.equal(err.code, "ERR_RINDLE_ROOM_NATIVE_MISSING");
       assert.match(err.message, /no native addon for darwin-arm64/);
-      assert.match(err.message, /no prebuilt package for darwin-arm64 \(prebuilt: linux-x64-gnu\)/);
+      assert.match(
+        err.message,
+        /no prebuilt package for darwin-arm64 \(prebuilt: linux-x64-gnu, linux-arm64-gnu\)/,
+      );
       assert.match(err.message, /rustup\.rs/);
       assert.match(err.message, /npm rebuild @rindle\/room-native/);
       return true;
@@ -115,6 +118,47 @@ test("on linux-x64-gnu without the optional package, the error names it", () => 
     () => load(installed({})),
     /room-native-linux-x64-gnu is not installed.*`npm install @rindle\/room-native-linux-x64-gnu`/,
   );
+});
+
+test("on linux-arm64-gnu without the optional package, the error names the arm64 one", () => {
+  assert.equal(PLATFORM_PACKAGES["linux-arm64-gnu"], "@rindle/room-native-linux-arm64-gnu");
+  assert.throws(
+    () => load(installed({ prebuilt: true }), "linux-arm64-gnu"),
+    /room-native-linux-arm64-gnu is not installed.*`npm install @rindle\/room-native-linux-arm64-gnu`/,
+  );
+});
+
+test("on musl, the error says the prebuilt addons need glibc and how to build", () => {
+  for (const key of ["linux-x64-musl", "linux-arm64-musl"]) {
+    assert.throws(
+      () => load(installed({ prebuilt: true }), key),
+      (err) => {
+        assert.equal(err.code, "ERR_RINDLE_ROOM_NATIVE_MISSING");
+        assert.match(err.message, new RegExp(`no prebuilt package for ${key} .*need glibc`));
+        assert.match(err.message, /this Linux has musl/);
+        assert.match(err.message, /rustup\.rs/);
+        assert.match(err.message, /npm rebuild @rindle\/room-native/);
+        return true;
+      },
+    );
+  }
+});
+
+test("musl is told from glibc as napi-rs loaders do: ldd first, then Node's report", () => {
+  const ldd = (text) => () => text;
+  const noLdd = () => {
+    throw new Error("ENOENT");
+  };
+  const alpine = "#!/bin/sh\nexec /lib/ld-musl-x86_64.so.1 --list \"$@\"\n";
+  assert.equal(detectLibc({ platform: "linux", readFile: ldd(alpine), report: null }), "musl");
+  const debian = "# This file is part of the GNU C Library.\n";
+  assert.equal(detectLibc({ platform: "linux", readFile: ldd(debian), report: null }), "gnu");
+  const glibcReport = { header: { glibcVersionRuntime: "2.36" }, sharedObjects: [] };
+  assert.equal(detectLibc({ platform: "linux", readFile: noLdd, report: glibcReport }), "gnu");
+  const muslReport = { header: {}, sharedObjects: ["/lib/ld-musl-aarch64.so.1"] };
+  assert.equal(detectLibc({ platform: "linux", readFile: noLdd, report: muslReport }), "musl");
+  assert.equal(detectLibc({ platform: "darwin" }), null);
+  assert.match(platformKey("linux", process.arch), /^linux-(x64|arm64)-(gnu|musl)$/);
 });
 
 test("in a checkout, the error says npm run build", () => {

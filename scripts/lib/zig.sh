@@ -11,12 +11,16 @@
 #   check_glibc FILE [MAX]    fails unless max_glibc FILE <= MAX (default 2.17)
 #
 # The glibc floor of every shipped Linux artifact is $GLIBC_FLOOR: CentOS 7, Debian 8,
-# Ubuntu 14.04, Amazon Linux 2 and RHEL 7 and newer; Rust's std needs no newer one.
+# Ubuntu 14.04, Amazon Linux 2 and RHEL 7 and newer; Rust's std needs no newer one. It is
+# also the first glibc with aarch64 support, so the floor is the same on both targets
+# (scripts/lib/targets.sh).
 
 ZIG_VERSION=0.15.2
 CARGO_ZIGBUILD_VERSION=0.24.1
 GLIBC_FLOOR=2.17
+# cargo-zigbuild's spelling of "this Rust target against glibc $GLIBC_FLOOR".
 ZIG_TARGET="x86_64-unknown-linux-gnu.$GLIBC_FLOOR"
+zig_target() { echo "$1.$GLIBC_FLOOR"; }
 
 zig_tools() {
   local tools="${RINDLE_TOOLS_DIR:-$HOME/.cache/rindle-room/tools}"
@@ -47,10 +51,9 @@ zig_tools() {
 
 max_glibc() {
   local versions
-  # objdump (binutils) where it is, else readelf (also binutils, or elfutils' eu-readelf).
-  if command -v objdump >/dev/null; then
-    versions="$(objdump -T "$1")"
-  else
+  # objdump (binutils) where it is and knows the file's machine (Debian's does not know
+  # aarch64), else readelf (binutils too; it reads every ELF machine).
+  if ! command -v objdump >/dev/null || ! versions="$(objdump -T "$1" 2>/dev/null)"; then
     versions="$(readelf --wide --dyn-syms "$1")"
   fi
   versions="$(grep -o 'GLIBC_[0-9][0-9.]*' <<<"$versions" | sed 's/^GLIBC_//' | sort -uV)"
