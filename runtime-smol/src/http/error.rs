@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use super::framing::{MAX_HEADERS, MAX_HEAD_BYTES};
+use super::limits::{MAX_HEADERS, MAX_HEAD_BYTES};
 
 /// A framing error, carried inside an `io::Error` of kind `InvalidData`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,11 +5,7 @@ use std::io;
 
 use super::error::{malformed, HttpError};
 
-/// The largest request/response head (start line + headers) accepted (64 KiB).
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
-
-/// The most header fields accepted in one head.
-pub const MAX_HEADERS: usize = 100;
+pub use super::limits::{MAX_HEADERS, MAX_HEAD_BYTES};
 
 pub(super) fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers

@@ -47,13 +47,14 @@ use smol::Timer;
 mod client;
 mod error;
 mod framing;
+mod limits;
 mod reader;
 mod server;
 mod url;
 
 pub use client::{read_response, request, Response, MAX_RESPONSE_BODY};
 pub use error::{error_status, http_error, HttpError};
-pub use framing::{MAX_HEADERS, MAX_HEAD_BYTES};
+pub use limits::{MAX_HEADERS, MAX_HEAD_BYTES};
 pub use server::{
     read_request, read_request_continue, reason_phrase, write_response, write_response_with,
     Request,

@@ -75,7 +75,7 @@ pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, StartErr
             .map_err(|e| StartError::Host(e.to_string()))?;
     }
     let mut host = Host::new(host_cfg).map_err(|e| StartError::Host(e.to_string()))?;
-    host.set_log_level(super::room_server::host_log_level(&parts.log));
+    host.set_log_level(super::log::host_log_level(&parts.log));
     let writes = config.writes.as_ref();
     let registry_config = (writes.is_some()
         && (!config.mutators.is_empty() || writes.is_some_and(|w| w.crud)))

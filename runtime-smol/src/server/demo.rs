@@ -7,8 +7,7 @@
 //! with every row, and a `progress`.
 
 use std::fmt;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rindle_room_core::fingerprint::normalized_fp;
 use rindle_room_core::json::tree::JsValue;
@@ -18,6 +17,7 @@ use rindle_room_core::value::COMPARATOR_VERSION;
 use rindle_room_core::TableSchema;
 
 use super::clock::BoxFuture;
+pub use super::error::DemoError;
 use super::upstream::{ConnectError, MintError, UpstreamConnector, UpstreamLink};
 
 /// The default demo data (an issue tracker: `issue`, `user`, `comment`).
@@ -34,54 +34,6 @@ pub struct DemoData {
     pub query: Option<JsValue>,
     /// The file's first table: what the demo's sample lines write to.
     pub first_table: String,
-}
-
-/// Why demo data was refused.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum DemoError {
-    /// The file could not be read.
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// The JSON is not demo data: not JSON, or a table that is not
-    /// `{name, columns, primaryKey, rows}`.
-    Malformed {
-        /// What is wrong.
-        message: String,
-        /// The file, when the data came from one.
-        path: Option<PathBuf>,
-    },
-}
-
-impl fmt::Display for DemoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DemoError::Read { path, source } => {
-                write!(f, "demo data: cannot read {}: {source}", path.display())
-            }
-            DemoError::Malformed {
-                message,
-                path: None,
-            } => write!(f, "demo data: {message}"),
-            DemoError::Malformed {
-                message,
-                path: Some(path),
-            } => write!(f, "demo data: {message} ({})", path.display()),
-        }
-    }
-}
-
-impl std::error::Error for DemoError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DemoError::Read { source, .. } => Some(source),
-            DemoError::Malformed { .. } => None,
-        }
-    }
 }
 
 fn bad(what: impl fmt::Display) -> DemoError {

@@ -8,8 +8,6 @@ use std::path::PathBuf;
 use crate::authority::AuthorityConfigError;
 use crate::config::ConfigError;
 
-use super::demo::DemoError;
-
 /// Which listener could not be bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -248,3 +246,51 @@ impl fmt::Display for DrainError {
 }
 
 impl std::error::Error for DrainError {}
+
+/// Why demo data was refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// The file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The JSON is not demo data: not JSON, or a table that is not
+    /// `{name, columns, primaryKey, rows}`.
+    Malformed {
+        /// What is wrong.
+        message: String,
+        /// The file, when the data came from one.
+        path: Option<PathBuf>,
+    },
+}
+
+impl fmt::Display for DemoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DemoError::Read { path, source } => {
+                write!(f, "demo data: cannot read {}: {source}", path.display())
+            }
+            DemoError::Malformed {
+                message,
+                path: None,
+            } => write!(f, "demo data: {message}"),
+            DemoError::Malformed {
+                message,
+                path: Some(path),
+            } => write!(f, "demo data: {message} ({})", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DemoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DemoError::Read { source, .. } => Some(source),
+            DemoError::Malformed { .. } => None,
+        }
+    }
+}

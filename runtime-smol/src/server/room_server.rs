@@ -436,14 +436,3 @@ impl RoomServer {
         }
     }
 }
-
-/// The least severe level `log` keeps for the room's lines: the host does not even
-/// format lines the logger would drop.
-pub(crate) fn host_log_level(log: &super::log::Logger) -> rindle_room_core::host::Level {
-    match log.min_level_for(super::log::ROOM_TARGET) {
-        super::log::Level::Debug => rindle_room_core::host::Level::Debug,
-        super::log::Level::Info => rindle_room_core::host::Level::Info,
-        super::log::Level::Warn => rindle_room_core::host::Level::Warn,
-        super::log::Level::Error => rindle_room_core::host::Level::Error,
-    }
-}

@@ -1,11 +1,10 @@
 //! Parsing a spec from TOML: which kind each step is, which keys it takes, and its
 //! operands (value expressions are parsed in `values.rs`).
 
-use serde::Deserialize;
 
 use super::a;
 use super::error::{Malformed, SpecError};
-use super::spec::{ArgType, Check, CompareOp, Expr, MutatorSpec, Step, StepKind, WriteOp};
+use super::spec::{ArgType, Check, CompareOp, Expr, MutatorSpec, RawSpec, Step, StepKind, WriteOp};
 use super::values::{describe_toml, is_ident, parse_arg_path, parse_cells, parse_expr};
 
 /// The step kinds, by the key that selects them.
@@ -14,13 +13,6 @@ const STEP_KINDS: [&str; 7] = [
 ];
 
 const CHECK_NAMES: &str = "eq, ne, lt, le, gt, ge, in, is_null, not_null, present, absent";
-
-/// The TOML shape of a spec before its steps are parsed.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawSpec {
-    steps: Vec<toml::Table>,
-}
 
 impl TryFrom<RawSpec> for MutatorSpec {
     type Error = SpecError;

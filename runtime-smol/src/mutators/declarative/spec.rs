@@ -8,7 +8,14 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 use super::error::Malformed;
-use super::parse::RawSpec;
+
+/// The TOML shape of a spec before its steps are parsed (`parse.rs` turns it into a
+/// [`MutatorSpec`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSpec {
+    pub(super) steps: Vec<toml::Table>,
+}
 
 /// One declarative mutator: the `steps` of a `[mutators.<name>]` table, run in order.
 ///

@@ -344,6 +344,17 @@ pub fn rfc3339(ms: u64) -> String {
     )
 }
 
+/// The least severe level `log` keeps for the room's lines: the host does not even
+/// format lines the logger would drop.
+pub(crate) fn host_log_level(log: &Logger) -> rindle_room_core::host::Level {
+    match log.min_level_for(ROOM_TARGET) {
+        Level::Debug => rindle_room_core::host::Level::Debug,
+        Level::Info => rindle_room_core::host::Level::Info,
+        Level::Warn => rindle_room_core::host::Level::Warn,
+        Level::Error => rindle_room_core::host::Level::Error,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
