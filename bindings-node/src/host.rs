@@ -484,7 +484,8 @@ impl RoomHost {
         wake: Function<'_, (), ()>,
     ) -> napi::Result<u32> {
         let cx = Cx::new(&env, "RoomHost.listen");
-        let limits = cx.settle(sockets::limits_from_json(&limits_json).map_err(bad))?;
+        let limits =
+            cx.settle(sockets::limits_from_json(&limits_json).map_err(|e| bad(e.to_string())))?;
         let port = u16::try_from(port).map_err(|_| {
             napi::Error::new(
                 napi::Status::InvalidArg,

@@ -30,15 +30,15 @@ pub(crate) type Wake = ThreadsafeFunction<(), (), (), Status, false>;
 /// The limits of the native listener, from the shell's `downstream` options (JSON:
 /// `{maxFrameBytes?, maxInboundBytes?, maxConnections?, handshakeTimeoutMs?}`); a limit
 /// left out (or `null`) is the core's default ([`DriverLimits::default`]).
-pub(crate) fn limits_from_json(json: &str) -> Result<ConnLimits, String> {
-    let v: Json = serde_json::from_str(json).map_err(|e| format!("socket limits: {e}"))?;
+pub(crate) fn limits_from_json(json: &str) -> Result<ConnLimits, LimitsError> {
+    let v: Json = serde_json::from_str(json).map_err(|e| LimitsError::Json(e.to_string()))?;
     let d = DriverLimits::default();
     let num = |k: &str, default: u64| match v.get(k) {
         None | Some(Json::Null) => Ok(default),
         Some(n) => n
             .as_u64()
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("socket limits: `{k}` must be a positive integer")),
+            .ok_or_else(|| LimitsError::NotPositive(k.to_string())),
     };
     let max_frame_bytes = num("maxFrameBytes", d.max_frame_bytes as u64)? as usize;
     let max_inbound_bytes = num("maxInboundBytes", d.max_inbound_bytes as u64)? as usize;
@@ -54,6 +54,29 @@ pub(crate) fn limits_from_json(json: &str) -> Result<ConnLimits, String> {
         frame_limit_name: "downstream.maxFrameBytes",
     })
 }
+
+/// Why the shell's socket limits were refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum LimitsError {
+    /// Not JSON (the parser's words).
+    Json(String),
+    /// The named limit is not a positive integer.
+    NotPositive(String),
+}
+
+impl std::fmt::Display for LimitsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitsError::Json(e) => write!(f, "socket limits: {e}"),
+            LimitsError::NotPositive(k) => {
+                write!(f, "socket limits: `{k}` must be a positive integer")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LimitsError {}
 
 /// Events the connection tasks queued for the JS thread.
 #[derive(Debug, Default)]

@@ -1,7 +1,6 @@
 //! [`Room`]: the typed API of one room — the upstream-fed base store and its downstream
 //! serving state.
 
-use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -176,13 +175,14 @@ impl Room {
     }
 
     /// Inserts a row and maintains every query.
-    pub(crate) fn insert_row(&mut self, t: usize, row: Row) -> Result<(), String> {
-        let name = self.store.table(t).schema.name.clone();
+    pub(crate) fn insert_row(&mut self, t: usize, row: Row) -> Result<(), InsertRefused> {
         let (table, scratch) = self.store.table_mut(t);
-        let rid = table.insert(row.clone(), scratch).map_err(|e| match e {
-            StoreRefusal::KeyExists => format!("add of an existing key in {name:?}"),
-            StoreRefusal::WrongWidth => format!("a {name:?} row has the wrong width"),
-        })?;
+        let rid = table
+            .insert(row.clone(), scratch)
+            .map_err(|why| InsertRefused {
+                table: table.schema.name.clone(),
+                why,
+            })?;
         self.engine.on_change(&self.store, t, rid, None, Some(&row));
         Ok(())
     }
@@ -599,9 +599,27 @@ fn hello_tables(q: &Query, store: &Store) -> Vec<TableSchema> {
     tables
 }
 
+/// A row the store refused to insert, and into which table.
+#[derive(Debug)]
+pub(crate) struct InsertRefused {
+    pub table: Arc<str>,
+    pub why: StoreRefusal,
+}
+
+impl core::fmt::Display for InsertRefused {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let name = &self.table;
+        match self.why {
+            StoreRefusal::KeyExists => write!(f, "add of an existing key in {name:?}"),
+            StoreRefusal::WrongWidth => write!(f, "a {name:?} row has the wrong width"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
     use alloc::vec;
 
     /// However many table sets clients' queries name, the shared-hello cache stays

@@ -11,7 +11,9 @@ use alloc::vec::Vec;
 use crate::error::{Error, ErrorCode};
 use crate::room::Room;
 use crate::serve::NetOp;
-use crate::store::Row;
+use crate::store::{Row, StoreRefusal};
+use alloc::sync::Arc;
+use core::fmt;
 
 /// One upstream `nbatch.batch` (the room is the daemon's client).
 #[derive(Clone, Debug)]
@@ -268,20 +270,21 @@ impl Room {
     /// plane"). On a **writable** table an op that disagrees with the head only about
     /// the key's existence is reconciled instead of poisoning (see
     /// `docs/decisions-local.md`).
-    fn apply_upstream_op(&mut self, op: &NetOp) -> Result<(), String> {
+    fn apply_upstream_op(&mut self, op: &NetOp) -> Result<(), UpstreamOpError> {
         let name = op.table();
         let t = self
             .store
             .table_id_shared(name)
             .filter(|&t| t < self.user_tables)
-            .ok_or_else(|| format!("unknown table {name:?}"))?;
+            .ok_or_else(|| UpstreamOpError::UnknownTable(name.clone()))?;
         let width = self.store.table(t).schema.columns.len();
         for row in [op.before(), op.after()].into_iter().flatten() {
             if row.len() != width {
-                return Err(format!(
-                    "a {name:?} row has {} cells, the table has {width} columns",
-                    row.len()
-                ));
+                return Err(UpstreamOpError::WrongWidth {
+                    table: name.clone(),
+                    cells: row.len(),
+                    columns: width,
+                });
             }
         }
         let (old, new) = match op {
@@ -316,7 +319,7 @@ impl Room {
         op: &NetOp,
         old: Option<&Row>,
         new: Option<&Row>,
-    ) -> Result<(), String> {
+    ) -> Result<(), UpstreamOpError> {
         let name = op.table();
         let Some(image) = old.or(new) else {
             return Ok(());
@@ -363,13 +366,13 @@ impl Room {
                 }
                 return self
                     .write_head(t, &k.1, new.cloned())
-                    .map_err(|e| String::from(e.message()));
+                    .map_err(UpstreamOpError::Head);
             }
             if w.dirty.remove(&k).is_some() {
                 // Someone else wrote a key the room has a pending change of: upstream
                 // wins, the head takes the image and the room's change is dropped.
                 self.write_head(t, &k.1, new.cloned())
-                    .map_err(|e| String::from(e.message()))?;
+                    .map_err(UpstreamOpError::Head)?;
                 return Ok(());
             }
             tolerant = w.writable(t);
@@ -377,20 +380,27 @@ impl Room {
         match (rid, new) {
             (Some(rid), Some(row)) => {
                 if old.is_none() && !tolerant {
-                    return Err(format!("add of an existing key in {name:?}"));
+                    return Err(UpstreamOpError::KeyExists(name.clone()));
                 }
                 self.replace_row(t, rid, row.clone());
             }
             (Some(rid), None) => self.remove_row(t, rid),
             (None, Some(row)) => {
                 if old.is_some() && !tolerant {
-                    return Err(format!("edit of a missing key in {name:?}"));
+                    return Err(UpstreamOpError::EditOfMissingKey(name.clone()));
                 }
-                self.insert_row(t, row.clone())?;
+                self.insert_row(t, row.clone()).map_err(|e| match e.why {
+                    StoreRefusal::KeyExists => UpstreamOpError::KeyExists(e.table),
+                    StoreRefusal::WrongWidth => UpstreamOpError::WrongWidth {
+                        table: e.table,
+                        cells: row.len(),
+                        columns: self.store.table(t).schema.columns.len(),
+                    },
+                })?;
             }
             (None, None) => {
                 if !tolerant {
-                    return Err(format!("remove of a missing key in {name:?}"));
+                    return Err(UpstreamOpError::RemoveOfMissingKey(name.clone()));
                 }
             }
         }
@@ -411,4 +421,51 @@ fn same_image(a: &Option<Row>, b: Option<&Row>) -> bool {
 pub fn wire_counter(v: f64) -> Option<u64> {
     (v.is_finite() && v >= 0.0 && crate::value::is_integral(v) && v < 18_446_744_073_709_551_616.0)
         .then_some(v as u64)
+}
+
+/// Why an upstream op could not be applied (the incarnation is poisoned with it).
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum UpstreamOpError {
+    /// The op names a table the hello did not list.
+    UnknownTable(Arc<str>),
+    /// A row of the op has the wrong number of cells.
+    WrongWidth {
+        /// The table.
+        table: Arc<str>,
+        /// The row's cells.
+        cells: usize,
+        /// The table's columns.
+        columns: usize,
+    },
+    /// An add of a key the table holds.
+    KeyExists(Arc<str>),
+    /// An edit of a key the table does not hold.
+    EditOfMissingKey(Arc<str>),
+    /// A remove of a key the table does not hold.
+    RemoveOfMissingKey(Arc<str>),
+    /// Writing the head failed.
+    Head(Error),
+}
+
+impl fmt::Display for UpstreamOpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UpstreamOpError::UnknownTable(t) => write!(f, "unknown table {t:?}"),
+            UpstreamOpError::WrongWidth {
+                table,
+                cells,
+                columns,
+            } => write!(
+                f,
+                "a {table:?} row has {cells} cells, the table has {columns} columns"
+            ),
+            UpstreamOpError::KeyExists(t) => write!(f, "add of an existing key in {t:?}"),
+            UpstreamOpError::EditOfMissingKey(t) => write!(f, "edit of a missing key in {t:?}"),
+            UpstreamOpError::RemoveOfMissingKey(t) => {
+                write!(f, "remove of a missing key in {t:?}")
+            }
+            UpstreamOpError::Head(e) => f.write_str(e.message()),
+        }
+    }
 }

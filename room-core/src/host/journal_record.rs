@@ -196,7 +196,7 @@ pub fn decode(payload: &[u8]) -> Result<JournalRecord, RecordError> {
         None if wire.rejected == Some(true) => Outcome::Rejected,
         None => Outcome::Applied,
     };
-    let span = top_level_value_span(payload, "args").map_err(RecordError::Malformed)?;
+    let span = top_level_value_span(payload, "args")?;
     let args = match span {
         // `undefined` args vanish from JSON.stringify output; read them as null.
         None => String::from("null"),
@@ -241,7 +241,7 @@ pub fn decode_binding(payload: &[u8]) -> Result<(String, String), RecordError> {
 }
 
 /// The byte range of the value under top-level `key` in the JSON object `json`.
-fn top_level_value_span(json: &[u8], key: &str) -> Result<Option<Range<usize>>, String> {
+fn top_level_value_span(json: &[u8], key: &str) -> Result<Option<Range<usize>>, RecordError> {
     let mut i = skip_ws(json, 0);
     expect_byte(json, &mut i, b'{')?;
     i = skip_ws(json, i);
@@ -261,18 +261,24 @@ fn top_level_value_span(json: &[u8], key: &str) -> Result<Option<Range<usize>>, 
         match json.get(i) {
             Some(b',') => i = skip_ws(json, i + 1),
             Some(b'}') => return Ok(None),
-            _ => return Err(format!("expected ',' or '}}' at byte {i}")),
+            _ => {
+                return Err(RecordError::Malformed(format!(
+                    "expected ',' or '}}' at byte {i}"
+                )))
+            }
         }
     }
 }
 
 /// Parses one JSON value starting at `at`, returning it and the offset just past it.
-fn next_value<T: DeserializeOwned>(json: &[u8], at: usize) -> Result<(T, usize), String> {
+fn next_value<T: DeserializeOwned>(json: &[u8], at: usize) -> Result<(T, usize), RecordError> {
     let mut stream = serde_json::Deserializer::from_slice(&json[at..]).into_iter::<T>();
     match stream.next() {
         Some(Ok(value)) => Ok((value, at + stream.byte_offset())),
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err(format!("unexpected end at byte {at}")),
+        Some(Err(e)) => Err(RecordError::Malformed(e.to_string())),
+        None => Err(RecordError::Malformed(format!(
+            "unexpected end at byte {at}"
+        ))),
     }
 }
 
@@ -283,12 +289,16 @@ fn skip_ws(json: &[u8], mut i: usize) -> usize {
     i
 }
 
-fn expect_byte(json: &[u8], i: &mut usize, byte: u8) -> Result<(), String> {
+fn expect_byte(json: &[u8], i: &mut usize, byte: u8) -> Result<(), RecordError> {
     if json.get(*i) == Some(&byte) {
         *i += 1;
         Ok(())
     } else {
-        Err(format!("expected {:?} at byte {}", char::from(byte), *i))
+        Err(RecordError::Malformed(format!(
+            "expected {:?} at byte {}",
+            char::from(byte),
+            *i
+        )))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use crate::error::{Error, ErrorCode};
@@ -291,7 +291,7 @@ impl Room {
             (Some(rid), None) => self.remove_row(t, rid),
             (None, Some(row)) => self
                 .insert_row(t, row)
-                .map_err(|e| Error::new(ErrorCode::Internal, e))?,
+                .map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?,
             (None, None) => {}
         }
         Ok(())

@@ -1,7 +1,6 @@
 //! Parsing a spec from TOML: which kind each step is, which keys it takes, and its
 //! operands (value expressions are parsed in `values.rs`).
 
-
 use super::a;
 use super::error::{Malformed, SpecError};
 use super::spec::{ArgType, Check, CompareOp, Expr, MutatorSpec, RawSpec, Step, StepKind, WriteOp};
