@@ -28,7 +28,9 @@ const native = require("../binding.js");
 const { memoryJournal } = require("./journal.js");
 const { NATIVE_JOURNAL } = require("./file-journal.js");
 
-const { RoomHost, routeControl, controlHttp } = native;
+const { RoomHost, routeControl, controlHttp, controlLimits } = native;
+/** The control plane's bounds, the core's (the smol server applies the same). */
+const CONTROL_LIMITS = JSON.parse(controlLimits());
 
 /** `RoomHost.poll` output kinds, `{name: number}`: the core's (`OutputKind`), read from
  *  the addon. Each kind's fields follow it in a fixed order (the core's `host::encode`). */
@@ -565,10 +567,26 @@ class Shell {
   startControl(control) {
     const server = http.createServer((req, res) => {
       let body = "";
+      let size = 0;
+      let refused = false;
       req.on("data", (c) => {
+        if (refused) return;
+        size += c.length;
+        if (size > CONTROL_LIMITS.maxBodyBytes) {
+          // Bounded like the smol server's: the rest is read (within the request
+          // timeout) but not kept, and the request is refused.
+          refused = true;
+          body = "";
+          return;
+        }
         body += c;
       });
       req.on("end", () => {
+        if (refused) {
+          res.writeHead(400, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: `bad request: body exceeds ${CONTROL_LIMITS.maxBodyBytes} bytes` }));
+          return;
+        }
         const auth = req.headers.authorization;
         const [status, payload] = routeControl(req.method, req.url, auth ?? null, body, control.authToken);
         const reply = (code, text) => {
@@ -587,6 +605,9 @@ class Shell {
         }
       });
     });
+    server.maxConnections = CONTROL_LIMITS.maxConnections;
+    server.requestTimeout = CONTROL_LIMITS.readTimeoutMs;
+    server.headersTimeout = CONTROL_LIMITS.readTimeoutMs;
     this.control = server;
     return new Promise((resolve) => {
       server.listen(control.port ?? 0, "127.0.0.1", () => resolve());

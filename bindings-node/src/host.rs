@@ -628,6 +628,13 @@ pub fn output_kinds() -> String {
     output_kinds_json()
 }
 
+/// The control plane's limits (the core's `host::ControlLimits`) as JSON: the shell's
+/// control server holds its clients to the same bounds as the smol server's.
+#[napi(js_name = "controlLimits")]
+pub fn control_limits() -> String {
+    rindle_room_core::host::ControlLimits::default().to_json()
+}
+
 /// Every default the shell would otherwise write again, as JSON (the core's
 /// [`json::defaults_json`]): the host's settings and the socket limits.
 #[napi(js_name = "hostDefaults")]

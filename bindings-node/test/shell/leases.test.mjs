@@ -3,6 +3,7 @@
 // short leases instead of a fake clock).
 import test from "node:test";
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import { FakeRindled } from "./support/fakes.mjs";
 import {
   Client, NOTES, control, eventually, sleep, startLive, stats, subscribeFrame, subscriber, token,
@@ -79,6 +80,22 @@ test("revocation closes the user's sockets and refuses older tokens", async () =
   await again.expectT("nhello");
   other.close();
   again.close();
+  await shell.close();
+  await rindled.close();
+});
+
+test("the control plane refuses a body past the core's limit and keeps serving", async () => {
+  const rindled = await FakeRindled.notes();
+  const shell = await startLive(rindled, { writes: false });
+  const native = createRequire(import.meta.url)("../../binding.js");
+  const limits = JSON.parse(native.controlLimits());
+  assert.equal(limits.maxBodyBytes, 1 << 20);
+  const big = JSON.stringify({ userId: "u".repeat(limits.maxBodyBytes) });
+  assert.deepEqual(await control(shell, "POST", "/revoke", big), {
+    status: 400,
+    body: `{"error":"bad request: body exceeds ${limits.maxBodyBytes} bytes"}`,
+  });
+  assert.equal((await control(shell, "GET", "/stats")).status, 200);
   await shell.close();
   await rindled.close();
 });

@@ -238,6 +238,45 @@ impl Host {
     }
 }
 
+/// What a control-plane server holds for its clients, the same in every driver: the
+/// plane is loopback-only, for one operator or probe at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ControlLimits {
+    /// The largest request body read (larger: 400, `bad request: body exceeds N bytes`).
+    pub max_body_bytes: usize,
+    /// How long a client may take to send its request, ms.
+    pub read_timeout_ms: u64,
+    /// Connections served at once.
+    pub max_connections: usize,
+}
+
+impl Default for ControlLimits {
+    fn default() -> ControlLimits {
+        ControlLimits::DEFAULT
+    }
+}
+
+impl ControlLimits {
+    /// The limits every driver applies (what [`Default`] gives, usable in a `const`).
+    pub const DEFAULT: ControlLimits = ControlLimits {
+        max_body_bytes: 1 << 20,
+        read_timeout_ms: 10_000,
+        max_connections: 64,
+    };
+
+    /// The limits as JSON (`maxBodyBytes`, `readTimeoutMs`, `maxConnections`), for a
+    /// driver in another language.
+    pub fn to_json(&self) -> String {
+        alloc::format!(
+            "{{\"maxBodyBytes\":{},\"readTimeoutMs\":{},\"maxConnections\":{}}}",
+            self.max_body_bytes,
+            self.read_timeout_ms,
+            self.max_connections
+        )
+    }
+}
+
 /// Point-in-time values a driver renders (`/metrics`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Gauges {

@@ -80,7 +80,7 @@ use crate::contract::JsonRoom;
 
 pub use crate::texts::{bearer_matches, error_body, snippet, REPLY_SNIPPET_BYTES};
 pub use config::{DriverLimits, HostConfig, Placement, WriteSettings};
-pub use control::{route_control, ControlRoute, Gauges};
+pub use control::{route_control, ControlLimits, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
 pub use error::{ConfigError, DrainError, JournalError, JsonError, MintError, TablesError};
 pub use flush::{flush_body, pad_offset};

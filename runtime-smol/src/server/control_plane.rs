@@ -22,21 +22,23 @@ use std::time::Duration;
 use async_channel::{Receiver, Sender};
 use futures_lite::FutureExt;
 use rindle_room_core::host::{
-    error_body, route_control, ControlReply, ControlRequest, ControlRoute,
+    error_body, route_control, ControlLimits, ControlReply, ControlRequest, ControlRoute,
 };
 use smol::net::{TcpListener, TcpStream};
 
 use super::actor::{Control, Event};
 use crate::http;
 
+/// The core's control-plane limits.
+const LIMITS: ControlLimits = ControlLimits::DEFAULT;
 /// Largest request body the control plane reads.
-const MAX_BODY: usize = 1 << 20;
+const MAX_BODY: usize = LIMITS.max_body_bytes;
 /// How long a client may take to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+const READ_TIMEOUT: Duration = Duration::from_millis(LIMITS.read_timeout_ms);
 /// Control-plane connections served at once; past it, a new one replaces the oldest one
 /// still silent, or is closed at once when none is (the control plane is loopback-only,
 /// for one operator or probe at a time).
-const MAX_CONNECTIONS: usize = 64;
+const MAX_CONNECTIONS: usize = LIMITS.max_connections;
 
 /// Answers one control-plane request: `(status, content type, body)`.
 pub(crate) type Handler =
