@@ -104,26 +104,8 @@ pub struct Metrics {
     pub limit_closes: AtomicU64,
 }
 
-/// Point-in-time values the room task reads when `/metrics` is rendered.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Gauges {
-    /// Whether the current incarnation is live.
-    pub live: bool,
-    /// Open downstream connections.
-    pub connections: usize,
-    /// Tracked subscriptions (lmid system subscriptions included).
-    pub subscriptions: usize,
-    /// Materialized queries.
-    pub materializations: usize,
-    /// Processed mutations not yet durable.
-    pub pending_mutations: usize,
-    /// Dirty keys.
-    pub dirty_keys: usize,
-    /// The room's head cv.
-    pub head_cv: u64,
-    /// The placement epoch (0 without an authority).
-    pub placement_epoch: u64,
-}
+/// Point-in-time values the room task reads when `/metrics` is rendered: the host's.
+pub use rindle_room_core::host::Gauges;
 
 fn add(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);

@@ -93,16 +93,6 @@ impl Actor {
     }
 
     pub(super) fn gauges(&self) -> Gauges {
-        let g = self.host.gauges();
-        Gauges {
-            live: g.live,
-            connections: g.connections,
-            subscriptions: g.subscriptions,
-            materializations: g.materializations,
-            pending_mutations: g.pending_mutations,
-            dirty_keys: g.dirty_keys,
-            head_cv: g.head_cv,
-            placement_epoch: g.placement_epoch,
-        }
+        self.host.gauges()
     }
 }

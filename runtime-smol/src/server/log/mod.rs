@@ -37,28 +37,16 @@ pub const UPSTREAM_TARGET: &str = "rindle_room_smol::server::upstream";
 /// The environment variable that holds the [`Filter`].
 pub const ENV: &str = "RINDLE_LOG";
 
-/// How serious a log line is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    /// Routine detail (connections, subscriptions, mutations, ignored frames, flush
-    /// settlements, reconnect delays).
-    Debug,
-    /// Lifecycle events (hello, snapshot, live, replay, revocation).
-    Info,
-    /// Something degraded that recovers by itself (incarnation death, retries).
-    Warn,
-    /// Something an operator must look at (journal failures, fenced room).
-    Error,
-}
+/// How serious a log line is: the host's levels, one enum for the core and the server.
+pub use rindle_room_core::host::Level;
 
-impl Level {
-    fn to_log(self) -> log::Level {
-        match self {
-            Level::Debug => log::Level::Debug,
-            Level::Info => log::Level::Info,
-            Level::Warn => log::Level::Warn,
-            Level::Error => log::Level::Error,
-        }
+/// The `log` facade's level of `level`.
+fn to_log(level: Level) -> log::Level {
+    match level {
+        Level::Debug => log::Level::Debug,
+        Level::Info => log::Level::Info,
+        Level::Warn => log::Level::Warn,
+        Level::Error => log::Level::Error,
     }
 }
 
@@ -113,7 +101,7 @@ impl Logger {
         if self.sink.is_some() {
             return true;
         }
-        let level = level.to_log();
+        let level = to_log(level);
         level <= log::max_level()
             && log::logger().enabled(&log::Metadata::builder().level(level).target(target).build())
     }
@@ -136,7 +124,7 @@ impl Logger {
         if let Some(sink) = &self.sink {
             let line = format_line(
                 self.format,
-                level.to_log(),
+                to_log(level),
                 target,
                 Some(&self.doc),
                 format_args!("{msg}"),
@@ -151,7 +139,7 @@ impl Logger {
         let kvs = [("doc", doc)];
         log::logger().log(
             &log::Record::builder()
-                .level(level.to_log())
+                .level(to_log(level))
                 .target(target)
                 .args(format_args!("{msg}"))
                 .key_values(&kvs)
@@ -346,13 +334,8 @@ pub fn rfc3339(ms: u64) -> String {
 
 /// The least severe level `log` keeps for the room's lines: the host does not even
 /// format lines the logger would drop.
-pub(crate) fn host_log_level(log: &Logger) -> rindle_room_core::host::Level {
-    match log.min_level_for(ROOM_TARGET) {
-        Level::Debug => rindle_room_core::host::Level::Debug,
-        Level::Info => rindle_room_core::host::Level::Info,
-        Level::Warn => rindle_room_core::host::Level::Warn,
-        Level::Error => rindle_room_core::host::Level::Error,
-    }
+pub(crate) fn host_log_level(log: &Logger) -> Level {
+    log.min_level_for(ROOM_TARGET)
 }
 
 #[cfg(test)]
