@@ -599,7 +599,9 @@ class Shell {
             reply(code, text);
           });
         } else if (status === 1) {
-          reply(404, JSON.stringify({ error: "unknown endpoint" }));
+          // `/metrics`: the core's Prometheus text, as the smol server serves it.
+          res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+          res.end(this.host ? this.host.metrics() : "");
         } else {
           reply(status, payload);
         }

@@ -447,6 +447,27 @@ impl RoomHost {
         self.host.room().and_then(|r| r.cv())
     }
 
+    /// The control plane's `/metrics` page: the core's Prometheus text of the host's
+    /// counters and gauges and the native sockets' counts (the smol server's page,
+    /// without its journal-latency histogram).
+    #[napi]
+    pub fn metrics(&self) -> String {
+        let sockets = self.sockets.as_ref().map(|s| s.stats()).unwrap_or([0.0; 4]);
+        let counts = rindle_room_core::host::SocketCounts {
+            connections_refused: sockets[1] as u64,
+            handshake_timeouts: sockets[2] as u64,
+            protocol_closes: sockets[3] as u64,
+        };
+        let mut out = String::with_capacity(4096);
+        rindle_room_core::host::render_prometheus(
+            &mut out,
+            self.host.counters(),
+            &self.host.gauges(),
+            &counts,
+        );
+        out
+    }
+
     /// The upstream epoch of the current incarnation, if any.
     #[napi]
     pub fn epoch(&self) -> Option<f64> {

@@ -31,3 +31,16 @@ test("the probes answer without a token and follow readiness", async () => {
   await shell.close();
   await rindled.close();
 });
+
+test("/metrics serves the core's Prometheus text behind the token", async () => {
+  const rindled = await FakeRindled.notes();
+  const shell = await startLive(rindled, { writes: false });
+  const res = await control(shell, "GET", "/metrics");
+  assert.equal(res.status, 200);
+  assert.match(res.body, /^# HELP rindle_room_live /);
+  assert.match(res.body, /\nrindle_room_live 1\n/);
+  assert.match(res.body, /\nrindle_room_incarnations_total 1\n/);
+  assert.match(res.body, /\nrindle_room_refused_total\{reason="max_connections"\} 0\n/);
+  await shell.close();
+  await rindled.close();
+});

@@ -1,5 +1,10 @@
-//! The host's counters: plain numbers a driver reads after each call and renders
-//! (Prometheus text on the smol server's `/metrics`).
+//! The host's counters: plain numbers a driver reads after each call, and their
+//! Prometheus text ([`render_prometheus`]), which every driver's `/metrics` serves.
+
+use alloc::string::String;
+use core::fmt::Write as _;
+
+use super::control::Gauges;
 
 /// Every counter the host keeps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,4 +45,157 @@ pub struct Counters {
     pub limit_closes: u64,
     /// Subscribes taken back for passing the room's memory budget.
     pub budget_refusals: u64,
+}
+
+/// What a driver's socket layer counts (not the host): connections refused at the cap,
+/// handshakes that timed out, sockets closed for a websocket-level violation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketCounts {
+    /// Upgrades refused at the connection cap.
+    pub connections_refused: u64,
+    /// TCP connections dropped for not completing the upgrade in time.
+    pub handshake_timeouts: u64,
+    /// Sockets closed for a websocket-level violation (1002, 1007, 1009).
+    pub protocol_closes: u64,
+}
+
+/// Appends the room's Prometheus exposition text (gauges, then counters) to `out`: the
+/// same names and help in every driver. A driver appends what only it measures (the
+/// smol server: its journal-append latency histogram).
+pub fn render_prometheus(out: &mut String, c: &Counters, g: &Gauges, s: &SocketCounts) {
+    let gauges: [(&str, &str, u64); 8] = [
+        (
+            "rindle_room_live",
+            "1 when the current incarnation is live.",
+            u64::from(g.live),
+        ),
+        (
+            "rindle_room_connections",
+            "Open downstream connections.",
+            g.connections as u64,
+        ),
+        (
+            "rindle_room_subscriptions",
+            "Tracked downstream subscriptions.",
+            g.subscriptions as u64,
+        ),
+        (
+            "rindle_room_materializations",
+            "Materialized queries.",
+            g.materializations as u64,
+        ),
+        (
+            "rindle_room_pending_mutations",
+            "Processed mutations not yet durable at the authority.",
+            g.pending_mutations as u64,
+        ),
+        (
+            "rindle_room_dirty_keys",
+            "Keys whose net effect the authority does not hold yet.",
+            g.dirty_keys as u64,
+        ),
+        (
+            "rindle_room_head_cv",
+            "The room's commit counter.",
+            g.head_cv,
+        ),
+        (
+            "rindle_room_placement_epoch",
+            "The claimed placement epoch (0 without an authority).",
+            g.placement_epoch,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        let _ = writeln!(out, "{name} {v}");
+    }
+    let counter = |out: &mut String, name: &str, help: &str, rows: &[(&str, u64)]| {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (labels, v) in rows {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    counter(
+        out,
+        "rindle_room_frames_out_total",
+        "Downstream frames queued.",
+        &[("", c.frames_out)],
+    );
+    counter(
+        out,
+        "rindle_room_bytes_out_total",
+        "Downstream bytes queued.",
+        &[("", c.bytes_out)],
+    );
+    counter(
+        out,
+        "rindle_room_mutations_total",
+        "Mutations processed, by outcome.",
+        &[
+            ("{outcome=\"applied\"}", c.mutations_applied),
+            ("{outcome=\"rejected\"}", c.mutations_rejected),
+            ("{outcome=\"deopt\"}", c.mutations_deopt),
+            ("{outcome=\"dedup\"}", c.mutations_dedup),
+        ],
+    );
+    counter(
+        out,
+        "rindle_room_flushes_total",
+        "Write-behind flushes settled, by outcome.",
+        &[
+            ("{outcome=\"ok\"}", c.flushes_ok),
+            ("{outcome=\"conflict\"}", c.flushes_conflict),
+            ("{outcome=\"fenced\"}", c.flushes_fenced),
+            ("{outcome=\"fatal\"}", c.flushes_fatal),
+        ],
+    );
+    counter(
+        out,
+        "rindle_room_authority_retries_total",
+        "Authority calls retried after a network-class failure.",
+        &[("", c.authority_retries)],
+    );
+    counter(
+        out,
+        "rindle_room_incarnations_total",
+        "Incarnations opened from an upstream hello.",
+        &[("", c.incarnations)],
+    );
+    counter(
+        out,
+        "rindle_room_incarnation_deaths_total",
+        "Incarnations killed by an upstream violation.",
+        &[("", c.incarnation_deaths)],
+    );
+    counter(
+        out,
+        "rindle_room_budget_terminations_total",
+        "Sockets terminated for exceeding the send budget.",
+        &[("", c.budget_terminations)],
+    );
+    counter(
+        out,
+        "rindle_room_expired_leases_total",
+        "Subscriptions dropped by the lease-expiry sweep.",
+        &[("", c.expired_leases)],
+    );
+    counter(
+        out,
+        "rindle_room_revocations_total",
+        "Users revoked through the control plane.",
+        &[("", c.revocations)],
+    );
+    counter(
+        out,
+        "rindle_room_refused_total",
+        "Downstream sockets refused or closed by a limit, by reason.",
+        &[
+            ("{reason=\"max_connections\"}", s.connections_refused),
+            ("{reason=\"handshake_timeout\"}", s.handshake_timeouts),
+            ("{reason=\"protocol\"}", s.protocol_closes),
+            ("{reason=\"limit\"}", c.limit_closes),
+        ],
+    );
 }

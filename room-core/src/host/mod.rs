@@ -97,7 +97,7 @@ pub use io::{
 pub use limits::{
     unsent_cut_reason, unsent_cuts, DEFAULT_MAX_UNSENT_BYTES, MAX_HELD_MUTATIONS_PER_CONN,
 };
-pub use metrics::Counters;
+pub use metrics::{render_prometheus, Counters, SocketCounts};
 pub use newcomer::{
     MAX_FRAMES_AWAITING_LMID, MAX_KNOWN_NEWCOMERS, MAX_NEWCOMER_FETCHES, NEWCOMER_WAIT_MS,
 };

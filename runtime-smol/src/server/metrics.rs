@@ -145,156 +145,37 @@ impl Metrics {
         add(c);
     }
 
-    /// Renders the exposition text.
+    /// Renders the exposition text: the room's (the core's renderer, the same as the
+    /// Node shell's), then the journal-append latency histogram.
     pub fn render(&self, g: &Gauges) -> String {
         let mut out = String::with_capacity(4096);
-        let gauge = |out: &mut String, name: &str, help: &str, v: f64| {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} gauge");
-            let _ = writeln!(out, "{name} {v}");
+        let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let c = rindle_room_core::host::Counters {
+            frames_out: v(&self.frames_out),
+            bytes_out: v(&self.bytes_out),
+            mutations_applied: v(&self.mutations_applied),
+            mutations_rejected: v(&self.mutations_rejected),
+            mutations_deopt: v(&self.mutations_deopt),
+            mutations_dedup: v(&self.mutations_dedup),
+            flushes_ok: v(&self.flushes_ok),
+            flushes_conflict: v(&self.flushes_conflict),
+            flushes_fenced: v(&self.flushes_fenced),
+            flushes_fatal: v(&self.flushes_fatal),
+            authority_retries: v(&self.authority_retries),
+            incarnations: v(&self.incarnations),
+            incarnation_deaths: v(&self.incarnation_deaths),
+            budget_terminations: v(&self.budget_terminations),
+            expired_leases: v(&self.expired_leases),
+            revocations: v(&self.revocations),
+            limit_closes: v(&self.limit_closes),
+            ..Default::default()
         };
-        gauge(
-            &mut out,
-            "rindle_room_live",
-            "1 when the current incarnation is live.",
-            f64::from(u8::from(g.live)),
-        );
-        gauge(
-            &mut out,
-            "rindle_room_connections",
-            "Open downstream connections.",
-            g.connections as f64,
-        );
-        gauge(
-            &mut out,
-            "rindle_room_subscriptions",
-            "Tracked downstream subscriptions.",
-            g.subscriptions as f64,
-        );
-        gauge(
-            &mut out,
-            "rindle_room_materializations",
-            "Materialized queries.",
-            g.materializations as f64,
-        );
-        gauge(
-            &mut out,
-            "rindle_room_pending_mutations",
-            "Processed mutations not yet durable at the authority.",
-            g.pending_mutations as f64,
-        );
-        gauge(
-            &mut out,
-            "rindle_room_dirty_keys",
-            "Keys whose net effect the authority does not hold yet.",
-            g.dirty_keys as f64,
-        );
-        gauge(
-            &mut out,
-            "rindle_room_head_cv",
-            "The room's commit counter.",
-            g.head_cv as f64,
-        );
-        gauge(
-            &mut out,
-            "rindle_room_placement_epoch",
-            "The claimed placement epoch (0 without an authority).",
-            g.placement_epoch as f64,
-        );
-        let counter = |out: &mut String, name: &str, help: &str, rows: &[(&str, &AtomicU64)]| {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            for (labels, c) in rows {
-                let _ = writeln!(out, "{name}{labels} {}", c.load(Ordering::Relaxed));
-            }
+        let sockets = rindle_room_core::host::SocketCounts {
+            connections_refused: v(&self.conn.connections_refused),
+            handshake_timeouts: v(&self.conn.handshake_timeouts),
+            protocol_closes: v(&self.conn.protocol_closes),
         };
-        counter(
-            &mut out,
-            "rindle_room_frames_out_total",
-            "Downstream frames queued.",
-            &[("", &self.frames_out)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_bytes_out_total",
-            "Downstream bytes queued.",
-            &[("", &self.bytes_out)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_mutations_total",
-            "Mutations processed, by outcome.",
-            &[
-                ("{outcome=\"applied\"}", &self.mutations_applied),
-                ("{outcome=\"rejected\"}", &self.mutations_rejected),
-                ("{outcome=\"deopt\"}", &self.mutations_deopt),
-                ("{outcome=\"dedup\"}", &self.mutations_dedup),
-            ],
-        );
-        counter(
-            &mut out,
-            "rindle_room_flushes_total",
-            "Write-behind flushes settled, by outcome.",
-            &[
-                ("{outcome=\"ok\"}", &self.flushes_ok),
-                ("{outcome=\"conflict\"}", &self.flushes_conflict),
-                ("{outcome=\"fenced\"}", &self.flushes_fenced),
-                ("{outcome=\"fatal\"}", &self.flushes_fatal),
-            ],
-        );
-        counter(
-            &mut out,
-            "rindle_room_authority_retries_total",
-            "Authority calls retried after a network-class failure.",
-            &[("", &self.authority_retries)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_incarnations_total",
-            "Incarnations opened from an upstream hello.",
-            &[("", &self.incarnations)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_incarnation_deaths_total",
-            "Incarnations killed by an upstream violation.",
-            &[("", &self.incarnation_deaths)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_budget_terminations_total",
-            "Sockets terminated for exceeding the send budget.",
-            &[("", &self.budget_terminations)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_expired_leases_total",
-            "Subscriptions dropped by the lease-expiry sweep.",
-            &[("", &self.expired_leases)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_revocations_total",
-            "Users revoked through the control plane.",
-            &[("", &self.revocations)],
-        );
-        counter(
-            &mut out,
-            "rindle_room_refused_total",
-            "Downstream sockets refused or closed by a limit, by reason.",
-            &[
-                (
-                    "{reason=\"max_connections\"}",
-                    &self.conn.connections_refused,
-                ),
-                (
-                    "{reason=\"handshake_timeout\"}",
-                    &self.conn.handshake_timeouts,
-                ),
-                ("{reason=\"protocol\"}", &self.conn.protocol_closes),
-                ("{reason=\"limit\"}", &self.limit_closes),
-            ],
-        );
+        rindle_room_core::host::render_prometheus(&mut out, &c, g, &sockets);
         self.journal_append.render(
             &mut out,
             "rindle_room_journal_append_seconds",
