@@ -456,6 +456,12 @@ export interface DownstreamOptions {
   /** How many downstream sockets may be open at once, upgraded or upgrading (default
    *  10,000); past it an upgrade is answered with HTTP 503. Not in the published options. */
   maxConnections?: number;
+  /** How long start-up keeps trying the first lease mint and the placement epoch claim
+   *  while rindled or the authority is unreachable or answers 408, 429 or a 5xx
+   *  (default 60 s; 100 ms between tries, doubling to 5 s, each a log line); a refusal
+   *  fails `createRoomShell` at once. `0`: fail at the first failure, as the published
+   *  shell does. Not in the published options. */
+  startupTimeoutMs?: number;
 }
 
 export interface RoomShellOptions {

@@ -43,8 +43,9 @@ const DEFAULTS = Object.freeze(JSON.parse(native.hostDefaults()));
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const message = (e) => String(e?.message ?? e);
 
-/** Mints the room's upstream footprint lease on rindled's control plane (the body and
- *  the reply's reading are the core's, as the server's). */
+/** Asks rindled's control plane for the room's upstream footprint lease: the answer's
+ *  status and body (the body is the core's, and so is reading the answer, as in the
+ *  server). */
 async function mintLease(up) {
   const res = await fetch(new URL("/materialize", up.controlUrl), {
     method: "POST",
@@ -54,9 +55,7 @@ async function mintLease(up) {
     },
     body: native.materializeBody(JSON.stringify(up.footprintAst), up.leaseTtlMs ?? null),
   });
-  const [token, error] = native.leaseReply(res.status, await res.text());
-  if (error !== null) throw new Error(error);
-  return token;
+  return { status: res.status, body: await res.text() };
 }
 
 function checkOptions(opts) {
@@ -107,6 +106,7 @@ function hostConfig(opts) {
     revocationWindowMs: d.revocationWindowMs,
     sendBudgetBytes: d.sendBudgetBytes,
     firstFrameTimeoutMs: d.firstFrameTimeoutMs,
+    startupTimeoutMs: d.startupTimeoutMs,
     maxSubscriptionsPerConn: d.maxSubscriptionsPerConn,
     maxSnapshotBytes: d.maxSnapshotBytes,
     maxMaterializations: d.maxMaterializations,
@@ -471,7 +471,7 @@ class Shell {
 
   mint() {
     mintLease(this.opts.upstream).then(
-      (token) => this.input((now) => this.host.leaseMinted(now, token, null)),
+      ({ status, body }) => this.input((now) => this.host.leaseAnswered(now, status, body)),
       (e) => this.input((now) => this.host.leaseMinted(now, null, message(e))),
     );
   }

@@ -235,7 +235,28 @@ impl RoomHost {
         self.host.start(now as u64);
     }
 
-    /// A lease mint finished: `error` null on success.
+    /// `rindled`'s `/materialize` answered `status` with `body`: the host reads the
+    /// lease from it, or the error (and whether start-up tries again).
+    #[napi(js_name = "leaseAnswered")]
+    pub fn lease_answered(
+        &mut self,
+        env: Env,
+        now: f64,
+        status: u32,
+        body: String,
+    ) -> napi::Result<()> {
+        let status = u16::try_from(status).unwrap_or(u16::MAX);
+        let result = rindle_room_core::host::lease_reply(status, &body);
+        self.feed(
+            &env,
+            "RoomHost.leaseAnswered",
+            now,
+            Input::LeaseMinted(result),
+        )
+    }
+
+    /// A lease mint finished without an answer from `rindled` (`error`: why — the host
+    /// tries again during start-up), or with a token.
     #[napi(js_name = "leaseMinted")]
     pub fn lease_minted(
         &mut self,

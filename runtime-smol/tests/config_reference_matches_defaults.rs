@@ -283,7 +283,7 @@ fn the_server_takes_its_shared_defaults_from_the_core() {
         (
             "startup_timeout_ms",
             s.startup_timeout_ms,
-            d.startup_timeout_ms,
+            HostConfig::default().startup_timeout_ms,
         ),
     ];
     for (option, server, core) in pairs {

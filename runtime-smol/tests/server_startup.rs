@@ -73,7 +73,7 @@ fn start_up_gives_up_after_the_timeout_and_leaves_no_journal() {
             .to_string();
         assert!(began.elapsed() >= Duration::from_millis(300), "it retried");
         assert!(
-            err.contains("gave up after") && err.contains("server.startup_timeout_ms = 500"),
+            err.contains("gave up after") && err.contains("the start-up timeout is 500 ms"),
             "{err}"
         );
         assert!(!dir.exists(), "nothing created: {}", journal.display());

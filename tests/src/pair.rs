@@ -14,7 +14,7 @@ use rindle_room_core::fingerprint::normalized_fp;
 use rindle_room_core::host::{
     ApplyResult, AuthorityError, AuthorityReply, Backlog, ConnId, ControlReply, ControlRequest,
     Driver, FlushRecord, Host, HostConfig, Input, IoId, JournalContents, JournalEntry, Level,
-    MutatorOutcome, Output, Placement, SendClass, WriteSettings,
+    MintError, MutatorOutcome, Output, Placement, SendClass, WriteSettings,
 };
 use rindle_room_core::{MutationTx, TableSchema, Value as Cell};
 use serde_json::{json, Value};
@@ -31,7 +31,7 @@ pub const NOTES: &str = r#"{"table":"note"}"#;
 /// An input the harness queued (owned; [`Input`] borrows its text).
 #[derive(Clone, Debug)]
 enum Pending {
-    LeaseMinted(Result<String, String>),
+    LeaseMinted(Result<String, MintError>),
     UpOpened(u64),
     UpFrame(u64, String),
     UpClosed(u64, Option<String>),
@@ -59,8 +59,14 @@ pub struct Daemon {
     pub subscribes: usize,
     /// The lease token of every upstream subscribe, in order.
     pub leases: Vec<String>,
+    /// Answer lease mints with a 500 (a transient failure).
     pub fail_mint: bool,
+    /// Answer lease mints with a 401 (a refusal).
+    pub refuse_mint: bool,
+    /// Leases minted.
     pub mints: usize,
+    /// Lease mints asked for, failed ones included.
+    pub mint_tries: usize,
     /// Refuse new upstream connections (each fails at once).
     pub refuse: bool,
     /// Upstream connections the host asked for.
@@ -234,6 +240,8 @@ pub struct Options {
     pub max_room_bytes: Option<u64>,
     /// `ack = "flushed"`: acks wait for the flush's commit.
     pub ack_after_flush: bool,
+    /// How long start-up retries, ms.
+    pub startup_timeout_ms: u64,
 }
 
 impl Default for Options {
@@ -247,6 +255,7 @@ impl Default for Options {
             revoked: Vec::new(),
             max_room_bytes: None,
             ack_after_flush: false,
+            startup_timeout_ms: 60_000,
         }
     }
 }
@@ -275,6 +284,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.placement = o.placement.clone();
     cfg.revoked = o.revoked.clone();
     cfg.max_room_bytes = o.max_room_bytes;
+    cfg.startup_timeout_ms = o.startup_timeout_ms;
     if o.writes {
         cfg.writes = Some(WriteSettings {
             owned_tables: vec!["note".into(), "tally".into()],
@@ -326,7 +336,9 @@ impl Pair {
                 subscribes: 0,
                 leases: Vec::new(),
                 fail_mint: false,
+                refuse_mint: false,
                 mints: 0,
+                mint_tries: 0,
                 refuse: false,
                 opens: 0,
             },
@@ -382,7 +394,7 @@ impl Pair {
         self.pump();
         while let Some(p) = self.pending.pop_front() {
             match p {
-                Pending::LeaseMinted(r) => self.input(Input::LeaseMinted(r.map_err(Into::into))),
+                Pending::LeaseMinted(r) => self.input(Input::LeaseMinted(r)),
                 Pending::UpOpened(link) => self.input(Input::UpstreamOpened { link }),
                 Pending::UpFrame(link, text) => {
                     self.input(Input::UpstreamFrame { link, text: &text })
@@ -479,8 +491,15 @@ impl Pair {
                 self.pending.push_back(Pending::ConnClosed(conn));
             }
             Output::MintLease => {
-                let r = if self.daemon.fail_mint {
-                    Err("upstream /materialize failed: 500 mint refused".to_string())
+                self.daemon.mint_tries += 1;
+                let status = |status| MintError::Status {
+                    status,
+                    body: "mint refused".to_string(),
+                };
+                let r = if self.daemon.refuse_mint {
+                    Err(status(401))
+                } else if self.daemon.fail_mint {
+                    Err(status(500))
                 } else {
                     self.daemon.mints += 1;
                     Ok(format!("lease-{}", self.daemon.mints))

@@ -180,6 +180,31 @@ test("a shell whose upstream cannot mint a lease fails to start and frees its po
   const rindled = await FakeRindled.notes();
   rindled.failMint = true;
   const logs = new Logs();
-  await assert.rejects(createShell(rindled, { writes: false }, logs), /upstream \/materialize failed: 500/);
+  const o = { writes: false, downstream: { startupTimeoutMs: 0 } };
+  await assert.rejects(createShell(rindled, o, logs), /^Error: upstream \/materialize failed: 500 [^(]*$/);
+  await rindled.close();
+});
+
+test("start-up tries a failing lease mint again until it succeeds", async () => {
+  const rindled = await FakeRindled.notes();
+  rindled.failMint = true;
+  const logs = new Logs();
+  setTimeout(() => (rindled.failMint = false), 250);
+  const shell = await createShell(rindled, { writes: false }, logs);
+  await shell.ready;
+  assert.ok(logs.count("start-up: the upstream lease (rindled) failed: upstream /materialize failed: 500") >= 2);
+  assert.equal(logs.count("start-up: the upstream lease (rindled) succeeded after"), 1);
+  await shell.close();
+  await rindled.close();
+});
+
+test("start-up gives up past startupTimeoutMs and says how to wait longer", async () => {
+  const rindled = await FakeRindled.notes();
+  rindled.failMint = true;
+  const o = { writes: false, downstream: { startupTimeoutMs: 250 } };
+  await assert.rejects(
+    createShell(rindled, o, new Logs()),
+    /upstream \/materialize failed: 500 .*\(gave up after 2 tries in \d+ ms; the start-up timeout is 250 ms: .*startupTimeoutMs/,
+  );
   await rindled.close();
 });

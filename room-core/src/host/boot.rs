@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use super::ack::Unconfirmed;
 use super::authority::{Call, Purpose, Request};
 use super::frames::RecordedOutcome;
+use super::startup::{Dependency, StartupRetry};
 use super::writes::{MutationInput, RunResult};
 use super::{
     ApplyResult, AuthorityError, AuthorityReply, Driver, FlushRecord, Host, IoId, JournalContents,
@@ -54,6 +55,8 @@ pub(super) struct Boot {
     pub(super) placement_epoch: u64,
     /// The start-up I/O in flight.
     pub(super) start_io: Option<IoId>,
+    /// Start-up's retries of the epoch claim and the first lease.
+    pub(super) retry: StartupRetry,
 }
 
 /// Why replaying the journal into a fresh incarnation failed (the incarnation dies).
@@ -104,6 +107,7 @@ impl Host {
     pub(super) fn on_claimed(&mut self, result: Result<AuthorityReply, AuthorityError>) {
         match result {
             Ok(AuthorityReply::Claimed(epoch)) => {
+                self.startup_attempt_succeeded(Dependency::Claim);
                 self.boot.placement_epoch = epoch;
                 self.log(Level::Info, format!("placement epoch {epoch}"));
                 self.push(Output::MintLease);
@@ -111,7 +115,10 @@ impl Host {
             Ok(other) => self.start_failed(format!(
                 "claiming the placement epoch failed: unexpected reply {other:?}"
             )),
-            Err(e) => self.start_failed(format!("claiming the placement epoch failed: {e}")),
+            Err(e) => {
+                let transient = matches!(e, AuthorityError::Retryable(_));
+                self.startup_attempt_failed(Dependency::Claim, e.to_string(), transient);
+            }
         }
     }
 
@@ -130,6 +137,7 @@ impl Host {
     pub(super) fn on_start_lease(&mut self, result: Result<String, super::MintError>) {
         match result {
             Ok(token) => {
+                self.startup_attempt_succeeded(Dependency::Lease);
                 self.up.lease_token = token;
                 self.phase = Phase::Running;
                 let sweep = self.cfg.sweep_interval_ms.max(1);
@@ -137,11 +145,14 @@ impl Host {
                 self.push(Output::Started);
                 self.connect_upstream();
             }
-            Err(e) => self.start_failed(e.to_string()),
+            Err(e) => {
+                let transient = e.is_transient();
+                self.startup_attempt_failed(Dependency::Lease, e.to_string(), transient);
+            }
         }
     }
 
-    fn start_failed(&mut self, reason: String) {
+    pub(super) fn start_failed(&mut self, reason: String) {
         self.phase = super::Phase::Stopped;
         self.push(Output::StartFailed { reason });
     }

@@ -86,6 +86,10 @@ pub struct HostConfig {
     /// hands every room it boots the revocations still within the window, so a room
     /// that hibernated forgets none.
     pub revoked: Vec<(String, u64)>,
+    /// How long start-up keeps trying the first lease mint and the placement epoch
+    /// claim while they fail transiently (unreachable, a timeout, 408, 429, a 5xx), ms:
+    /// 100 ms between tries, doubling to 5 s. `0`: the first failure fails the start.
+    pub startup_timeout_ms: u64,
 }
 
 impl Default for WriteSettings {
@@ -128,12 +132,13 @@ impl Default for HostConfig {
             placement: None,
             max_room_bytes: None,
             revoked: Vec::new(),
+            startup_timeout_ms: 60_000,
         }
     }
 }
 
 /// What a driver applies around the host, with their defaults: the limits of its
-/// downstream listener and how long its start-up keeps retrying. The host reads none of
+/// downstream listener. The host reads none of
 /// them; they live here so that the smol server (`[server]`), the Node shell
 /// (`downstream` options) and the docs share one set of numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,8 +161,6 @@ pub struct DriverLimits {
     /// How long a closing socket waits for the peer's close frame before it is
     /// dropped, ms.
     pub close_grace_ms: u64,
-    /// How long start-up keeps retrying an unreachable upstream or authority, ms.
-    pub startup_timeout_ms: u64,
 }
 
 impl Default for DriverLimits {
@@ -170,7 +173,6 @@ impl Default for DriverLimits {
             max_connections: 10_000,
             handshake_timeout_ms: 5_000,
             close_grace_ms: 2_000,
-            startup_timeout_ms: 60_000,
         }
     }
 }

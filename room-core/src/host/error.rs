@@ -136,6 +136,22 @@ pub enum MintError {
     NoLeaseToken,
     /// The request did not complete (connect, I/O, timeout): the driver's words.
     Transport(String),
+    /// The driver cannot make the request at all (e.g. a control URL it cannot use):
+    /// its words. Trying again cannot help.
+    Unusable(String),
+}
+
+impl MintError {
+    /// Whether trying again may succeed: the daemon unreachable or timing out, or
+    /// answering 408, 429 or a 5xx — as opposed to a refusal (another 4xx, a malformed
+    /// answer) or a request the driver cannot make.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            MintError::Status { status, .. } => matches!(status, 408 | 429 | 500..=599),
+            MintError::Transport(_) => true,
+            MintError::InvalidJson(_) | MintError::NoLeaseToken | MintError::Unusable(_) => false,
+        }
+    }
 }
 
 impl fmt::Display for MintError {
@@ -148,7 +164,7 @@ impl fmt::Display for MintError {
                 write!(f, "upstream /materialize returned invalid JSON: {e}")
             }
             MintError::NoLeaseToken => f.write_str("upstream /materialize returned no leaseToken"),
-            MintError::Transport(m) => f.write_str(m),
+            MintError::Transport(m) | MintError::Unusable(m) => f.write_str(m),
         }
     }
 }

@@ -80,6 +80,7 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     cfg.max_snapshot_bytes = num(&v, "maxSnapshotBytes", cfg.max_snapshot_bytes as u64)? as usize;
     cfg.max_materializations =
         num(&v, "maxMaterializations", cfg.max_materializations as u64)? as usize;
+    cfg.startup_timeout_ms = num(&v, "startupTimeoutMs", cfg.startup_timeout_ms)?;
     cfg.upstream_client_id = v["upstreamClientId"].as_str().map(str::to_string);
     if let Some(hex) = v["entropy"].as_str() {
         for (i, b) in cfg.entropy.iter_mut().enumerate() {
@@ -148,9 +149,9 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
 }
 
 /// Every default a driver fills in, as one JSON object: the host's settings under the
-/// names [`config_from_json`] reads (`idleTtlMs`, …, `writes: {groupCommitMs, …}`) and
-/// the [`DriverLimits`] (`maxFrameBytes`, `maxInboundBytes`, `maxUnsentBytes`,
-/// `maxConnections`, `handshakeTimeoutMs`, `closeGraceMs`, `startupTimeoutMs`) — what
+/// names [`config_from_json`] reads (`idleTtlMs`, …, `startupTimeoutMs`, `writes:
+/// {groupCommitMs, …}`) and the [`DriverLimits`] (`maxFrameBytes`, `maxInboundBytes`,
+/// `maxUnsentBytes`, `maxConnections`, `handshakeTimeoutMs`, `closeGraceMs`) — what
 /// a driver in another language shows or uses instead of writing the numbers again.
 pub fn defaults_json() -> String {
     let h = HostConfig::default();
@@ -159,11 +160,10 @@ pub fn defaults_json() -> String {
     format!(
         "{{\"idleTtlMs\":{},\"sweepIntervalMs\":{},\"revocationWindowMs\":{},\
          \"sendBudgetBytes\":{},\"firstFrameTimeoutMs\":{},\"maxSubscriptionsPerConn\":{},\
-         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\
+         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\"startupTimeoutMs\":{},\
          \"writes\":{{\"groupCommitMs\":{},\"flushDebounceMs\":{},\"flushDirtyMax\":{}}},\
          \"maxFrameBytes\":{},\"maxInboundBytes\":{},\"maxUnsentBytes\":{},\
-         \"maxConnections\":{},\"handshakeTimeoutMs\":{},\"closeGraceMs\":{},\
-         \"startupTimeoutMs\":{}}}",
+         \"maxConnections\":{},\"handshakeTimeoutMs\":{},\"closeGraceMs\":{}}}",
         h.idle_ttl_ms,
         h.sweep_interval_ms,
         h.revocation_window_ms,
@@ -172,6 +172,7 @@ pub fn defaults_json() -> String {
         h.max_subscriptions_per_conn,
         h.max_snapshot_bytes,
         h.max_materializations,
+        h.startup_timeout_ms,
         w.group_commit_ms,
         w.flush_debounce_ms,
         w.flush_dirty_max,
@@ -181,7 +182,6 @@ pub fn defaults_json() -> String {
         d.max_connections,
         d.handshake_timeout_ms,
         d.close_grace_ms,
-        d.startup_timeout_ms,
     )
 }
 
@@ -443,7 +443,7 @@ fn field_str<'a>(v: &'a Json, k: &str) -> Result<&'a str, JsonError> {
 }
 
 /// Parses one input `{"t": <kind>, …}` (the kinds of [`Input`] in lower camel case:
-/// `leaseMinted {token | error}`, `upstreamOpened {link}`, `upstreamFrame {link, text}`,
+/// `leaseMinted {token | status, body | error}`, `upstreamOpened {link}`, `upstreamFrame {link, text}`,
 /// `upstreamClosed {link, error?}`, `connOpened {conn}`, `connFrame {conn, text}`,
 /// `connClosed {conn}`, `journalRead {io, contents | error}`, `journalWritten {io,
 /// error?}`, `authority {io, result}`, `control {id, request}`) and hands it to `f`.
@@ -451,9 +451,14 @@ pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<
     let v: Json = serde_json::from_str(json).map_err(|e| syntax("input", &e))?;
     let opt_err = |v: &Json| v["error"].as_str().map(String::from);
     let input = match v["t"].as_str() {
-        Some("leaseMinted") => Input::LeaseMinted(match v["token"].as_str() {
-            Some(t) => Ok(t.to_string()),
-            None => Err(MintError::Transport(opt_err(&v).unwrap_or_default())),
+        Some("leaseMinted") => Input::LeaseMinted(match (v["token"].as_str(), &v["status"]) {
+            (Some(t), _) => Ok(t.to_string()),
+            (None, Json::Number(status)) => {
+                let status = status.as_u64().and_then(|s| u16::try_from(s).ok());
+                let status = status.ok_or("input: `status` must be an HTTP status")?;
+                super::lease_reply(status, v["body"].as_str().unwrap_or_default())
+            }
+            _ => Err(MintError::Transport(opt_err(&v).unwrap_or_default())),
         }),
         Some("upstreamOpened") => Input::UpstreamOpened {
             link: field_u64(&v, "link")?,
@@ -499,4 +504,36 @@ pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<
         other => return Err(JsonError::Invalid(format!("input: unknown kind {other:?}"))),
     };
     Ok(f(input))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(json: &str) -> Result<String, MintError> {
+        with_input_json(json, |input| match input {
+            Input::LeaseMinted(r) => r,
+            other => panic!("not a lease: {other:?}"),
+        })
+        .expect("a valid input")
+    }
+
+    #[test]
+    fn a_lease_answer_is_read_by_the_host_and_classified() {
+        assert_eq!(
+            lease(r#"{"t":"leaseMinted","token":"l1"}"#),
+            Ok("l1".into())
+        );
+        let ok = r#"{"t":"leaseMinted","status":200,"body":"{\"leaseToken\":\"l2\"}"}"#;
+        assert_eq!(lease(ok), Ok("l2".into()));
+        let busy = lease(r#"{"t":"leaseMinted","status":503,"body":"busy"}"#).unwrap_err();
+        assert!(busy.is_transient(), "{busy}");
+        let refused = lease(r#"{"t":"leaseMinted","status":401,"body":"no"}"#).unwrap_err();
+        assert!(!refused.is_transient());
+        assert_eq!(refused.to_string(), "upstream /materialize failed: 401 no");
+        let down = lease(r#"{"t":"leaseMinted","error":"connect refused"}"#).unwrap_err();
+        assert!(down.is_transient());
+        let bad = with_input_json(r#"{"t":"leaseMinted","status":70000}"#, |_| ());
+        assert!(bad.is_err());
+    }
 }

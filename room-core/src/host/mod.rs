@@ -38,7 +38,7 @@
 //! | `WritePlane` | `writes.rs` | held and unacknowledged mutations, outcomes, the group commit |
 //! | `Newcomers` | `newcomer.rs` | writers whose durable lmid is being fetched |
 //! | `Flushing` | `flush.rs` | the write-behind flush, drains, journal compaction |
-//! | `Boot` | `boot.rs` | the start-up I/O and the boot-time probe |
+//! | `Boot` | `boot.rs`, `startup.rs` | the start-up I/O and its retries, the boot-time probe |
 //! | `Calls` | `authority.rs` | authority calls in flight and in backoff |
 //! | `Timers` | `timers.rs` | the named deadlines |
 //! | `Outbox` | `outbox.rs` | outputs not polled yet, the log level |
@@ -69,6 +69,7 @@ mod limits;
 mod metrics;
 mod newcomer;
 mod outbox;
+mod startup;
 mod timers;
 mod upstream;
 mod wire;
@@ -205,6 +206,7 @@ impl Host {
             return;
         }
         self.phase = Phase::Starting;
+        self.boot.retry.since = now;
         if self.cfg.writes.as_ref().is_some_and(|w| w.authority) {
             let io = self.io();
             self.boot.start_io = Some(io);
@@ -353,6 +355,9 @@ impl Host {
         }
         if due(&mut self.timers.shutdown) {
             self.shutdown_deadline_passed();
+        }
+        if due(&mut self.timers.startup) {
+            self.fire_startup_retry();
         }
         if due(&mut self.timers.retry) {
             self.fire_retries(driver);

@@ -18,6 +18,8 @@ pub(super) struct Timers {
     pub(super) remint: Option<u64>,
     /// A draining shutdown runs out of time.
     pub(super) shutdown: Option<u64>,
+    /// Start-up tries a failed dependency again.
+    pub(super) startup: Option<u64>,
     /// Authority retries due.
     pub(super) retry: Option<u64>,
     /// The earliest newcomer whose frames stop waiting for its lmid fetch.
@@ -35,6 +37,7 @@ impl Timers {
             self.reconnect,
             self.remint,
             self.shutdown,
+            self.startup,
             self.retry,
             self.newcomer,
         ]

@@ -39,7 +39,7 @@ impl Default for ServerConfig {
             max_unsent_bytes: d.max_unsent_bytes,
             max_connections: None,
             handshake_timeout_ms: d.handshake_timeout_ms,
-            startup_timeout_ms: d.startup_timeout_ms,
+            startup_timeout_ms: HostConfig::default().startup_timeout_ms,
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_channel::{Receiver, Sender};
 use rindle_room_core::host::{Host, HostConfig};
 
-use super::actor::{self, Actor, Event, Parts, StartupRetry, StrandedSink};
+use super::actor::{self, Actor, Event, Parts, StrandedSink};
 use super::authority::Authority;
 use super::clock::Env;
 use super::log::Logger;
@@ -43,8 +43,6 @@ pub(crate) struct RoomParts {
     pub adjust: Option<Adjust>,
     /// Told when the room task stops, so the listeners close (single room).
     pub stop_listeners: Sender<()>,
-    /// Retry a failing start-up within this window (`server.startup_timeout_ms`).
-    pub startup_retry: Option<StartupRetry>,
     pub stranded: Option<StrandedSink>,
     /// Told when the room task panicked (the panic ends this room only, and is logged).
     pub on_crash: Option<Arc<dyn Fn() + Send + Sync>>,
@@ -82,7 +80,7 @@ pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, StartErr
     .then(|| parts.config.clone());
     let moved = Arc::new(AtomicBool::new(false));
     let (started_tx, started_rx) = async_channel::bounded(1);
-    let (mut room, rx) = Actor::new(Parts {
+    let (room, rx) = Actor::new(Parts {
         env: parts.env.clone(),
         log: parts.log.clone(),
         metrics: parts.metrics,
@@ -97,9 +95,6 @@ pub(crate) async fn assemble(parts: RoomParts) -> Result<AssembledRoom, StartErr
         moved: moved.clone(),
         stranded: parts.stranded,
     });
-    if let Some(window) = parts.startup_retry {
-        room.retry_start(window);
-    }
     let events = room.sender();
     let (done_tx, done_rx) = async_channel::bounded::<()>(1);
     let log = parts.log;

@@ -10,7 +10,7 @@ use async_channel::{Receiver, Sender};
 use rindle_room_core::json::tree::JsValue;
 use smol::net::TcpListener;
 
-use super::actor::{Control, Event, StartupRetry};
+use super::actor::{Control, Event};
 use super::authority::Authority;
 use super::clock::{Clock, Env};
 use super::control_plane;
@@ -187,10 +187,6 @@ impl RoomServerBuilder {
             upstream,
             adjust: None,
             stop_listeners: stop_tx,
-            startup_retry: (config.server.startup_timeout_ms > 0).then(|| StartupRetry {
-                since: std::time::Instant::now(),
-                timeout: Duration::from_millis(config.server.startup_timeout_ms),
-            }),
             stranded: None,
             on_crash: None,
         })

@@ -49,6 +49,7 @@ pub(crate) fn host_config(
         placement: None,
         revoked: Vec::new(),
         max_room_bytes: None,
+        startup_timeout_ms: config.server.startup_timeout_ms,
     };
     cfg.validate()
         .map_err(|e| StartError::Host(e.to_string()))?;

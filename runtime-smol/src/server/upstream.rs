@@ -37,23 +37,9 @@ pub struct UpstreamLink {
     pub from_upstream: Receiver<String>,
 }
 
-/// A failed lease mint.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MintError {
-    /// What went wrong.
-    pub message: String,
-    /// Whether trying again may succeed (the daemon unreachable, or a 5xx answer), as
-    /// opposed to a refusal (a bad token, a bad footprint).
-    pub transient: bool,
-}
-
-impl fmt::Display for MintError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for MintError {}
+/// A failed lease mint: the host's own error, which also says whether start-up tries
+/// again ([`MintError::is_transient`]).
+pub use rindle_room_core::host::MintError;
 
 /// A URL the upstream leg cannot use ([`origin`], [`ws_host_port`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,12 +99,6 @@ impl std::error::Error for UrlError {}
 pub trait UpstreamConnector: Send + Sync + 'static {
     /// Mints the footprint lease (the token the upstream `subscribe` carries).
     fn mint_lease(&self) -> BoxFuture<'static, Result<String, MintError>>;
-    /// Mints the first lease at start-up; start-up retries a failure that is
-    /// [`MintError::transient`] until `server.startup_timeout_ms`. The default is
-    /// [`UpstreamConnector::mint_lease`].
-    fn mint_first_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
-        self.mint_lease()
-    }
     /// Opens a socket.
     fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>>;
     /// The `init` clientID to use, when configured (default `room-shell-<bootId>`).
@@ -169,14 +149,11 @@ impl UpstreamConnector for WsUpstream {
 }
 
 /// `POST <origin of controlUrl>/materialize` → `{leaseToken}`; the error texts are the
-/// published room's Node shell's. Transient: the daemon unreachable or timing out, 408,
-/// 429 and 5xx answers.
+/// published room's Node shell's. The host reads the reply ([`lease_reply`]) and decides
+/// what is worth another try ([`MintError::is_transient`]).
 async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
-    let fatal = |e: UrlError| MintError {
-        message: e.to_string(),
-        transient: false,
-    };
-    let url = format!("{}/materialize", origin(&up.control_url).map_err(fatal)?);
+    let unusable = |e: UrlError| MintError::Unusable(e.to_string());
+    let url = format!("{}/materialize", origin(&up.control_url).map_err(unusable)?);
     let mut headers = vec![(
         String::from("content-type"),
         String::from("application/json"),
@@ -187,15 +164,8 @@ async fn mint_lease(up: &WsUpstream) -> Result<String, MintError> {
     let body = up.materialize_body();
     let res = http::request("POST", &url, &headers, body.as_bytes(), UPSTREAM_TIMEOUT)
         .await
-        .map_err(|e| MintError {
-            message: format!("upstream /materialize at {url} failed: {e}"),
-            transient: true,
-        })?;
-    let transient = matches!(res.status, 408 | 429 | 500..=599);
-    lease_reply(res.status, &String::from_utf8_lossy(&res.body)).map_err(|e| MintError {
-        message: e.to_string(),
-        transient,
-    })
+        .map_err(|e| MintError::Transport(format!("upstream /materialize at {url} failed: {e}")))?;
+    lease_reply(res.status, &String::from_utf8_lossy(&res.body))
 }
 
 /// `scheme://authority` of a URL (what `new URL("/x", base)` keeps).

@@ -13,7 +13,6 @@ mod driver;
 mod ids;
 mod journal_writer;
 mod outputs;
-mod startup;
 
 use std::collections::HashMap;
 use std::io;
@@ -38,7 +37,6 @@ use rindle_room_downstream::{ConnEvent, ConnOut};
 
 pub(crate) use control::Control;
 pub(crate) use ids::{entropy, hex, new_boot_id, random_bytes};
-pub(crate) use startup::StartupRetry;
 
 /// Everything the room task reacts to.
 pub(crate) enum Event {
@@ -146,8 +144,6 @@ pub(crate) struct Actor {
     pub stopped: bool,
     pub moved: Arc<std::sync::atomic::AtomicBool>,
     pub stranded: Option<StrandedSink>,
-    /// Start-up retries of the first lease and the epoch claim (none: fail at once).
-    pub startup_retry: Option<StartupRetry>,
 }
 
 impl Actor {
@@ -180,15 +176,8 @@ impl Actor {
             stopped: false,
             moved: parts.moved,
             stranded: parts.stranded,
-            startup_retry: None,
         };
         (actor, rx)
-    }
-
-    /// Retries the first lease and the epoch claim on transient failures during
-    /// start-up, within `window`.
-    pub(crate) fn retry_start(&mut self, window: StartupRetry) {
-        self.startup_retry = Some(window);
     }
 
     /// A sender into this task (for the server handle).
@@ -280,9 +269,7 @@ impl Actor {
                     error: error.as_deref(),
                 });
             }
-            Event::LeaseMinted { result } => {
-                self.input(Input::LeaseMinted(result.map_err(|e| e.message.into())))
-            }
+            Event::LeaseMinted { result } => self.input(Input::LeaseMinted(result)),
             Event::Conn(ConnEvent::Open { id, out }) => {
                 self.conns.insert(id, out);
                 self.input(Input::ConnOpened { conn: id });

@@ -74,10 +74,7 @@ impl Actor {
                     c.terminate();
                 }
             }
-            Output::MintLease => match self.startup_window() {
-                Some(window) => self.mint_first_lease(window),
-                None => self.mint_lease(),
-            },
+            Output::MintLease => self.mint_lease(),
             Output::OpenUpstream { link } => self.open_upstream(link),
             Output::CloseUpstream => {
                 self.up = None;
@@ -102,11 +99,6 @@ impl Actor {
             }
             Output::JournalCompact { io, durable } => {
                 self.journal(JournalJob::Compact { io, durable })
-            }
-            Output::AuthorityClaim { io, doc } if self.startup_window().is_some() => {
-                if let Some(window) = self.startup_window() {
-                    self.claim_with_retry(io, doc, window);
-                }
             }
             Output::AuthorityClaim { io, doc } => {
                 self.authority_call(io, move |a| {

@@ -207,7 +207,6 @@ pub(crate) async fn start_room(
             host_cfg.placement = Some(placement);
         })),
         stop_listeners: async_channel::bounded::<()>(1).0,
-        startup_retry: None,
         stranded: Some({
             let shared = shared.clone();
             Arc::new(move |list| shared.record_stranded(list))

@@ -86,12 +86,9 @@ impl UpstreamConnector for FleetUpstream {
     fn mint_lease(&self) -> BoxFuture<'static, Result<String, MintError>> {
         let _ = self.relet.try_send(self.doc.clone());
         Box::pin(async {
-            Err(MintError {
-                message: String::from(
-                    "a fleet room's lease comes from room-boot: the room re-boots for a new one",
-                ),
-                transient: true,
-            })
+            Err(MintError::Unusable(String::from(
+                "a fleet room's lease comes from room-boot: the room re-boots for a new one",
+            )))
         })
     }
 
