@@ -1,8 +1,8 @@
 //! The boundary every exported function goes through: the panic guard, the checks that
 //! turn C pointers and lengths into Rust values, and where a failed call's message goes.
 //!
-//! Each exported body runs inside [`with_room`], [`with_room_ref`] or [`with_thread`],
-//! which catch panics. Inside, the body first converts every argument ([`str_arg`],
+//! Each exported body runs inside [`with_thread`], or a handle's guard built on
+//! [`Guarded`] (`with_room` in `room.rs`, `with_host` in `host.rs`); all catch panics. Inside, the body first converts every argument ([`str_arg`],
 //! [`opt_str_arg`], [`Out::new`], …), so a bad pointer is refused before the room is
 //! touched, then calls the core, then writes its out-parameters ([`Out::set`]): they
 //! are written only on success.
@@ -13,11 +13,9 @@ use core::panic::AssertUnwindSafe;
 use core::ptr::NonNull;
 use std::panic::catch_unwind;
 
-use rindle_room_core::contract::JsonRoom;
 use rindle_room_core::Error;
 
 use crate::result::rindle_room_result;
-use crate::room::rindle_room;
 
 /// Why a call failed.
 #[derive(Debug)]
@@ -87,7 +85,7 @@ pub(crate) fn fail_thread(function: &str, failure: &Failure) -> rindle_room_resu
 }
 
 /// A NULL room handle.
-fn no_room() -> Failure {
+pub(crate) fn no_room() -> Failure {
     Failure::Boundary(
         rindle_room_result::NullArgument,
         String::from("no room (`room` is NULL)"),
@@ -106,52 +104,6 @@ pub(crate) fn with_thread(
     }
 }
 
-/// Runs a body on a room, catching panics; failures go to the handle's last error. A
-/// panic marks the handle as panicked: every later call on it returns `Panic`.
-///
-/// # Safety
-///
-/// `room` is NULL or a handle from `rindle_room_open` not yet freed, used by no other
-/// thread during the call.
-pub(crate) unsafe fn with_room(
-    function: &'static str,
-    room: *mut rindle_room,
-    body: impl FnOnce(&mut JsonRoom) -> Outcome,
-) -> rindle_room_result {
-    // SAFETY: the caller guarantees `room` is NULL or a live handle that no one else
-    // uses during this call, so a unique reference is sound.
-    let Some(handle) = (unsafe { room.as_mut() }) else {
-        return fail_thread(function, &no_room());
-    };
-    if let Some(refused) = refuse_if_panicked(handle, function) {
-        return refused;
-    }
-    let result = catch_unwind(AssertUnwindSafe(|| body(&mut handle.room)));
-    settle(handle, function, result)
-}
-
-/// Like [`with_room`] for the read-only methods (`const rindle_room *`).
-///
-/// # Safety
-///
-/// As [`with_room`].
-pub(crate) unsafe fn with_room_ref(
-    function: &'static str,
-    room: *const rindle_room,
-    body: impl FnOnce(&JsonRoom) -> Outcome,
-) -> rindle_room_result {
-    // SAFETY: the caller guarantees `room` is NULL or a live handle that no one else
-    // uses during this call.
-    let Some(handle) = (unsafe { room.as_ref() }) else {
-        return fail_thread(function, &no_room());
-    };
-    if let Some(refused) = refuse_if_panicked(handle, function) {
-        return refused;
-    }
-    let result = catch_unwind(AssertUnwindSafe(|| body(&handle.room)));
-    settle(handle, function, result)
-}
-
 /// A handle that keeps its last error and refuses every call after a panic: a room, a
 /// host.
 pub(crate) trait Guarded {
@@ -161,17 +113,6 @@ pub(crate) trait Guarded {
     fn last_error(&self) -> &RefCell<Vec<u8>>;
     /// Set when a call panicked.
     fn panicked(&self) -> &Cell<bool>;
-}
-
-impl Guarded for rindle_room {
-    const REMEDY: &'static str =
-        "an earlier call on this room panicked; free it and open a new room";
-    fn last_error(&self) -> &RefCell<Vec<u8>> {
-        &self.last_error
-    }
-    fn panicked(&self) -> &Cell<bool> {
-        &self.panicked
-    }
 }
 
 /// `Some(Panic)` (recorded) if an earlier call on `handle` panicked.

@@ -6,8 +6,12 @@ use core::ffi::c_char;
 
 use rindle_room_core::contract::JsonRoom;
 
+use core::panic::AssertUnwindSafe;
+use std::panic::catch_unwind;
+
 use crate::boundary::{
-    message_of, str_arg, thread_message, with_room, with_room_ref, with_thread, Out,
+    fail_thread, message_of, no_room, refuse_if_panicked, settle, str_arg, thread_message,
+    with_thread, Guarded, Out, Outcome,
 };
 use crate::buf::rindle_room_buf;
 use crate::result::rindle_room_result;
@@ -26,6 +30,63 @@ pub struct rindle_room {
     pub(crate) last_error: RefCell<Vec<u8>>,
     /// Set when a call panicked: the room may be half-updated, so it is not used again.
     pub(crate) panicked: Cell<bool>,
+}
+
+impl Guarded for rindle_room {
+    const REMEDY: &'static str =
+        "an earlier call on this room panicked; free it and open a new room";
+    fn last_error(&self) -> &RefCell<Vec<u8>> {
+        &self.last_error
+    }
+    fn panicked(&self) -> &Cell<bool> {
+        &self.panicked
+    }
+}
+
+/// Runs a body on a room, catching panics; failures go to the handle's last error. A
+/// panic marks the handle as panicked: every later call on it returns `Panic`.
+///
+/// # Safety
+///
+/// `room` is NULL or a handle from `rindle_room_open` not yet freed, used by no other
+/// thread during the call.
+pub(crate) unsafe fn with_room(
+    function: &'static str,
+    room: *mut rindle_room,
+    body: impl FnOnce(&mut JsonRoom) -> Outcome,
+) -> rindle_room_result {
+    // SAFETY: the caller guarantees `room` is NULL or a live handle that no one else
+    // uses during this call, so a unique reference is sound.
+    let Some(handle) = (unsafe { room.as_mut() }) else {
+        return fail_thread(function, &no_room());
+    };
+    if let Some(refused) = refuse_if_panicked(handle, function) {
+        return refused;
+    }
+    let result = catch_unwind(AssertUnwindSafe(|| body(&mut handle.room)));
+    settle(handle, function, result)
+}
+
+/// Like [`with_room`] for the read-only methods (`const rindle_room *`).
+///
+/// # Safety
+///
+/// As [`with_room`].
+pub(crate) unsafe fn with_room_ref(
+    function: &'static str,
+    room: *const rindle_room,
+    body: impl FnOnce(&JsonRoom) -> Outcome,
+) -> rindle_room_result {
+    // SAFETY: the caller guarantees `room` is NULL or a live handle that no one else
+    // uses during this call.
+    let Some(handle) = (unsafe { room.as_ref() }) else {
+        return fail_thread(function, &no_room());
+    };
+    if let Some(refused) = refuse_if_panicked(handle, function) {
+        return refused;
+    }
+    let result = catch_unwind(AssertUnwindSafe(|| body(&handle.room)));
+    settle(handle, function, result)
 }
 
 /// `WasmRoom.open(helloJson, idleTtlMs)`: opens a room from the upstream

@@ -6,7 +6,8 @@ use core::ptr;
 
 use rindle_room_core::ErrorCode;
 
-use crate::boundary::{with_room, with_room_ref, with_thread};
+use crate::boundary::with_thread;
+use crate::room::{with_room, with_room_ref};
 use crate::*;
 
 const HELLO: &str = r#"{"epoch":1,"comparatorVersion":2,"tables":[{"name":"note","columns":["id","body"],"primaryKey":[0]}],"normalizedFp":"d0ffe1b66912a02b"}"#;

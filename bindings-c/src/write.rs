@@ -6,10 +6,11 @@ use core::ffi::c_char;
 use rindle_room_core::contract::JsonRoom;
 use rindle_room_core::Error;
 
-use crate::boundary::{opt_str_arg, str_arg, with_room, with_room_ref, Out};
+use crate::boundary::{opt_str_arg, str_arg, Out};
 use crate::buf::rindle_room_buf;
 use crate::result::rindle_room_result;
 use crate::room::{getter, rindle_room};
+use crate::room::{with_room, with_room_ref};
 
 /// Implements a method that takes one text and returns JSON text.
 ///

@@ -25,11 +25,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use napi::sys;
 use rindle_room_core::contract::JsonRoom;
 
-use crate::boundary::{check, guard, panic_failure, Arg, Cx, Failure, IntoJs, Text};
-use crate::room::NodeRoom;
-
-/// The most arguments any method takes (`subscribe`, `beginMutation`, …).
-const MAX_ARGS: usize = 4;
+use crate::boundary::{check, guard, panic_failure, Arg, Cx, Failure};
+use crate::call::{Call, Method, MAX_ARGS};
+use crate::node_room::NodeRoom;
 
 /// Marks the objects `WasmRoom.open` made (`napi_type_tag_object`). The bytes spell
 /// "rindle-room-node".
@@ -37,80 +35,6 @@ static ROOM_TAG: sys::napi_type_tag = sys::napi_type_tag {
     lower: 0x6d6f_6f72_2d65_6c64,
     upper: 0x6564_6f6e_2d6e_6972,
 };
-
-/// One instance method of the class.
-#[derive(Debug)]
-pub(crate) struct Method {
-    /// The JavaScript name (`c"commitAll"`).
-    pub(crate) name: &'static CStr,
-    /// The name in messages (`"WasmRoom.commitAll"`).
-    pub(crate) what: &'static str,
-    /// Converts the arguments, runs the room, returns the JavaScript result.
-    pub(crate) body: fn(&mut Call<'_>) -> napi::Result<sys::napi_value>,
-}
-
-/// A [`Method`] named `$name` (a string literal) with body `$body`.
-macro_rules! method {
-    ($name:literal, $body:path) => {
-        $crate::class::Method {
-            name: match core::ffi::CStr::from_bytes_with_nul(concat!($name, "\0").as_bytes()) {
-                Ok(name) => name,
-                Err(_) => panic!("method names contain no NUL"),
-            },
-            what: concat!("WasmRoom.", $name),
-            body: $body,
-        }
-    };
-}
-pub(crate) use method;
-
-/// One method call: its context, arguments and room.
-#[derive(Debug)]
-pub(crate) struct Call<'a> {
-    cx: Cx,
-    args: [sys::napi_value; MAX_ARGS],
-    room: &'a mut NodeRoom,
-}
-
-impl Call<'_> {
-    fn arg(&self, i: usize) -> Arg {
-        Arg::new(self.cx.env(), self.args[i])
-    }
-
-    /// Argument `i`, a required string.
-    pub(crate) fn text(&self, i: usize, param: &str) -> napi::Result<Text> {
-        self.cx.text(self.arg(i), param)
-    }
-
-    /// Argument `i`, a string or `undefined` / `null`.
-    pub(crate) fn opt_text(&self, i: usize, param: &str) -> napi::Result<Option<Text>> {
-        self.cx.opt_text(self.arg(i), param)
-    }
-
-    /// Argument `i`, a required number.
-    pub(crate) fn number(&self, i: usize, param: &str) -> napi::Result<f64> {
-        self.cx.number(self.arg(i), param)
-    }
-
-    /// Runs `body` on the room (see [`NodeRoom::run`]) and returns its result to
-    /// JavaScript.
-    pub(crate) fn run<T: IntoJs>(
-        &mut self,
-        body: impl FnOnce(&mut JsonRoom) -> Result<T, rindle_room_core::Error>,
-    ) -> napi::Result<sys::napi_value> {
-        self.room.run(&self.cx, body)?.into_js(self.cx.env())
-    }
-
-    /// The room itself (for `free`).
-    pub(crate) fn room(&mut self) -> &mut NodeRoom {
-        self.room
-    }
-
-    /// `undefined`.
-    pub(crate) fn undefined(&self) -> napi::Result<sys::napi_value> {
-        ().into_js(self.cx.env())
-    }
-}
 
 /// What the static `open` needs: the class constructor, kept alive by a reference.
 #[derive(Debug)]

@@ -4,7 +4,7 @@
 
 use napi::sys;
 
-use crate::class::{method, Call, Method};
+use crate::call::{method, Call, Method};
 
 /// `__panicForTests()` (the surface test ignores `__` names).
 pub(crate) static METHODS: &[Method] = &[method!("__panicForTests", panic_for_tests)];

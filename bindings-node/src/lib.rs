@@ -38,12 +38,14 @@
 #![deny(missing_docs)]
 
 mod boundary;
+mod call;
 mod class;
 #[cfg(debug_assertions)]
 mod debug_hooks;
 mod host;
 mod http_calls;
 mod journal;
+mod node_room;
 mod room;
 mod sockets;
 mod tx;
@@ -55,7 +57,7 @@ use napi_derive::napi;
 use rindle_room_core::contract;
 
 pub use boundary::Arg;
-pub use room::NodeRoom;
+pub use node_room::NodeRoom;
 
 use boundary::{guard, Cx};
 
@@ -67,7 +69,7 @@ pub fn init(exports: Object<'_>, env: Env) -> napi::Result<()> {
 }
 
 /// The methods of debug builds only (`debug_hooks.rs`).
-fn debug_methods() -> &'static [class::Method] {
+fn debug_methods() -> &'static [call::Method] {
     #[cfg(debug_assertions)]
     return debug_hooks::METHODS;
     #[cfg(not(debug_assertions))]

@@ -6,7 +6,7 @@
 
 use napi::sys;
 
-use crate::class::{method, Call, Method};
+use crate::call::{method, Call, Method};
 
 /// The write-plane methods, in the published `WasmRoom`'s order.
 pub(crate) static METHODS: &[Method] = &[

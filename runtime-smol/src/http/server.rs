@@ -65,10 +65,9 @@ pub async fn read_request<S: AsyncRead + Unpin>(
     max_body: usize,
 ) -> io::Result<Option<Request>> {
     let mut r = Reader::new(stream);
-    let Some(head) = r.read_head(parse_request_head, true).await? else {
+    let Some((head, framing)) = read_accepted_head(&mut r, max_body).await? else {
         return Ok(None);
     };
-    let framing = request_framing(&head, max_body)?;
     read_request_body(&mut r, head, framing, max_body)
         .await
         .map(Some)
@@ -81,10 +80,9 @@ pub async fn read_request_continue<S: AsyncRead + AsyncWrite + Unpin>(
     max_body: usize,
 ) -> io::Result<Option<Request>> {
     let mut r = Reader::new(stream);
-    let Some(head) = r.read_head(parse_request_head, true).await? else {
+    let Some((head, framing)) = read_accepted_head(&mut r, max_body).await? else {
         return Ok(None);
     };
-    let framing = request_framing(&head, max_body)?;
     let wants_continue = head.version == 1
         && find_header(&head.headers, "expect")
             .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
@@ -97,6 +95,19 @@ pub async fn read_request_continue<S: AsyncRead + AsyncWrite + Unpin>(
     read_request_body(&mut r, head, framing, max_body)
         .await
         .map(Some)
+}
+
+/// The request's head and how its body is framed, once the head parsed and the body's
+/// declared length fits `max_body`; `None` when the peer closed before any byte.
+async fn read_accepted_head<S: AsyncRead + Unpin>(
+    r: &mut Reader<'_, S>,
+    max_body: usize,
+) -> io::Result<Option<(Head, Framing)>> {
+    let Some(head) = r.read_head(parse_request_head, true).await? else {
+        return Ok(None);
+    };
+    let framing = request_framing(&head, max_body)?;
+    Ok(Some((head, framing)))
 }
 
 fn request_framing(head: &Head, max_body: usize) -> io::Result<Framing> {
