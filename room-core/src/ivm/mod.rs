@@ -6,6 +6,7 @@
 
 mod build;
 pub(crate) mod footprint;
+mod keyed;
 mod lazy;
 mod maintain;
 pub(crate) mod node;

@@ -2,16 +2,16 @@
 //! (`limit`) over them.
 //!
 //! The window is the first `limit` rows of the set. It is tracked by its length and its
-//! boundary (the key of its last row), so every insert or remove costs `O(log n)` and
+//! boundary (the key of its last row), so every insert or remove costs `O(log n)` (a
+//! short shift while the partition is small, see [`KeyedRows`]) and
 //! reports exactly the rows that entered or left the window — a displaced boundary row,
 //! a backfilled successor.
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
-use core::ops::Bound;
 
 use hashbrown::HashMap;
 
+use super::keyed::KeyedRows;
 use crate::keys::Key;
 use crate::store::RowId;
 
@@ -97,7 +97,7 @@ pub(crate) enum WindowEvent {
 /// The qualifying rows of one partition, ordered by the level's completed sort.
 #[derive(Debug, Default)]
 pub(crate) struct Part {
-    set: BTreeMap<Key, RowId>,
+    set: KeyedRows,
     /// `min(set.len(), limit)`; unused without a limit.
     win_len: u32,
     /// The key of the window's last row; `None` when the window is empty.
@@ -112,9 +112,7 @@ impl Part {
     /// Heap bytes (see [`crate::retained`]).
     pub fn retained(&self) -> usize {
         use crate::retained as r;
-        r::btree_map(&self.set)
-            + self.set.keys().map(r::key).sum::<usize>()
-            + self.boundary.as_ref().map_or(0, r::key)
+        self.set.retained() + self.boundary.as_ref().map_or(0, r::key)
     }
 
     /// Whether the partition holds no rows.
@@ -143,7 +141,7 @@ impl Part {
 
     /// The key of the last row held.
     pub fn last_key(&self) -> Option<&Key> {
-        self.set.last_key_value().map(|(k, _)| k)
+        self.set.last_key()
     }
 
     /// Drops the last row held, which must lie past the window (`len() > limit`):
@@ -152,7 +150,7 @@ impl Part {
         if self.set.len() <= limit as usize {
             return None;
         }
-        self.set.pop_last().map(|(_, r)| r)
+        self.set.pop_last()
     }
 
     /// Fills an empty partition with `entries` (sorted by key, keys unique) at once, as
@@ -172,7 +170,7 @@ impl Part {
             self.win_len = n as u32;
             self.boundary = n.checked_sub(1).map(|i| entries[i].0.clone());
         }
-        self.set = entries.into_iter().collect();
+        self.set = KeyedRows::from_sorted(entries);
     }
 
     /// Adds a row (its key must be new) and reports window changes.
@@ -205,13 +203,9 @@ impl Part {
             return;
         };
         if key < boundary {
-            let displaced = self.set.get(&boundary).copied();
+            let displaced = self.set.get(&boundary);
             self.set.insert(key, rid);
-            self.boundary = self
-                .set
-                .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(&*boundary)))
-                .next_back()
-                .map(|(k, _)| k.clone());
+            self.boundary = self.set.last_before(&boundary).cloned();
             if let Some(d) = displaced {
                 ev.push(WindowEvent::Leave(d));
             }
@@ -250,11 +244,7 @@ impl Part {
         }
         ev.push(WindowEvent::Leave(rid));
         let boundary = self.boundary.take().unwrap_or_default();
-        let next = self
-            .set
-            .range::<[u8], _>((Bound::Excluded(&*boundary), Bound::Unbounded))
-            .next()
-            .map(|(k, r)| (k.clone(), *r));
+        let next = self.set.first_after(&boundary).map(|(k, r)| (k.clone(), r));
         match next {
             Some((k, r)) => {
                 ev.push(WindowEvent::Enter(r));
@@ -263,10 +253,7 @@ impl Part {
             None => {
                 self.win_len -= 1;
                 self.boundary = if key == &*boundary {
-                    self.set
-                        .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(key)))
-                        .next_back()
-                        .map(|(k, _)| k.clone())
+                    self.set.last_before(key).cloned()
                 } else {
                     Some(boundary)
                 };
@@ -290,7 +277,7 @@ impl Part {
             None => usize::MAX,
             Some(_) => self.win_len as usize,
         };
-        self.set.values().copied().take(n)
+        self.set.rows().take(n)
     }
 }
 
