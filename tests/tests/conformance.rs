@@ -10,11 +10,17 @@
 //! - `BLESS=1` prints every step's actual output (run with `-- --nocapture`). It never
 //!   writes a file: check each printed output by hand against the spec before copying it.
 //! - `CONFORMANCE_ONLY=<name>[,<name>…]` runs only the named scenarios.
+//!
+//! `scenarios_match_the_generator` regenerates the scenarios with `gen/gen.py` into a
+//! temporary directory and fails, naming each file, unless the scenario directory holds
+//! exactly what the generator writes (it is skipped, with a notice, where `python3` is
+//! not installed).
 
 use core::fmt::Write as _;
 use core::panic::AssertUnwindSafe;
 use std::panic;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use rindle_room_core::calls;
 use rindle_room_core::contract::JsonRoom;
@@ -252,4 +258,83 @@ fn conformance_scenarios() {
         "{failed} of {ran} conformance scenarios failed:\n{report}"
     );
     assert!(ran > 0, "no scenario matched CONFORMANCE_ONLY");
+}
+
+/// The `.json` file names in `dir`, sorted.
+fn json_names(dir: &Path) -> Vec<String> {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every scenario file is the generator's output, byte for byte: a hand edit of a
+/// scenario (or a generator change not regenerated) fails here, naming the files.
+#[test]
+fn scenarios_match_the_generator() {
+    let dir = scenario_dir();
+    let out = std::env::temp_dir().join(format!(
+        "rindle-conformance-gen-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = Command::new("python3")
+        .arg(dir.join("gen").join("gen.py"))
+        .arg("--out")
+        .arg(&out)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output();
+    let run = match run {
+        Ok(run) => run,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "scenarios_match_the_generator: SKIPPED, python3 is not installed \
+                 (the scenario files were not compared with gen/gen.py)"
+            );
+            return;
+        }
+        Err(e) => panic!("cannot run python3: {e}"),
+    };
+    assert!(
+        run.status.success(),
+        "gen/gen.py failed ({}):\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let want = json_names(&out);
+    let have = json_names(&dir);
+    let mut report = String::new();
+    for name in want.iter().filter(|n| !have.contains(n)) {
+        let _ = writeln!(report, "{name}: written by the generator, missing here");
+    }
+    for name in have.iter().filter(|n| !want.contains(n)) {
+        let _ = writeln!(report, "{name}: not written by the generator");
+    }
+    for name in want.iter().filter(|n| have.contains(n)) {
+        let generated = std::fs::read(out.join(name)).unwrap_or_default();
+        let committed = std::fs::read(dir.join(name)).unwrap_or_default();
+        if generated != committed {
+            let line = generated
+                .split(|b| *b == b'\n')
+                .zip(committed.split(|b| *b == b'\n'))
+                .position(|(g, c)| g != c)
+                .map_or_else(|| "length".to_owned(), |i| format!("line {}", i + 1));
+            let _ = writeln!(
+                report,
+                "{name}: differs from the generator's output ({line})"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(
+        report.is_empty(),
+        "the scenario files and tests/conformance/gen/gen.py disagree; edit the generator \
+         module and run `python3 tests/conformance/gen/gen.py`:\n{report}"
+    );
 }

@@ -11,8 +11,9 @@ core):
   (docs/design/authority.md: Scope specs hash and canonical JSON) —
   `scope_specs_hash(specs)` runs it over the UTF-16 code units
   of JCS, one step per unit, as the JavaScript API server reads the text;
-- `batch_hash(changes)`: first 16 lowercase hex chars of SHA-256 over the UTF-8 of the
-  JCS text of `changes`;
+- `batch_hash(changes)`: FNV-1a 64, 16 lowercase hex, over the UTF-8 of `changes`
+  written with object keys in byte order and every number as a float (`3.0`, `1e+16`,
+  `0.0`), the layout the published room hashes (docs/compat.md: Flush body);
 - `mint(...)`: the `rt1` lease token (docs/design/authority.md: Lease tokens) with Python's hmac /
   hashlib / base64.
 
@@ -92,11 +93,77 @@ assert scope_specs_hash("\U0001f600") == fnv1a32_hex([0x22, 0xD83D, 0xDE00, 0x22
 # batchHash
 
 
+def fnv1a64_hex(data):
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return format(h, "016x")
+
+
+# Published FNV-1a 64 test vectors (Fowler/Noll/Vo reference test suite).
+assert fnv1a64_hex(b"") == "cbf29ce484222325"
+assert fnv1a64_hex(b"a") == "af63dc4c8601ec8c"
+assert fnv1a64_hex(b"foobar") == "85944171f73967e8"
+
+
+def float_num(x):
+    """A number as a serializer that always marks a float writes it: the shortest
+    round-trip digits (as JavaScript's), an integral value with `.0`, plain digits only
+    while the decimal point falls within the first 16 digits, else exponent form
+    (`1e+16`, `1e-6`); zero is `0.0` (`-0.0` when negative)."""
+    x = float(x)
+    if x == 0:
+        return "-0.0" if str(x).startswith("-") else "0.0"
+    text = js_num(x)
+    sign = "-" if text.startswith("-") else ""
+    text = text.lstrip("-")
+    # Back to digits and point position n from the JavaScript spelling.
+    mant, _, exp = text.partition("e")
+    ip, _, fp = mant.partition(".")
+    n = len(ip) + (int(exp) if exp else 0)
+    digits = (ip + fp).lstrip("0")
+    if not ip.strip("0"):
+        n = (int(exp) if exp else 0) - (len(fp) - len(fp.lstrip("0")))
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 16:
+        return sign + digits + "0" * (n - k) + ".0"
+    if 0 < n <= 16:
+        return sign + digits[:n] + "." + digits[n:]
+    if -5 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    return (sign + digits[0] + ("." + digits[1:] if k > 1 else "") + "e"
+            + ("-" if e < 0 else "+") + str(abs(e)))
+
+
+for _x, _want in [(3, "3.0"), (1e16, "1e+16"), (1e15, "1000000000000000.0"), (0.1, "0.1"),
+                  (0.0001, "0.0001"), (0.00001, "0.00001"), (1e-6, "1e-6"), (-2.5, "-2.5"),
+                  (-0.0, "-0.0"),
+                  (0, "0.0"), (123.456, "123.456"), (1e21, "1e+21")]:
+    assert float_num(_x) == _want, (_x, float_num(_x), _want)
+
+
+def hash_layout(v):
+    """The batch hash's text: object keys in byte order, numbers by float_num, strings
+    and literals as JSON.stringify writes them."""
+    if isinstance(v, dict):
+        names = sorted(v, key=lambda k: k.encode("utf-8"))
+        return "{" + ",".join(js_str(k) + ":" + hash_layout(v[k]) for k in names) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(hash_layout(x) for x in v) + "]"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float_num(v)
+    return js(v)
+
+
 def batch_hash(changes):
-    return hashlib.sha256(jcs(changes).encode("utf-8")).hexdigest()[:16]
+    return fnv1a64_hex(hash_layout(changes).encode("utf-8"))
 
 
-assert hashlib.sha256(b"abc").hexdigest().startswith("ba7816bf8f01cfea")  # FIPS 180-2
+# The layout of one change, written out: keys old < op < row < table.
+assert hash_layout([{"table": "t", "op": "edit", "old": [1, "a"], "row": [2, None]}]) == (
+    '[{"old":[1.0,"a"],"op":"edit","row":[2.0,null],"table":"t"}]')
 
 # --------------------------------------------------------------------------------------
 # rt1 tokens (docs/design/decisions.md: Tokens and canonical JSON)
@@ -117,6 +184,7 @@ def sign_segment(segment, secret):
     return signed + "." + b64url(mac)
 
 
+assert hashlib.sha256(b"abc").hexdigest().startswith("ba7816bf8f01cfea")  # FIPS 180-2
 # RFC 4231 test case 2.
 assert hmac.new(b"Jefe", b"what do ya want for nothing?", hashlib.sha256).hexdigest() == (
     "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")

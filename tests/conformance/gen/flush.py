@@ -2,21 +2,23 @@
 published WasmRoom API: beginFlush / flushOk / flushConflict / rejectMutation;
 docs/design/authority.md: The apply call, Ledger rows in a flush).
 
-beginFlush's body is composed here from the flush rule: `changes` = one entry per dirty key with a
-net effect against its CAS base (data keys by table name, then pk in comparator order),
-then the ledger co-edits on `_rindle_client_mutations` ([client_id, applied watermark];
-an `add` when nothing is durable, else an `edit` whose old is the last durable row;
-clients in byte order), then one `add` per recorded non-applied outcome on
-`_rindle_mutation_outcomes` ([client_id, mid, kind, reason, name, args], by client then
-mid). `batchHash` is recomputed from scratch (canon.batch_hash: SHA-256 over RFC 8785 JCS
-of `changes`, first 16 hex). `lmids` lists the same advances as the ledger co-edits, in
-the same client order. The ledger co-edit carries the APPLIED watermark, not the acked
-one (decisions-local), so rejected and deopted mids are covered too.
+beginFlush's body is composed here from the flush rule, as the published room builds it:
+`changes` = one entry per dirty key with a net effect against its CAS base (data keys by
+table name, then pk in comparator order), then one `add` per recorded non-applied outcome
+on `_rindle_room_mutation_outcomes` ([client_id, mid, kind, reason, name, args], in the
+order recorded), then the ledger co-edits on `_rindle_client_mutations` ([client_id,
+applied watermark]; an `add` when nothing is durable, else an `edit` whose old is the last
+durable row; clients in byte order). `batchHash` is recomputed from scratch
+(canon.batch_hash: FNV-1a 64 over the changes with keys in byte order and numbers written
+as floats). `lmids` lists the same advances as the ledger co-edits, in the same client
+order. The ledger co-edit carries the APPLIED watermark, not the acked one
+(decisions-local), so rejected and deopted mids are covered too. flushOk's `retired`
+counts the pending mutations the flight made durable (WScenario.flush_ok).
 """
 
 from lib import T, add, cmp, edit, hello, rem, snap_result
 from wlib import (FP, HEAD_NULL, LEDGER_NAME, OUTCOMES_NAME, OWNED, SLIDES, SPECS, WScenario,
-                  deopt, f_add, f_edit, f_rem, flush_ok, head, ledger_add, ledger_edit,
+                  deopt, f_add, f_edit, f_rem, ledger_add, ledger_edit,
                   outcome)
 
 SL = ["slide"]
@@ -26,16 +28,14 @@ ODD = "ann \u00e9\u0001\u2028\U0001f600"
 def flush_outcome_rows():
     s = WScenario(
         "flush_outcome_rows",
-        "Non-applied outcomes ride the next flush beside the covering ledger co-edit: "
-        "rejectMutation() records kind rejected with a null "
-        "reason, (rejected, reason) keeps the reason, (deopt, environment) is a deopt row "
-        "echoing the beginMutation name and JSON-text args (null when none were given), a "
-        "deopt with no reason (a journal replay) has a null reason; "
-        "rejected rows never carry name/args; a gate deopt is recorded with its reason. "
-        "Applied mids get no outcome row. Order: the data key, ledger rows by client_id "
-        "in byte order (B < a < b), outcome rows by (client_id, mid). flushOk retires "
-        "everything; an empty room then flushes nothing; a later reject flushes a ledger "
-        "edit from the durable row plus its own outcome row.",
+        "Non-applied outcomes ride the next flush in `_rindle_room_mutation_outcomes` beside the "
+        "covering ledger co-edit: rejectMutation() records kind rejected with a null reason, "
+        "(rejected, reason) keeps the reason, (deopt, environment) is a deopt row echoing the "
+        "beginMutation name and JSON-text args (null when none were given), a deopt with no "
+        "reason has a null reason; rejected rows never carry name/args; a gate deopt is recorded "
+        "with its reason. Applied mids get no outcome row. Order: the data key, outcome rows in "
+        "the order recorded, ledger rows by client_id in byte order. flushOk retires everything; "
+        "an empty room then flushes nothing.",
     )
     s.boot()
     s.ok("enableWritesV2", SPECS, OWNED, expect="null")
@@ -53,37 +53,38 @@ def flush_outcome_rows():
     s.ok("txAdd", "deck", ["d2", "Two"], expect="null")
     s.commit(deopt("writeOutOfScope", "deck", ["d2"], op="add"))
     s.begin("B", 1, "noop", [])
-    s.commit(head(1))
+    s.commit(s.next_head())
     s.begin("a", 4, "retag", {"id": 2})
     s.ok("txEdit", "tag", [2, "TWO"], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.err("rejectMutation", error="transaction")
     s.marks("a", 4, 0, 0)
     s.marks("b", 3, 0, 0)
     s.marks("B", 1, 0, 0)
     s.ok("ack", [{"clientID": "b", "mid": 2}, {"clientID": "a", "mid": 4},
-                 {"clientID": "B", "mid": 1}], expect=head(3))
+                 {"clientID": "B", "mid": 1}], expect=s.next_head())
     s.lens(8, 1)
     s.flush([
         f_edit("tag", [2, "two"], [2, "TWO"]),
         ledger_add("B", 1),
         ledger_add("a", 4),
         ledger_add("b", 3),
-        outcome("a", 1, "deopt", "environment", "useQuery", '{"q":1}'),
-        outcome("a", 2, "deopt", "environment"),
-        outcome("a", 3, "deopt", "writeOutOfScope", "addDeck", '{"id":"d2"}'),
+        # Outcome rows in the order the calls above recorded them.
         outcome("b", 1, "rejected"),
         outcome("b", 2, "rejected", "not allowed"),
         outcome("b", 3, "deopt", None, "replayed", '{"k":true}'),
+        outcome("a", 1, "deopt", "environment", "useQuery", '{"q":1}'),
+        outcome("a", 2, "deopt", "environment"),
+        outcome("a", 3, "deopt", "writeOutOfScope", "addDeck", '{"id":"d2"}'),
     ], [("B", 1), ("a", 4), ("b", 3)])
-    s.ok("flushOk", expect=flush_ok(1, 0))
+    s.flush_ok(dirty=0)
     s.marks("a", 4, 4, 4)
     s.lens(0, 0)
     s.ok("beginFlush", expect="null")
     s.begin("a", 5, "x", {"y": [1, 2]})
     s.ok("rejectMutation", "rejected", "again", expect="null")
     s.flush([ledger_edit("a", 4, 5), outcome("a", 5, "rejected", "again")], [("a", 5)])
-    s.ok("flushOk", expect=flush_ok(0, 0))
+    s.flush_ok(dirty=0)
     s.lens(0, 0)
     s.marks("a", 5, 4, 5)
     return s
@@ -92,52 +93,50 @@ def flush_outcome_rows():
 def flush_body_order_and_hash():
     s = WScenario(
         "flush_body_order_and_hash",
-        "beginFlush's body: data changes sorted by table NAME (deck < member < slide < "
-        "tag, although member comes after slide in the upstream hello) then pk in "
-        "comparator order — strings by bytes (s10 < s2 < s9), numbers numerically (-5 < 2 "
-        "< 2.5 < 10 < 100) — with add {row}, remove {old}, edit {old, row} against the "
-        "CAS base; keys whose net effect is nothing (edited and restored by two clients; "
-        "added then removed) are dropped; ledger adds by client_id bytes (Alpha < alpha < "
-        "zed) carrying each applied watermark; outcome rows by (client, mid) with mid "
-        "numeric (2 before 10); batchHash over the JCS text (raw non-ASCII and U+2028, "
-        "\\u0001 escaped, 0.1 in shortest form); lmids in client order. While "
-        "the batch is in flight a second beginFlush errors, mutations still commit.",
+        "beginFlush's body, as the published room builds it: data changes sorted by table name "
+        "(deck < member < slide < tag) then primary key in comparator order — strings by bytes "
+        "(s10 < s2 < s9), numbers numerically (-5 < 2 < 2.5 < 10 < 100) — with add {row}, remove "
+        "{old}, edit {old, row} against the CAS base; keys whose net effect is nothing ride the "
+        "flight without a change; then outcome rows in the order recorded; then ledger rows by "
+        "client_id bytes (Alpha < alpha < zed) carrying each applied watermark. batchHash is "
+        "FNV-1a 64 over the changes with keys in byte order and every number written as a float; "
+        "lmids in client order.",
     )
     s.boot()
     s.ok("enableWrites", ["deck", "slide", "tag", "member"], expect="null")
     s.begin("zed", 1)
     s.ok("txEdit", "deck", ["d1", "Deck 1"], expect="null")
     s.ok("txAdd", "slide", ["s10", "d1", 10], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.begin("zed", 2)
     s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
     s.ok("txRemove", "slide", ["s9"], expect="null")
-    s.commit(head(3))
+    s.commit(s.next_head())
     s.begin("zed", 3)
     s.ok("txAdd", "tag", [100, "hundred"], expect="null")
     s.ok("txRemove", "tag", [10], expect="null")
     s.ok("txEdit", "tag", [2, "TWO"], expect="null")
     s.ok("txAdd", "tag", [-5, "minus five"], expect="null")
     s.ok("txAdd", "tag", [2.5, 0.1], expect="null")
-    s.commit(head(4))
+    s.commit(s.next_head())
     s.begin("Alpha", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
     s.ok("txEdit", "member", ["m1", ODD], expect="null")
-    s.commit(head(5))
+    s.commit(s.next_head())
     s.begin("alpha", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 1], expect="null")
-    s.commit(head(6))
+    s.commit(s.next_head())
     s.begin("alpha", 2)
     s.ok("rejectMutation", "rejected", "no", expect="null")
     s.begin("alpha", 3)
     s.ok("txAdd", "tag", [50, "fifty"], expect="null")
-    s.commit(head(7))
+    s.commit(s.next_head())
     s.begin("alpha", 4)
     s.ok("txRemove", "tag", [50], expect="null")
-    s.commit(head(8))
+    s.commit(s.next_head())
     for mid in range(5, 10):
         s.begin("alpha", mid)
-        s.commit(head(8))
+        s.commit(s.next_head())
     s.begin("alpha", 10)
     s.ok("rejectMutation", "rejected", "ten", expect="null")
     s.ok("pendingLen", expect="14")
@@ -162,7 +161,7 @@ def flush_body_order_and_hash():
     s.err("beginFlush", error="flight")
     s.begin("zed", 4)
     s.ok("txEdit", "tag", [-5, "minus 5"], expect="null")
-    s.commit(head(9))
+    s.commit(s.next_head())
     s.ok("flushInFlight", expect="true")
     return s
 
@@ -170,23 +169,21 @@ def flush_body_order_and_hash():
 def flush_ok_redirtied():
     s = WScenario(
         "flush_ok_redirtied",
-        "flushOk: {retired, dirty}. A key written again while its batch was "
-        "in flight is not retired; it re-bases onto the image the batch wrote, so the next "
-        "batch's edit has old = that image (pos 5), not the original (pos 1); a key first "
-        "written during the flight is dirty too (dirty 2). The durable watermark advances "
-        "to the batch's lmid (1) and pendingLen drops the covered mid; the next batch's "
-        "ledger co-edit is an edit from [c1, 1]. After it settles: retired 2, dirty 0, "
-        "nothing pending or dirty, beginFlush undefined, flushOk without a flight errors. "
-        "A retired key written again starts from the image the authority now holds (the "
-        "row the room added).",
+        "flushOk: {retired, dirty} — the pending mutations the flight made durable, the keys "
+        "still dirty. A key written again while its batch was in flight is not retired; it "
+        "re-bases onto the image the batch wrote, so the next batch's edit has old = that image "
+        "(pos 5), not the original (pos 1); a key first written during the flight is dirty too. "
+        "The durable watermark advances to the batch's lmid and pendingLen drops the covered mid;"
+        " the next batch's ledger co-edit is an edit from [c1, 1]. After it settles, nothing is "
+        "pending or dirty, beginFlush is undefined, and flushOk without a flight errors.",
     )
     s.boot()
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
-    s.commit(head(2))
-    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5])], 2))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5])], s.head))
     s.lens(1, 1)
     s.ok("flushInFlight", expect="false")
     s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]), ledger_add("c1", 1)],
@@ -194,21 +191,21 @@ def flush_ok_redirtied():
     s.ok("flushInFlight", expect="true")
     s.begin("c1", 2)
     s.ok("txEdit", "slide", ["s1", "d1", 6], expect="null")
-    s.commit(head(3))
+    s.commit(s.next_head())
     s.begin("c1", 3)
     s.ok("txAdd", "slide", ["s3", "d1", 3], expect="null")
-    s.commit(head(4))
+    s.commit(s.next_head())
     s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 6]),
-                             add("slide", ["s3", "d1", 3])], 4))
+                             add("slide", ["s3", "d1", 3])], s.head))
     s.lens(3, 2)
-    s.ok("flushOk", expect=flush_ok(0, 2))
+    s.flush_ok(dirty=2)
     s.ok("flushInFlight", expect="false")
     s.marks("c1", 3, 0, 1)
     s.lens(2, 2)
     s.flush([f_edit("slide", ["s1", "d1", 5], ["s1", "d1", 6]),
              f_add("slide", ["s3", "d1", 3]),
              ledger_edit("c1", 1, 3)], [("c1", 3)])
-    s.ok("flushOk", expect=flush_ok(2, 0))
+    s.flush_ok(dirty=0)
     s.err("flushOk", error="flight")
     s.marks("c1", 3, 0, 3)
     s.lens(0, 0)
@@ -217,10 +214,10 @@ def flush_ok_redirtied():
     # s3 is clean again: its next CAS base is the row the room added and flushed.
     s.begin("c1", 4)
     s.ok("txEdit", "slide", ["s3", "d1", 4], expect="null")
-    s.commit(head(5))
+    s.commit(s.next_head())
     s.flush([f_edit("slide", ["s3", "d1", 3], ["s3", "d1", 4]), ledger_edit("c1", 3, 4)],
             [("c1", 4)])
-    s.ok("flushOk", expect=flush_ok(1, 0))
+    s.flush_ok(dirty=0)
     s.lens(0, 0)
     return s
 
@@ -239,19 +236,19 @@ def flush_conflict_converges():
     )
     s.boot()
     s.ok("enableWrites", ["slide", "tag"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.sub("t", 1, {"table": "tag"}, 0, False, ["tag"],
-          [add("tag", [2, "two"]), add("tag", [10, "ten"])], 1)
+          [add("tag", [2, "two"]), add("tag", [10, "ten"])], s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
     s.ok("txAdd", "slide", ["s3", "d1", 3], expect="null")
     s.ok("txEdit", "tag", [2, "TWO"], expect="null")
     s.ok("txAdd", "tag", [7, "seven"], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
-                             add("slide", ["s3", "d1", 3])], 2),
+                             add("slide", ["s3", "d1", 3])], s.head),
             ("t", 1, 1, ["tag"], [edit("tag", [2, "two"], [2, "TWO"]),
-                                  add("tag", [7, "seven"])], 2))
+                                  add("tag", [7, "seven"])], s.head))
     s.flush([
         f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
         f_add("slide", ["s3", "d1", 3]),
@@ -263,9 +260,9 @@ def flush_conflict_converges():
         {"table": "slide", "pk": ["s1"], "current": ["s1", "d1", 42]},
         {"table": "tag", "pk": [7], "current": None},
         {"table": "tag", "pk": [2], "current": [2, "TWO"]},
-    ], expect=head(3))
-    s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 42])], 3),
-            ("t", 1, 2, ["tag"], [rem("tag", [7, "seven"])], 3))
+    ], expect=s.next_head())
+    s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 42])], s.head),
+            ("t", 1, 2, ["tag"], [rem("tag", [7, "seven"])], s.head))
     s.ok("flushInFlight", expect="false")
     s.marks("c1", 1, 0, 0)
     s.lens(1, 1)
@@ -275,13 +272,13 @@ def flush_conflict_converges():
     s.ok("commitAll", expect="[]")
     s.lens(1, 0)
     s.flush([ledger_add("c1", 1)], [("c1", 1)])
-    s.ok("flushOk", expect=flush_ok(0, 0))
+    s.flush_ok(dirty=0)
     s.lens(0, 0)
     s.marks("c1", 1, 0, 1)
     s.err("flushConflict", [], error="flight")
     s.sub("q2", 1, {"table": "slide"}, 0, True, SL,
           [add("slide", ["s1", "d1", 42]), add("slide", ["s2", "d1", 2]),
-           add("slide", ["s3", "d1", 3]), add("slide", ["s9", "d1", 500])], 3)
+           add("slide", ["s3", "d1", 3]), add("slide", ["s9", "d1", 500])], s.head)
     return s
 
 
@@ -299,7 +296,7 @@ def flush_conflict_ledger_and_outcome():
     s.begin("c1", 1, "m", {"a": 1})
     s.ok("rejectMutation", "rejected", "x", expect="null")
     s.begin("c1", 2)
-    s.commit(head(1))
+    s.commit(s.next_head())
     s.flush([ledger_add("c1", 2), outcome("c1", 1, "rejected", "x")], [("c1", 2)])
     s.ok("flushConflict", [
         {"table": LEDGER_NAME, "pk": ["c1"], "current": ["c1", 1]},
@@ -309,7 +306,7 @@ def flush_conflict_ledger_and_outcome():
     s.marks("c1", 2, 0, 1)
     s.lens(1, 0)
     s.flush([ledger_edit("c1", 1, 2)], [("c1", 2)])
-    s.ok("flushOk", expect=flush_ok(0, 0))
+    s.flush_ok(dirty=0)
     s.lens(0, 0)
     s.marks("c1", 2, 0, 2)
     return s
@@ -318,58 +315,60 @@ def flush_conflict_ledger_and_outcome():
 def upstream_op_on_dirty_key():
     s = WScenario(
         "upstream_op_on_dirty_key",
-        "A dirty key's head image is the room's own. An upstream edit of dirty slide s1 "
-        "only replaces its CAS base (head keeps pos 5, nothing fans out) while the same "
-        "batch's edit of clean s2 applies and ships; the apply still counts (live, "
-        "headCv +1, cv = the batch's). The next batch edits from the upstream image (old "
-        "pos 7). Once flushOk retired s1, an upstream edit of it applies normally. An "
-        "upstream remove of a dirty key makes its base absent (the flush sends an add); an "
-        "upstream add of a dirty key the room added makes that row the base (the flush "
-        "sends an edit from it).",
+        "An upstream image of a key the room has a pending write of is someone else's write and "
+        "wins, as in the published room: the head takes it, the room's change is dropped, the key"
+        " is clean and its image fans out; a clean key's edit in the same batch applies as usual "
+        "(live, headCv moves, cv = the batch's). Once a flush retired a key, upstream edits of it"
+        " apply normally; the room's own flushed write echoing back changes nothing.",
     )
     s.boot(cv=100)
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
-    s.commit(head(2))
-    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5])], 2))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5])], s.head))
+    # The upstream image of dirty s1 is another writer's and wins: the head takes it, the
+    # room's change to s1 is dropped (s1 is clean), and it fans out with clean s2's edit.
     s.upstream(1, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 7]),
                    edit("slide", ["s2", "d1", 2], ["s2", "d1", 8])], 101,
                '{"applied":"live","ops":2}')
-    s.ok("headCv", expect="3")
+    s.ok("headCv", expect=str(s.head))
     s.ok("cv", expect="101")
-    s.drain(("q", 1, 2, SL, [edit("slide", ["s2", "d1", 2], ["s2", "d1", 8])], 3))
+    s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 7]),
+                             edit("slide", ["s2", "d1", 2], ["s2", "d1", 8])], s.head))
     s.sub("q2", 2, {"table": "slide"}, 0, True, SL,
-          [add("slide", ["s1", "d1", 5]), add("slide", ["s2", "d1", 8]),
-           add("slide", ["s9", "d1", 500])], 3)
-    s.lens(1, 1)
-    s.flush([f_edit("slide", ["s1", "d1", 7], ["s1", "d1", 5]), ledger_add("c1", 1)],
-            [("c1", 1)])
-    s.ok("flushOk", expect=flush_ok(1, 0))
+          [add("slide", ["s1", "d1", 7]), add("slide", ["s2", "d1", 8]),
+           add("slide", ["s9", "d1", 500])], s.head)
+    # Mid 1 is still pending; no key is dirty, so the flight carries the ledger only.
+    s.lens(1, 0)
+    s.flush([ledger_add("c1", 1)], [("c1", 1)])
+    s.flush_ok(dirty=0)
+    # The upstream edit names old pos 5; the head holds 7, and subscribers get 7 -> 9.
     s.upstream(2, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 9])], 102,
                '{"applied":"live","ops":1}')
-    s.ok("headCv", expect="4")
-    ops = [edit("slide", ["s1", "d1", 5], ["s1", "d1", 9])]
-    s.drain(("q", 1, 3, SL, ops, 4), ("q2", 2, 1, SL, ops, 4))
+    s.ok("headCv", expect=str(s.head))
+    ops = [edit("slide", ["s1", "d1", 7], ["s1", "d1", 9])]
+    s.drain(("q", 1, 3, SL, ops, s.head), ("q2", 2, 1, SL, ops, s.head))
     s.begin("c1", 2)
     s.ok("txAdd", "slide", ["s3", "d1", 3], expect="null")
-    s.commit(head(5))
+    s.commit(s.next_head())
     s.begin("c1", 3)
     s.ok("txEdit", "slide", ["s2", "d1", 10], expect="null")
-    s.commit(head(6))
+    s.commit(s.next_head())
     ops = [edit("slide", ["s2", "d1", 8], ["s2", "d1", 10]), add("slide", ["s3", "d1", 3])]
-    s.drain(("q", 1, 4, SL, ops, 6), ("q2", 2, 2, SL, ops, 6))
+    s.drain(("q", 1, 4, SL, ops, s.head), ("q2", 2, 2, SL, ops, s.head))
+    # Upstream removes dirty s2 and adds dirty s3 (which the room added): both images
+    # win over the room's writes, which are dropped, and fan out.
     s.upstream(3, [rem("slide", ["s2", "d1", 8]), add("slide", ["s3", "d1", 33])], 103,
                '{"applied":"live","ops":2}')
-    s.ok("headCv", expect="7")
-    s.ok("commitAll", expect="[]")
+    s.ok("headCv", expect=str(s.head))
+    ops = [rem("slide", ["s2", "d1", 10]), edit("slide", ["s3", "d1", 3], ["s3", "d1", 33])]
+    s.drain(("q", 1, 5, SL, ops, s.head), ("q2", 2, 3, SL, ops, s.head))
     s.sub("q3", 3, {"table": "slide"}, 0, True, SL,
-          [add("slide", ["s1", "d1", 9]), add("slide", ["s2", "d1", 10]),
-           add("slide", ["s3", "d1", 3]), add("slide", ["s9", "d1", 500])], 7)
-    s.flush([f_add("slide", ["s2", "d1", 10]),
-             f_edit("slide", ["s3", "d1", 33], ["s3", "d1", 3]),
-             ledger_edit("c1", 1, 3)], [("c1", 3)])
+          [add("slide", ["s1", "d1", 9]), add("slide", ["s3", "d1", 33]),
+           add("slide", ["s9", "d1", 500])], s.head)
+    s.flush([ledger_edit("c1", 1, 3)], [("c1", 3)])
     return s
 
 
@@ -395,12 +394,12 @@ def composite_pk_write_plane():
               "footprintWhere": cmp("b", "=", 1)}]
     s.ok("enableWritesV2", specs, ["cell"], expect="null")
     s.sub("q", 1, {"table": "cell"}, 0, False, ["cell"],
-          [add("cell", [1, 1, 5]), add("cell", [2, 1, 6]), add("cell", [1, 2, 7])], 1)
+          [add("cell", [1, 1, 5]), add("cell", [2, 1, 6]), add("cell", [1, 2, 7])], s.head)
     s.begin("c1", 1)
     s.ok("txGet", "cell", [1, 2], expect="[2,1,6]")
     s.ok("txGet", "cell", [2, 1], expect="[1,2,7]")
     s.ok("txGet", "cell", [1, 9], expect="null")
-    s.commit(head(1))
+    s.commit(s.next_head())
     s.begin("c1", 2)
     s.ok("txGet", "cell", [3, 1], expect="null")
     s.commit(deopt("absentReadUnproven", "cell", [3, 1]))
@@ -411,9 +410,9 @@ def composite_pk_write_plane():
     s.ok("txEdit", "cell", [1, 1, 8], expect="null")
     s.ok("txAdd", "cell", [0, 3, 1], expect="null")
     s.ok("txRemove", "cell", [2, 1], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.drain(("q", 1, 1, ["cell"], [edit("cell", [1, 1, 5], [1, 1, 8]), rem("cell", [1, 2, 7]),
-                                   add("cell", [0, 3, 1])], 2))
+                                   add("cell", [0, 3, 1])], s.head))
     s.flush([
         f_edit("cell", [1, 1, 5], [1, 1, 8]),
         f_rem("cell", [1, 2, 7]),
@@ -422,7 +421,7 @@ def composite_pk_write_plane():
         outcome("c1", 2, "deopt", "absentReadUnproven"),
         outcome("c1", 3, "deopt", "writeOutOfScope"),
     ], [("c1", 4)])
-    s.ok("flushOk", expect=flush_ok(3, 0))
+    s.flush_ok(dirty=0)
     s.lens(0, 0)
     return s
 
@@ -437,22 +436,23 @@ def write_plane_poisoned():
     )
     s.boot()
     s.ok("enableWrites", ["slide"], expect="null")
-    s.lmid_sub("L", 1, "c1", False, [], 1)
+    s.lmid_sub("L", 1, "c1", False, [], s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
-    s.commit(head(2))
-    s.ok("ack", [{"clientID": "c1", "mid": 1}], expect=head(3))
-    s.drain(("L", 1, 1, [LEDGER_NAME], [add(LEDGER_NAME, ["c1", 1])], 3))
+    s.commit(s.next_head())
+    s.ok("ack", [{"clientID": "c1", "mid": 1}], expect=s.next_head())
+    s.drain(("L", 1, 1, [LEDGER_NAME], [add(LEDGER_NAME, ["c1", 1])], s.head))
     s.err("apply", {"epoch": 1, "seq": 1, "normalizedFp": FP, "cv": 101,
                     "ops": [add("deck", ["d1", "dup"])]}, error="poison")
     s.ok("isPoisoned", expect="true")
     s.ok("isLive", expect="false")
     s.ok("commitAll", expect="[]")
-    s.err("beginMutation", "c1", 2, error="poison")
-    s.err("ack", [{"clientID": "c1", "mid": 1}], error="poison")
-    s.err("seedDurable", [{"clientID": "c1", "lmid": 1}], error="poison")
-    s.err("lmidSubscribe", "L2", 1, "c1", 0, error="poison")
-    s.err("beginFlush", error="poison")
+    # The published room's refusal texts for a store that is not live.
+    s.err("beginMutation", "c1", 2, error="store is not live")
+    s.err("ack", [{"clientID": "c1", "mid": 1}], error="store is not live")
+    s.err("seedDurable", [{"clientID": "c1", "lmid": 1}], error="store is not live")
+    s.err("lmidSubscribe", "L2", 1, "c1", 0, error="StoreNotLive")
+    s.err("beginFlush", error="store is not live")
     s.ok("commitAll", expect="[]")
     return s
 
@@ -476,15 +476,19 @@ def write_plane_malformed_args():
     s.err("ack", {"$text": "[{"}, error="ack")
     s.err("seedDurable", {"clientID": "c1", "lmid": 1}, error="seedDurable")
     s.err("seedDurable", [{"clientID": 1, "lmid": 1}], error="seedDurable")
-    s.ok("headCv", expect="1")
+    s.ok("headCv", expect=str(s.head))
     s.marks("c1", 0, 0, 0)
     s.begin("c1", 1)
-    s.err("txGet", "slide", "s1", error="txGet")
-    s.err("txRemove", "slide", {"$text": "nope"}, error="txRemove")
-    s.err("txEdit", "slide", 5, error="txEdit")
+    # The JSON reader's own words after `pk: not JSON: ` / `row: not JSON: `.
+    s.err("txGet", "slide", "s1", error='pk: not JSON: invalid type: string "s1", expected a '
+          "row (an array of cells) at line 1 column 4")
+    s.err("txRemove", "slide", {"$text": "nope"},
+          error="pk: not JSON: expected ident at line 1 column 2")
+    s.err("txEdit", "slide", 5, error="row: not JSON: invalid type: integer `5`, expected a "
+          "row (an array of cells) at line 1 column 1")
     s.err("rejectMutation", "maybe", error="maybe")
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]), ledger_add("c1", 1)],
             [("c1", 1)])
     s.err("flushConflict", "x", error="flushConflict")
@@ -498,49 +502,40 @@ def write_plane_malformed_args():
     s.err("flushConflict", [{"table": "slide", "pk": ["s1"], "current": ["s1", "d1", 42]},
                             {"table": "nope", "pk": ["x"], "current": None}], error="nope")
     s.ok("flushInFlight", expect="true")
-    s.ok("headCv", expect="2")
+    s.ok("headCv", expect=str(s.head))
     s.ok("commitAll", expect="[]")
-    s.ok("flushOk", expect=flush_ok(1, 0))
+    s.flush_ok(dirty=0)
     s.lens(0, 0)
     s.sub("q", 1, {"table": "slide"}, 0, False, SL,
           [add("slide", ["s1", "d1", 5]), add("slide", ["s2", "d1", 2]),
-           add("slide", ["s9", "d1", 500])], 2)
+           add("slide", ["s9", "d1", 500])], s.head)
     return s
 
 
 def flush_ok_cv_takes_newer_upstream_image():
     s = WScenario(
         "flush_ok_cv_takes_newer_upstream_image",
-        "flushOk(cv) after the feed raced ahead of the settlement (the "
-        "room's settlement rule): while a batch is in flight, every upstream image of a "
-        "key it carries is logged with its upstream batch's cv (an upstream op on a dirty "
-        "key still only "
-        "moves the "
-        "CAS base: commitAll ships nothing). flushOk(101) says the authority committed the "
-        "batch at cv 101, so the newest logged image of an upstream batch with cv > 101 "
-        "is the authority's image; the batch's own echo (cv 101) does not count. slide "
-        "s1, not written again, converges to it: one local commit (headCv +1, the "
-        "result is still {retired, dirty}) whose corrective edit 5 -> 9 ships at the "
-        "next commitAll. slide s2, written again during the flight (pos 21), stays dirty "
-        "and re-bases onto the newer image: the next batch edits from pos 30, not from "
-        "the pos 20 it sent. A flushOk(cv) with nothing logged changes nothing.",
+        "flushOk (it takes no argument, as in the published room) after the feed raced ahead of "
+        "the settlement: the batch's own echo changes nothing, an image another writer committed "
+        "after the batch wins as it arrives and ships at the next commitAll; a key written again "
+        "during the flight stays dirty and re-bases onto what the batch wrote.",
     )
     s.boot(cv=100)
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
     s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
-                             edit("slide", ["s2", "d1", 2], ["s2", "d1", 20])], 2))
+                             edit("slide", ["s2", "d1", 2], ["s2", "d1", 20])], s.head))
     s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
              f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
              ledger_add("c1", 1)], [("c1", 1)])
     s.begin("c1", 2)
     s.ok("txEdit", "slide", ["s2", "d1", 21], expect="null")
-    s.commit(head(3))
-    s.drain(("q", 1, 2, SL, [edit("slide", ["s2", "d1", 20], ["s2", "d1", 21])], 3))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 2, SL, [edit("slide", ["s2", "d1", 20], ["s2", "d1", 21])], s.head))
     # The authority commits the batch at cv 101 (its echo), then another writer edits
     # both rows at cv 102; the feed delivers both before the flush response arrives.
     s.upstream(1, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
@@ -549,51 +544,49 @@ def flush_ok_cv_takes_newer_upstream_image():
     s.upstream(2, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 9]),
                    edit("slide", ["s2", "d1", 20], ["s2", "d1", 30])], 102,
                '{"applied":"live","ops":2}')
-    s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="5")
+    # The echo changed nothing; the other writer's images win as they arrive, over s2's
+    # write during the flight too (it is dropped: s2 is clean).
+    s.drain(("q", 1, 3, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 9]),
+                             edit("slide", ["s2", "d1", 21], ["s2", "d1", 30])], s.head))
+    s.ok("headCv", expect=str(s.head))
     s.ok("cv", expect="102")
-    s.ok("flushOk", 101, expect=flush_ok(1, 1))
-    s.ok("headCv", expect="6")
-    s.drain(("q", 1, 3, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 9])], 6))
+    s.flush_ok(101, dirty=0)
+    s.ok("headCv", expect=str(s.head))
+    s.ok("commitAll", expect="[]")
     s.marks("c1", 2, 0, 1)
-    s.lens(1, 1)
-    s.flush([f_edit("slide", ["s2", "d1", 30], ["s2", "d1", 21]),
-             ledger_edit("c1", 1, 2)], [("c1", 2)])
-    s.ok("flushOk", 103, expect=flush_ok(1, 0))
-    s.ok("headCv", expect="6")
+    s.lens(1, 0)
+    s.flush([ledger_edit("c1", 1, 2)], [("c1", 2)])
+    s.flush_ok(103, dirty=0)
+    s.ok("headCv", expect=str(s.head))
     s.ok("commitAll", expect="[]")
     s.lens(0, 0)
     s.sub("q2", 1, {"table": "slide"}, 0, True, SL,
-          [add("slide", ["s1", "d1", 9]), add("slide", ["s2", "d1", 21]),
-           add("slide", ["s9", "d1", 500])], 6)
+          [add("slide", ["s1", "d1", 9]), add("slide", ["s2", "d1", 30]),
+           add("slide", ["s9", "d1", 500])], s.head)
     return s
 
 
 def flush_ok_takes_images_after_the_echo():
     s = WScenario(
         "flush_ok_takes_images_after_the_echo",
-        "flushOk() without a cv (the room's settlement rule): the room cannot "
-        "place upstream batches against the commit, so it reads the log of each carried "
-        "key from the batch's own echo (the image it sent) on: once that image has been "
-        "reported, the newest logged image is the authority's. slide s1: echo pos 5, "
-        "then another writer's pos 7 -> converges to 7. slide s3, added by the batch: "
-        "echo add, then another writer's remove -> the row goes. slide s2: echo last -> "
-        "stays as sent. All three retire; the convergence is one local commit (headCv "
-        "+1) whose corrective ops (edit s1, remove s3, in op order) ship at the next "
-        "commitAll. The keys are clean afterwards: a later upstream edit of s1 applies "
-        "and fans out.",
+        "flushOk after the feed raced ahead of the settlement: while a batch is in flight, its "
+        "own echo (the image it sent) changes nothing, and an image another writer committed "
+        "after it wins at once (the head takes it and ships at the next commitAll, as in the "
+        "published room); a key added by the batch and then removed by another writer goes. An "
+        "upstream image older than a committed write of the room's (from before its batch) "
+        "differs from the published room here (docs/compat.md).",
     )
     s.boot(cv=100)
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
     s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
     s.ok("txAdd", "slide", ["s3", "d1", 3], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
                              edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
-                             add("slide", ["s3", "d1", 3])], 2))
+                             add("slide", ["s3", "d1", 3])], s.head))
     s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
              f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
              f_add("slide", ["s3", "d1", 3]),
@@ -601,48 +594,46 @@ def flush_ok_takes_images_after_the_echo():
     s.upstream(1, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
                    edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
                    add("slide", ["s3", "d1", 3])], 101, '{"applied":"live","ops":3}')
+    # The batch's own echo (cv 101) changes nothing; another writer's images after it
+    # (cv 102) win at once and ship at the next commitAll.
     s.upstream(2, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 7]),
                    rem("slide", ["s3", "d1", 3])], 102, '{"applied":"live","ops":2}')
-    s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="4")
-    s.ok("flushOk", expect=flush_ok(3, 0))
-    s.ok("headCv", expect="5")
     s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 7]),
-                             rem("slide", ["s3", "d1", 3])], 5))
+                             rem("slide", ["s3", "d1", 3])], s.head))
+    s.ok("headCv", expect=str(s.head))
+    # Nothing is left to converge: flushOk is no local commit.
+    s.flush_ok(dirty=0)
+    s.ok("headCv", expect=str(s.head))
+    s.ok("commitAll", expect="[]")
     s.marks("c1", 1, 0, 1)
     s.lens(0, 0)
     s.ok("beginFlush", expect="null")
     s.upstream(3, [edit("slide", ["s1", "d1", 7], ["s1", "d1", 8])], 103,
                '{"applied":"live","ops":1}')
-    s.drain(("q", 1, 3, SL, [edit("slide", ["s1", "d1", 7], ["s1", "d1", 8])], 6))
+    s.drain(("q", 1, 3, SL, [edit("slide", ["s1", "d1", 7], ["s1", "d1", 8])], s.head))
     return s
 
 
 def flush_conflict_takes_images_after_current():
     s = WScenario(
         "flush_conflict_takes_images_after_current",
-        "flushConflict when the feed is ahead of the 409 (the room's "
-        "settlement rule): another writer set s9 to pos 600 (cv 101) and s1 to pos 42 "
-        "(cv 102), the authority refused the batch with those images as `current`, then "
-        "the writer set s1 to 43 (cv 103); the feed delivered all three before the 409 "
-        "reached the room (commitAll ships nothing: the keys are dirty). The 409's image "
-        "of s1 was already logged while s1 was in flight, so what was logged after it is "
-        "newer: s1 converges to 43, not 42. s9's `current` is its newest logged image: "
-        "600. One local commit ({headCv}, +1) whose corrective edits ship at the next "
-        "commitAll. s2 (no conflict) stays dirty with its CAS base and goes out in the "
-        "next batch with the ledger add.",
+        "flushConflict when the feed is ahead of the 409: other writers' images of carried keys "
+        "win as they arrive; when the 409's `current` for a key was already reported during the "
+        "flight, what was reported after it is newer and the head keeps that (the published room "
+        "would take `current`; docs/compat.md). A key with no conflict stays dirty with its CAS "
+        "base and goes out in the next batch.",
     )
     s.boot(cv=100)
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
     s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
     s.ok("txEdit", "slide", ["s9", "d1", 501], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
                              edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
-                             edit("slide", ["s9", "d1", 500], ["s9", "d1", 501])], 2))
+                             edit("slide", ["s9", "d1", 500], ["s9", "d1", 501])], s.head))
     s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
              f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
              f_edit("slide", ["s9", "d1", 500], ["s9", "d1", 501]),
@@ -653,24 +644,27 @@ def flush_conflict_takes_images_after_current():
                '{"applied":"live","ops":1}')
     s.upstream(3, [edit("slide", ["s1", "d1", 42], ["s1", "d1", 43])], 103,
                '{"applied":"live","ops":1}')
-    s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="5")
+    # Another writer's images win as they arrive: s9 and s1 take them and ship.
+    s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 43]),
+                             edit("slide", ["s9", "d1", 501], ["s9", "d1", 600])], s.head))
+    s.ok("headCv", expect=str(s.head))
+    # The 409's `current` images are older than what the head already took: the conflict
+    # changes nothing ({headCv: null}) and nothing more ships.
     s.ok("flushConflict", [
         {"table": "slide", "pk": ["s1"], "current": ["s1", "d1", 42]},
         {"table": "slide", "pk": ["s9"], "current": ["s9", "d1", 600]},
-    ], expect=head(6))
-    s.drain(("q", 1, 2, SL, [edit("slide", ["s1", "d1", 5], ["s1", "d1", 43]),
-                             edit("slide", ["s9", "d1", 501], ["s9", "d1", 600])], 6))
+    ], expect=HEAD_NULL)
+    s.ok("commitAll", expect="[]")
     s.ok("flushInFlight", expect="false")
     s.marks("c1", 1, 0, 0)
     s.lens(1, 1)
     s.flush([f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]), ledger_add("c1", 1)],
             [("c1", 1)])
-    s.ok("flushOk", 104, expect=flush_ok(1, 0))
+    s.flush_ok(104, dirty=0)
     s.lens(0, 0)
     s.sub("q2", 1, {"table": "slide"}, 0, True, SL,
           [add("slide", ["s1", "d1", 43]), add("slide", ["s2", "d1", 20]),
-           add("slide", ["s9", "d1", 600])], 6)
+           add("slide", ["s9", "d1", 600])], s.head)
     return s
 
 

@@ -17,7 +17,7 @@ first-touch order, each checked for scope then join key, then absent reads in re
 """
 
 from lib import add, edit, rem
-from wlib import (OWNED, SLIDES, SPECS, WScenario, deopt, f_edit, head, ledger_add,
+from wlib import (OWNED, SLIDES, SPECS, WScenario, deopt, f_edit, ledger_add,
                   outcome)
 
 SL = ["slide"]
@@ -29,25 +29,25 @@ ARU = "absentReadUnproven"
 def gate_write_out_of_scope():
     s = WScenario(
         "gate_write_out_of_scope",
-        "writeOutOfScope (+op): an add whose new row, a remove whose old row, an edit "
-        "whose new OR old row fails the table's writable where (slide pos < 100; a NULL "
-        "pos is not < 100) deopts with op add/remove/edit and the "
-        "key's pk; the first violating write in first-touch order is named; nothing is "
-        "applied and the mid is consumed. A net-empty write (add then remove of deck d2, "
-        "an edit restored) is not checked; an in-scope edit applies. The flush then "
-        "carries the applied edit, the ledger advance to mid 7 and one outcome row per "
-        "deopt [c1, mid, deopt, writeOutOfScope, name, args] echoing the envelope's name "
-        "and JSON-text args, or null when beginMutation had none.",
+        "writeOutOfScope (+op), as the published room judges it: every staged write in call order"
+        " — an add's new row, a remove's old row, an edit's new row — must pass the table's "
+        "writable where (slide pos < 100; a NULL pos is not < 100); the first one that fails "
+        "deopts with op add/remove/edit and the key's pk. An edit is judged by its new row only "
+        "(an edit bringing an out-of-scope row into scope applies), and each write counts even "
+        "when a later one undoes it. Nothing is applied and the mid is consumed. The flush then "
+        "carries the applied edits, the ledger advance and one outcome row per deopt [c1, mid, "
+        "deopt, writeOutOfScope, name, args] echoing the envelope's name and JSON-text args, or "
+        "null when beginMutation had none.",
     )
     s.boot()
     s.ok("enableWritesV2", SPECS, OWNED, expect="null")
-    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [add("deck", ["d1", "Deck one"])], 1)
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [add("deck", ["d1", "Deck one"])], s.head)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1, "addDeck", {"id": "d2"})
     s.ok("txAdd", "deck", ["d2", "Two"], expect="null")
     s.commit(deopt(WOOS, "deck", ["d2"], op="add"))
     s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="1")
+    s.ok("headCv", expect=str(s.head))
     s.marks("c1", 1, 0, 0)
     s.begin("c1", 2, "dropSlide", {"id": "s9"})
     s.ok("txRemove", "slide", ["s9"], expect="null")
@@ -55,9 +55,10 @@ def gate_write_out_of_scope():
     s.begin("c1", 3)
     s.ok("txEdit", "slide", ["s1", "d1", 200], expect="null")
     s.commit(deopt(WOOS, "slide", ["s1"], op="edit"))
+    # An edit is judged by its new row only: s9 500 -> 5 comes into scope and applies.
     s.begin("c1", 4)
     s.ok("txEdit", "slide", ["s9", "d1", 5], expect="null")
-    s.commit(deopt(WOOS, "slide", ["s9"], op="edit"))
+    s.commit(s.next_head())
     s.begin("c1", 5)
     s.ok("txEdit", "slide", ["s2", "d1", 50], expect="null")
     s.ok("txAdd", "slide", ["s4", "d1", 150], expect="null")
@@ -65,31 +66,33 @@ def gate_write_out_of_scope():
     s.begin("c1", 6)
     s.ok("txAdd", "slide", ["s5", "d1", None], expect="null")
     s.commit(deopt(WOOS, "slide", ["s5"], op="add"))
-    s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="1")
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s9", "d1", 500], ["s9", "d1", 5])], s.head))
+    s.ok("headCv", expect=str(s.head))
+    # Every staged write counts, even one a later write undoes: the add of deck d2
+    # (out of scope) is the first violation, before the removal that undoes it.
     s.begin("c1", 7)
     s.ok("txAdd", "deck", ["d2", "Two"], expect="null")
     s.ok("txRemove", "deck", ["d2"], expect="null")
     s.ok("txEdit", "slide", ["s1", "d1", 300], expect="null")
     s.ok("txEdit", "slide", ["s1", "d1", 1], expect="null")
     s.ok("txEdit", "slide", ["s2", "d1", 20], expect="null")
-    s.commit(head(2))
-    s.drain(("q", 1, 1, SL, [edit("slide", ["s2", "d1", 2], ["s2", "d1", 20])], 2))
+    s.commit(deopt(WOOS, "deck", ["d2"], op="add"))
+    s.ok("commitAll", expect="[]")
     s.ok("commitAll", expect="[]")
     s.sub("q2", 1, {"table": "slide"}, 0, True, SL,
-          [add("slide", ["s1", "d1", 1]), add("slide", ["s2", "d1", 20]),
-           add("slide", ["s9", "d1", 500])], 2)
+          [add("slide", ["s1", "d1", 1]), add("slide", ["s2", "d1", 2]),
+           add("slide", ["s9", "d1", 5])], s.head)
     s.marks("c1", 7, 0, 0)
     s.lens(7, 1)
     s.flush([
-        f_edit("slide", ["s2", "d1", 2], ["s2", "d1", 20]),
+        f_edit("slide", ["s9", "d1", 500], ["s9", "d1", 5]),
         ledger_add("c1", 7),
         outcome("c1", 1, "deopt", WOOS, "addDeck", '{"id":"d2"}'),
         outcome("c1", 2, "deopt", WOOS, "dropSlide", '{"id":"s9"}'),
         outcome("c1", 3, "deopt", WOOS),
-        outcome("c1", 4, "deopt", WOOS),
         outcome("c1", 5, "deopt", WOOS),
         outcome("c1", 6, "deopt", WOOS),
+        outcome("c1", 7, "deopt", WOOS),
     ], [("c1", 7)])
     return s
 
@@ -97,35 +100,35 @@ def gate_write_out_of_scope():
 def gate_join_key_changed():
     s = WScenario(
         "gate_join_key_changed",
-        "joinKeyChanged (+column): an edit that changes a joinKeyCols column (slide "
-        "deckId, to another deck or to NULL) deopts naming the column; the net change "
-        "decides (moved away and back with only pos changed applies); adds and removes "
-        "with any deckId are not edits and apply; a deck edit keeping id applies. An edit "
-        "both out of scope and moving decks reports writeOutOfScope (scope first, "
-        "decisions-local); with two staged edits the first touched violation wins. "
-        "enableWritesV2 without the owned argument accepts the specs.",
+        "joinKeyChanged (+column), as the published room judges it: every staged edit in call "
+        "order that changes a joinKeyCols column (slide deckId, to another deck or to NULL) "
+        "deopts naming the column, also when a later edit moves it back; adds and removes with "
+        "any deckId are not edits and apply; a deck edit keeping id applies. An edit both out of "
+        "scope and moving decks reports writeOutOfScope (scope first); with two staged edits the "
+        "first violating write wins. enableWritesV2 without the owned argument accepts the specs.",
     )
     s.boot()
     s.ok("enableWritesV2", SPECS, expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1, "moveSlide", {"id": "s1", "to": "d2"})
     s.ok("txEdit", "slide", ["s1", "d2", 1], expect="null")
     s.commit(deopt(JKC, "slide", ["s1"], column="deckId"))
     s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="1")
+    s.ok("headCv", expect=str(s.head))
+    # Every staged edit is judged in call order: moving s1 away and back still deopts.
     s.begin("c1", 2)
     s.ok("txEdit", "slide", ["s1", "d2", 1], expect="null")
     s.ok("txEdit", "slide", ["s1", "d1", 7], expect="null")
-    s.commit(head(2))
-    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 7])], 2))
+    s.commit(deopt(JKC, "slide", ["s1"], column="deckId"))
+    s.ok("commitAll", expect="[]")
     s.begin("c1", 3)
     s.ok("txAdd", "slide", ["s5", "d9", 5], expect="null")
-    s.commit(head(3))
-    s.drain(("q", 1, 2, SL, [add("slide", ["s5", "d9", 5])], 3))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 1, SL, [add("slide", ["s5", "d9", 5])], s.head))
     s.begin("c1", 4)
     s.ok("txRemove", "slide", ["s5"], expect="null")
-    s.commit(head(4))
-    s.drain(("q", 1, 3, SL, [rem("slide", ["s5", "d9", 5])], 4))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 2, SL, [rem("slide", ["s5", "d9", 5])], s.head))
     s.begin("c1", 5)
     s.ok("txEdit", "slide", ["s2", None, 2], expect="null")
     s.commit(deopt(JKC, "slide", ["s2"], column="deckId"))
@@ -134,13 +137,13 @@ def gate_join_key_changed():
     s.commit(deopt(WOOS, "slide", ["s1"], op="edit"))
     s.begin("c1", 7)
     s.ok("txEdit", "deck", ["d1", "Renamed"], expect="null")
-    s.commit(head(5))
+    s.commit(s.next_head())
     s.begin("c1", 8)
     s.ok("txEdit", "slide", ["s2", "d1", 3], expect="null")
     s.ok("txEdit", "slide", ["s1", "d4", 7], expect="null")
     s.commit(deopt(JKC, "slide", ["s1"], column="deckId"))
     s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="5")
+    s.ok("headCv", expect=str(s.head))
     s.marks("c1", 8, 0, 0)
     return s
 
@@ -165,7 +168,7 @@ def gate_absent_read():
     s.commit(deopt(ARU, "slide", ["s7"]))
     s.begin("c1", 2)
     s.ok("txGet", "deck", ["d2"], expect="null")
-    s.commit(head(1))
+    s.commit(s.next_head())
     s.begin("c1", 3)
     s.ok("txGet", "deck", ["d5"], expect="null")
     s.commit(deopt(ARU, "deck", ["d5"]))
@@ -175,11 +178,11 @@ def gate_absent_read():
     s.begin("c1", 5)
     s.ok("txGet", "tag", [99], expect="null")
     s.ok("txAdd", "tag", [99, "n"], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.begin("c1", 6)
     s.ok("txGet", "slide", ["s1"], expect='["s1","d1",1]')
     s.ok("txEdit", "slide", ["s1", "d1", 3], expect="null")
-    s.commit(head(3))
+    s.commit(s.next_head())
     s.begin("c1", 7)
     s.ok("txGet", "slide", ["s8"], expect="null")
     s.ok("txAdd", "slide", ["s8", "d1", 8], expect="null")
@@ -188,7 +191,7 @@ def gate_absent_read():
     s.begin("c1", 8)
     s.ok("txRemove", "deck", ["d1"], expect="null")
     s.ok("txGet", "deck", ["d1"], expect="null")
-    s.commit(head(4))
+    s.commit(s.next_head())
     s.begin("c1", 9)
     s.ok("txGet", "slide", ["zz"], expect="null")
     s.ok("txEdit", "slide", ["s2", "d9", 2], expect="null")
@@ -200,15 +203,15 @@ def gate_absent_read():
     s.commit(deopt(ARU, "deck", ["d6"]))
     s.begin("c1", 11)
     s.ok("txGet", "member", ["m1"], expect='["m1","ann"]')
-    s.commit(head(4))
-    s.ok("headCv", expect="4")
+    s.commit(s.next_head())
+    s.ok("headCv", expect=str(s.head))
     s.marks("c1", 11, 0, 0)
-    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [], 4)
+    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [], s.head)
     s.sub("t", 1, {"table": "tag"}, 0, False, ["tag"],
-          [add("tag", [2, "two"]), add("tag", [10, "ten"]), add("tag", [99, "n"])], 4)
+          [add("tag", [2, "two"]), add("tag", [10, "ten"]), add("tag", [99, "n"])], s.head)
     s.sub("q", 1, {"table": "slide"}, 0, False, SL,
           [add("slide", ["s1", "d1", 3]), add("slide", ["s2", "d1", 2]),
-           add("slide", ["s9", "d1", 500])], 4)
+           add("slide", ["s9", "d1", 500])], s.head)
     return s
 
 

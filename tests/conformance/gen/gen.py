@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the conformance scenarios to tests/conformance/<name>.json.
 
-    python3 tests/conformance/gen/gen.py
+    python3 tests/conformance/gen/gen.py              # into tests/conformance/
+    python3 tests/conformance/gen/gen.py --out DIR    # into DIR (created if missing)
 
 The expected outputs are derived from the spec by hand in upstream.py, serving.py,
 footprints.py, queries.py and wire.py (read path) and writes.py, gate.py, flush.py and
@@ -10,6 +11,7 @@ nothing here runs or reads the room. Files in the scenario directory that no gen
 function wrote are reported, never deleted.
 """
 
+import argparse
 import os
 import sys
 
@@ -29,7 +31,11 @@ import writes  # noqa: E402
 
 
 def main():
-    out_dir = os.path.dirname(HERE)
+    parser = argparse.ArgumentParser(description="Writes the conformance scenarios.")
+    parser.add_argument("--out", default=os.path.dirname(HERE),
+                        help="output directory (default: the scenario directory)")
+    out_dir = parser.parse_args().out
+    os.makedirs(out_dir, exist_ok=True)
     all_scenarios = []
     for module in (upstream, serving, footprints, queries, wire, writes, gate, flush, tokens):
         all_scenarios.extend(module.scenarios())

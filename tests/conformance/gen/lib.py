@@ -209,7 +209,59 @@ def T(name, columns, pk=(0,)):
     return {"name": name, "columns": list(columns), "primaryKey": list(pk)}
 
 
+def by_name(tables):
+    """Tables sorted by name in byte order, the order a hello lists them in
+    (docs/protocol.md: `hello.tables`; docs/compat.md: Hello)."""
+    return sorted(tables, key=lambda t: t["name"].encode("utf-8"))
+
+
+def project(table, keep):
+    """`table` cut to the column indices `keep`, in table order (docs/compat.md:
+    select): what a level with a `select` lists in the hello. Its primary key indices
+    follow the columns that moved."""
+    keep = sorted(set(keep))
+    return T(table["name"], [table["columns"][i] for i in keep],
+             [keep.index(i) for i in table["primaryKey"]])
+
+
+def level_columns(table, level, child_side=()):
+    """The columns a level with a `select` keeps: the primary key, the selected
+    columns, and every column the level reads — its filter (a subquery's parent side
+    too), its sort, its `start`, the parent side of its related children, and
+    `child_side`, the child side of the correlation that reached it."""
+    names = list(level.get("select") or []) + list(child_side)
+
+    def reads(w):
+        if w is None:
+            return
+        if w["type"] == "simple":
+            for side in (w["left"], w["right"]):
+                if side["type"] == "column":
+                    names.append(side["name"])
+        elif w["type"] in ("and", "or"):
+            for c in w["conditions"]:
+                reads(c)
+        elif w["type"] == "correlatedSubquery":
+            names.extend(w["related"]["correlation"]["parentField"])
+
+    reads(level.get("where"))
+    names += [f for f, _ in level.get("orderBy") or []]
+    names += list((level.get("start") or {}).get("row", {}))
+    for r in level.get("related") or []:
+        names += r["correlation"]["parentField"]
+    cols = table["columns"]
+    return sorted(set(table["primaryKey"]) | {cols.index(n) for n in names})
+
+
+def cut(row, keep):
+    """A row cut to the column indices `keep` (ascending)."""
+    return [row[i] for i in sorted(set(keep))]
+
+
 def hello(tables, epoch=1):
+    """The upstream hello over `tables`, which must already be in hello order (by name);
+    a hello in another order is spelled by hand where a scenario needs one."""
+    assert list(tables) == by_name(tables), [t["name"] for t in tables]
     return {
         "epoch": epoch,
         "comparatorVersion": 2,
@@ -253,6 +305,8 @@ def stale_result(expected, got):
 
 
 def _canon_lit(v):
+    if isinstance(v, Raw):
+        return _canon_lit(float(v))
     if v is None or isinstance(v, bool):
         return js(v)
     if isinstance(v, int):
@@ -278,6 +332,9 @@ def _link(corr, parent, child):
     return '"parentField":' + _names(p, parent) + ',"childField":' + _names(c, child)
 
 
+EMPTY_GROUP = '{"and":[]}'
+
+
 def _canon_cond(w, table, cat):
     kind = w["type"]
     if kind == "simple":
@@ -293,19 +350,30 @@ def _canon_cond(w, table, cat):
             + _canon_lit(w["right"].get("value")) + "}"
         )
     if kind in ("and", "or"):
+        # Same-op nesting splices; an empty group is no condition at all and an
+        # enclosing group drops it (`or(x, and[])` is `x`), as the published room reads
+        # it; a group left empty is itself that empty group.
         items = []
         for c in w["conditions"]:
             text = _canon_cond(c, table, cat)
             prefix = '{"%s":[' % kind
+            if text == EMPTY_GROUP:
+                continue
             if text.startswith(prefix):
                 items.extend(_split_top(text[len(prefix):-2]))
             else:
                 items.append(text)
+        if not items:
+            return EMPTY_GROUP
         if len(items) == 1:
             return items[0]
         return '{"%s":[' % kind + ",".join(items) + "]}"
     if kind == "correlatedSubquery":
         rel = w["related"]
+        if rel["subquery"].get("limit") == 0:
+            # A subquery limited to no rows joins nothing: EXISTS never holds, NOT
+            # EXISTS always does.
+            return '{"const":%s}' % ("true" if w["op"] == "NOT EXISTS" else "false")
         child = cat[rel["subquery"]["table"]]
         tag = "notExists" if w["op"] == "NOT EXISTS" else "exists"
         flip = "true" if w.get("flip") else "false"
@@ -369,6 +437,10 @@ def canon_query(ast, cat, exists=False):
         ) + '},"exclusive":' + ("true" if start["exclusive"] else "false") + "}"
     if ast.get("limit") is not None and not exists:
         out += ',"limit":%d' % ast["limit"]
+    if ast.get("select") is not None:
+        # The named columns, in table order, each once.
+        picked = sorted({cols.index(c) for c in ast["select"]})
+        out += ',"select":' + _names(picked, t)
     related = []
     for r in ast.get("related") or []:
         related = [x for x in related if x["subquery"]["alias"] != r["subquery"]["alias"]]
@@ -430,14 +502,39 @@ def related(parent, child, subquery):
 
 
 class Scenario:
+    """A scenario's steps. It also follows `headCv` as the applies it records move it
+    (docs/compat.md: headCv): an accepted snapshot sets it to the snapshot's `cv`, every
+    accepted live batch to the greater of headCv + 1 and the batch's `cv`; a local commit
+    adds one (`local()`). `self.head` is the value the next step would read."""
+
     def __init__(self, name, description, tables):
         self.name = name
         self.description = description
         self.cat = {t["name"]: t for t in tables}
         self.steps = []
+        self.head = None
+
+    def local(self):
+        """One local commit (a mutation, an ack or seed writing ledger rows, a conflict
+        changing the head): headCv + 1, returned."""
+        self.head += 1
+        return self.head
+
+    def _follow_head(self, call, args, expect):
+        if call == "open" and expect == "null":
+            self.head = None
+        if call != "apply" or expect is None:
+            return
+        cv = args[0]["cv"]
+        assert isinstance(cv, int), "an upstream cv is a whole number"
+        if expect.startswith('{"applied":"snapshot"'):
+            self.head = cv
+        elif expect.startswith('{"applied":"live"'):
+            self.head = max(self.head + 1, cv)
 
     def step(self, call, args, expect=None, error=None):
         assert (expect is None) != (error is None), "exactly one of expect / error"
+        self._follow_head(call, args, expect)
         s = {"call": call, "args": args}
         if expect is not None:
             assert isinstance(expect, str)
@@ -454,25 +551,31 @@ class Scenario:
 
     # Expected-output builders -----------------------------------------------------
 
+    def tables_of(self, names):
+        """The hello tables: a name stands for its catalog table at full width, a table
+        (from `project`) for itself."""
+        return [self.cat[n] if isinstance(n, str) else n for n in names]
+
     def fp_of(self, names):
-        return normalized_fp([self.cat[n] for n in names])
+        return normalized_fp(self.tables_of(names))
 
     def batch(self, epoch, seq, names, ops, cv):
         """A downstream batch {epoch, seq, normalizedFp, ops, cv} (member order as in
         docs/protocol.md)."""
-        check_d5(ops, self.cat)
+        tables = self.tables_of(names)
+        check_d5(ops, dict(self.cat, **{t["name"]: t for t in tables}))
         return {
             "epoch": epoch,
             "seq": seq,
-            "normalizedFp": self.fp_of(names),
+            "normalizedFp": normalized_fp(tables),
             "ops": ops,
             "cv": cv,
         }
 
     def subscribed(self, ast, reused, epoch, names, ops, cv):
         """`subscribe`'s {queryKey, reused, hello, snapshot}."""
-        assert list(names) == sorted(names, key=lambda n: n.encode("utf-8")), names
-        tables = [self.cat[n] for n in names]
+        tables = self.tables_of(names)
+        assert tables == by_name(tables), names
         return js({
             "queryKey": query_key(ast, self.cat),
             "reused": reused,
@@ -500,6 +603,19 @@ class Scenario:
     def drain(self, *frames):
         self.ok("commitAll", expect=self.frames(*frames))
 
+    @staticmethod
+    def _dump(v):
+        """json.dumps(v, ensure_ascii=False), except that a Raw number is written as
+        spelled (the JavaScript spelling a harness would read)."""
+        if isinstance(v, Raw):
+            return str(v)
+        if isinstance(v, dict):
+            return "{" + ", ".join(json.dumps(k, ensure_ascii=False) + ": " + Scenario._dump(x)
+                                   for k, x in v.items()) + "}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(Scenario._dump(x) for x in v) + "]"
+        return json.dumps(v, ensure_ascii=False)
+
     def write(self, out_dir):
         assert len(self.steps) > 0
         lines = ["{", "  %s: %s," % (json.dumps("name"), json.dumps(self.name)),
@@ -508,7 +624,7 @@ class Scenario:
                  '  "steps": [']
         for i, s in enumerate(self.steps):
             sep = "," if i + 1 < len(self.steps) else ""
-            lines.append("    " + json.dumps(s, ensure_ascii=False) + sep)
+            lines.append("    " + self._dump(s) + sep)
         lines += ["  ]", "}", ""]
         path = os.path.join(out_dir, self.name + ".json")
         with open(path, "w", encoding="utf-8") as f:

@@ -7,7 +7,7 @@ entries open; the room documents this order (Room::commit_all), and one drain ne
 holds two entries for one subscriber.
 """
 
-from lib import Scenario, T, add, cmp, edit, hello, live_result, rem, related, snap_result
+from lib import Scenario, T, add, by_name, cmp, edit, hello, live_result, rem, related, snap_result
 from upstream import ALL, NOTE, ub
 
 N = ["note"]
@@ -17,7 +17,7 @@ def subscribe_hello_and_snapshot():
     issue = T("issue", ["id", "title", "priority"])
     note = T("Note", ["id", "issueID", "body"])
     label = T("label", ["id", "issueID", "name"])
-    tables = [issue, note, label]  # upstream order: deliberately not sorted
+    tables = by_name([issue, note, label])  # the hello lists them by name: Note, issue, label
     s = Scenario(
         "subscribe_hello_and_snapshot",
         "subscribe() returns {queryKey, reused, hello, snapshot}. hello = "
@@ -104,23 +104,24 @@ def per_subscriber_envelopes():
     s.ok("open", hello(tables), 30000, expect="null")
     s.ok("apply", ub(0, [add("note", [1, "a"]), add("tag", [1, "t"])], cv=1, fp=fp),
          expect=snap_result(2))
-    s.sub("s1", 1, ALL, 0, False, N, [add("note", [1, "a"])], 1)
-    s.sub("s2", 5, ALL, 0, True, N, [add("note", [1, "a"])], 1)
-    s.sub("t1", 3, {"table": "tag"}, 0, False, ["tag"], [add("tag", [1, "t"])], 1)
+    s.sub("s1", 1, ALL, 0, False, N, [add("note", [1, "a"])], s.head)
+    s.sub("s2", 5, ALL, 0, True, N, [add("note", [1, "a"])], s.head)
+    s.sub("t1", 3, {"table": "tag"}, 0, False, ["tag"], [add("tag", [1, "t"])], s.head)
     s.ok("apply", ub(1, [add("note", [2, "b"])], cv=11, fp=fp), expect=live_result(1))
     ops = [add("note", [2, "b"])]
-    s.drain(("s1", 1, 1, N, ops, 2), ("s2", 5, 1, N, ops, 2))
-    s.sub("s3", 2, ALL, 0, True, N, [add("note", [1, "a"]), add("note", [2, "b"])], 2)
+    s.drain(("s1", 1, 1, N, ops, s.head), ("s2", 5, 1, N, ops, s.head))
+    s.sub("s3", 2, ALL, 0, True, N, [add("note", [1, "a"]), add("note", [2, "b"])], s.head)
     s.ok("apply", ub(2, [edit("note", [1, "a"], [1, "A"]), add("tag", [2, "u"])], cv=12, fp=fp),
          expect=live_result(2))
     ops = [edit("note", [1, "a"], [1, "A"])]
-    s.drain(("s1", 1, 2, N, ops, 3), ("s2", 5, 2, N, ops, 3), ("s3", 2, 1, N, ops, 3),
-            ("t1", 3, 1, ["tag"], [add("tag", [2, "u"])], 3))
+    s.drain(("s1", 1, 2, N, ops, s.head), ("s2", 5, 2, N, ops, s.head),
+            ("s3", 2, 1, N, ops, s.head), ("t1", 3, 1, ["tag"], [add("tag", [2, "u"])], s.head))
     s.ok("apply", ub(3, [], cv=13, fp=fp), expect=live_result(0))
     s.ok("commitAll", expect="[]")
     s.ok("apply", ub(4, [rem("note", [2, "b"])], cv=14, fp=fp), expect=live_result(1))
     ops = [rem("note", [2, "b"])]
-    s.drain(("s1", 1, 3, N, ops, 5), ("s2", 5, 3, N, ops, 5), ("s3", 2, 2, N, ops, 5))
+    s.drain(("s1", 1, 3, N, ops, s.head), ("s2", 5, 3, N, ops, s.head),
+            ("s3", 2, 2, N, ops, s.head))
     s.ok("commitAll", expect="[]")
     return s
 
@@ -128,38 +129,39 @@ def per_subscriber_envelopes():
 def resubscribe_replaces_envelope():
     s = Scenario(
         "resubscribe_replaces_envelope",
-        "subscribe: re-subscribing an existing sub replaces its envelope — the new "
-        "epoch, seq restarting at 0 with the complete current footprint, "
-        "one subscriber not two. Changes made before the re-subscribe are in the "
-        "new snapshot and are not sent again (net change since the subscriber's last "
-        "frame). The same AST is still materialized, so it is reused; a re-subscribe with "
-        "a different AST moves the subscriber to a new pipeline (the old one stays "
-        "materialized, idle).",
+        "Re-subscribing an existing sub replaces its envelope: the new epoch, seq "
+        "restarting at 0, one subscriber not two. The same AST is still materialized, so "
+        "it is reused and the snapshot is the query's state at its last drain; a change "
+        "made since then arrives with the next drain. A re-subscribe with a different AST "
+        "moves the subscriber to a new pipeline (the old one stays materialized, idle).",
         [NOTE],
     )
     s.ok("open", hello([NOTE]), 30000, expect="null")
     s.ok("apply", ub(0, [add("note", [1, "a"])], cv=1), expect=snap_result(1))
-    s.sub("s1", 1, ALL, 0, False, N, [add("note", [1, "a"])], 1)
+    s.sub("s1", 1, ALL, 0, False, N, [add("note", [1, "a"])], s.head)
     s.ok("apply", ub(1, [add("note", [2, "b"])], cv=2), expect=live_result(1))
-    s.drain(("s1", 1, 1, N, [add("note", [2, "b"])], 2))
+    s.drain(("s1", 1, 1, N, [add("note", [2, "b"])], s.head))
+    # The query's state at this drain, and the drain's cv: what a reuse snapshots.
+    at_drain, drain_cv = [add("note", [1, "a"]), add("note", [2, "b"])], s.head
     s.ok("apply", ub(2, [add("note", [3, "c"])], cv=3), expect=live_result(1))
-    s.sub("s1", 2, ALL, 10, True, N,
-          [add("note", [1, "a"]), add("note", [2, "b"]), add("note", [3, "c"])], 3)
+    s.sub("s1", 2, ALL, 10, True, N, at_drain, drain_cv)
     s.ok("subscriberCount", expect="1")
     s.ok("materializationCount", expect="1")
-    s.ok("commitAll", expect="[]")
+    # The change made after that drain reaches the re-subscribed s1 with the next one.
+    s.drain(("s1", 2, 1, N, [add("note", [3, "c"])], s.head))
     s.ok("apply", ub(3, [rem("note", [1, "a"])], cv=4), expect=live_result(1))
-    s.drain(("s1", 2, 1, N, [rem("note", [1, "a"])], 4))
-    # A change lands, then s1 moves to another query before any drain: the new snapshot
-    # holds it and the old pipeline has nobody to send it to.
+    s.drain(("s1", 2, 2, N, [rem("note", [1, "a"])], s.head))
+    # A change lands, then s1 moves to another query before any drain: that query is
+    # built now, so its snapshot is the current head, and the old pipeline has nobody to
+    # send the change to.
     s.ok("apply", ub(4, [add("note", [4, "d"])], cv=5), expect=live_result(1))
     gt2 = {"table": "note", "where": cmp("id", ">", 2)}
-    s.sub("s1", 3, gt2, 20, False, N, [add("note", [3, "c"]), add("note", [4, "d"])], 5)
+    s.sub("s1", 3, gt2, 20, False, N, [add("note", [3, "c"]), add("note", [4, "d"])], s.head)
     s.ok("subscriberCount", expect="1")
     s.ok("materializationCount", expect="2")
     s.ok("commitAll", expect="[]")
     s.ok("apply", ub(5, [add("note", [5, "e"])], cv=6), expect=live_result(1))
-    s.drain(("s1", 3, 1, N, [add("note", [5, "e"])], 6))
+    s.drain(("s1", 3, 1, N, [add("note", [5, "e"])], s.head))
     return s
 
 
@@ -268,30 +270,35 @@ def commit_netting():
 def reuse_with_pending_changes():
     s = Scenario(
         "reuse_with_pending_changes",
-        "A subscriber that joins a reused pipeline while earlier subscribers still have "
-        "undrained changes: the newcomer's snapshot already holds them, so the next drain "
-        "sends them only to the earlier subscribers (net change since each "
-        "subscriber's own last frame). A key added before and removed after a join nets "
-        "to nothing for the earlier subscribers and to a remove for the newcomer.",
+        "A subscriber that joins a reused query while changes are still undrained gets "
+        "the query's state at its last drain, stamped with that drain's cv (the published "
+        "room's rule); the next drain brings those changes to every subscriber, the "
+        "newcomer included. A key added before the join and removed after it nets to "
+        "nothing for everyone.",
         [NOTE],
     )
     s.ok("open", hello([NOTE]), 30000, expect="null")
     s.ok("apply", ub(0, [add("note", [1, "a"])], cv=1), expect=snap_result(1))
-    s.sub("s1", 1, ALL, 0, False, N, [add("note", [1, "a"])], 1)
+    # Built now: its first state stands in for a drain.
+    at_drain, drain_cv = [add("note", [1, "a"])], s.head
+    s.sub("s1", 1, ALL, 0, False, N, at_drain, drain_cv)
     s.ok("apply", ub(1, [add("note", [2, "b"])], cv=2), expect=live_result(1))
-    s.sub("s2", 1, ALL, 0, True, N, [add("note", [1, "a"]), add("note", [2, "b"])], 2)
-    s.drain(("s1", 1, 1, N, [add("note", [2, "b"])], 2))
+    s.sub("s2", 1, ALL, 0, True, N, at_drain, drain_cv)
+    ops = [add("note", [2, "b"])]
+    s.drain(("s1", 1, 1, N, ops, s.head), ("s2", 1, 1, N, ops, s.head))
     s.ok("apply", ub(2, [edit("note", [1, "a"], [1, "A"])], cv=3), expect=live_result(1))
     ops = [edit("note", [1, "a"], [1, "A"])]
-    s.drain(("s1", 1, 2, N, ops, 3), ("s2", 1, 1, N, ops, 3))
+    s.drain(("s1", 1, 2, N, ops, s.head), ("s2", 1, 2, N, ops, s.head))
+    at_drain, drain_cv = [add("note", [1, "A"]), add("note", [2, "b"])], s.head
     s.ok("apply", ub(3, [add("note", [3, "c"])], cv=4), expect=live_result(1))
-    s.sub("s3", 1, ALL, 0, True, N,
-          [add("note", [1, "A"]), add("note", [2, "b"]), add("note", [3, "c"])], 4)
+    s.sub("s3", 1, ALL, 0, True, N, at_drain, drain_cv)
+    # Key 3 came and went between two drains: no subscriber's frame carries it.
     s.ok("apply", ub(4, [rem("note", [3, "c"])], cv=5), expect=live_result(1))
-    s.drain(("s3", 1, 1, N, [rem("note", [3, "c"])], 5))
+    s.ok("commitAll", expect="[]")
     s.ok("apply", ub(5, [add("note", [4, "d"])], cv=6), expect=live_result(1))
     ops = [add("note", [4, "d"])]
-    s.drain(("s1", 1, 3, N, ops, 6), ("s2", 1, 2, N, ops, 6), ("s3", 1, 2, N, ops, 6))
+    s.drain(("s1", 1, 3, N, ops, s.head), ("s2", 1, 3, N, ops, s.head),
+            ("s3", 1, 1, N, ops, s.head))
     return s
 
 

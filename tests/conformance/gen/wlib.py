@@ -1,26 +1,26 @@
 """Shared schema and expected-output builders for the write-plane scenarios
 (writes.py, gate.py, flush.py).
 
-The room under test follows a small deck footprint. Upstream hello order:
-deck(id, title) · slide(id, deckId, pos) · member(id, name) · tag(id, label), every
+The room under test follows a small deck footprint. Upstream hello (tables by name):
+deck(id, title) · member(id, name) · slide(id, deckId, pos) · tag(id, label), every
 primary key column 0. The ledger table `_rindle_client_mutations(client_id,
 last_mutation_id)` pk [0] (docs/protocol.md, the lmid query) is registered by enableWrites; it is in the
 catalog here only to spell the lmid subscription's hello and ops.
 """
 
-from lib import Scenario, T, _rank, add, cmp, hello, js, normalized_fp, snap_result
+from lib import Scenario, T, _rank, add, by_name, cmp, hello, js, normalized_fp, snap_result
 from canon import batch_hash
 
 DECK = T("deck", ["id", "title"])
 SLIDE = T("slide", ["id", "deckId", "pos"])
 MEMBER = T("member", ["id", "name"])
 TAG = T("tag", ["id", "label"])
-TABLES = [DECK, SLIDE, MEMBER, TAG]
+TABLES = by_name([DECK, SLIDE, MEMBER, TAG])
 FP = normalized_fp(TABLES)
 
 LEDGER_NAME = "_rindle_client_mutations"
 LEDGER = T(LEDGER_NAME, ["client_id", "last_mutation_id"])
-OUTCOMES_NAME = "_rindle_mutation_outcomes"
+OUTCOMES_NAME = "_rindle_room_mutation_outcomes"
 assert normalized_fp([LEDGER]) == "ff539a32a611f1b5"  # the brief's worked value
 
 SNAPSHOT = [
@@ -55,6 +55,30 @@ OWNED = ["deck", "slide", "tag"]
 TX = '{"begin":"tx"}'
 DEDUP = '{"begin":"dedup"}'
 HEAD_NULL = '{"headCv":null}'
+
+
+# Staging refusals, in the published room's words (docs/compat.md: Staging refusals); a
+# client reads them as a rejection's reason.
+
+
+def existing_key(table):
+    return "add of an existing primary key in `%s`" % table
+
+
+def no_row(table):
+    return "no row with that primary key in `%s`" % table
+
+
+def wrong_width(table):
+    return "row width does not match the schema of `%s`" % table
+
+
+def not_owned(table):
+    return "table `%s` is not owned by this room \u2014 mutators write owned tables only" % table
+
+
+def unknown_table(table):
+    return "unknown table `%s`" % table
 
 
 def head(n):
@@ -107,8 +131,12 @@ class WScenario(Scenario):
     def __init__(self, name, description, tables=TABLES):
         super().__init__(name, description, list(tables) + [LEDGER])
 
+    def next_head(self):
+        """`{headCv}` of a call that commits locally: headCv + 1."""
+        return head(self.local())
+
     def boot(self, cv=100):
-        """open + the seq-0 snapshot: headCv 1."""
+        """open + the seq-0 snapshot: headCv = its cv."""
         self.ok("open", hello(TABLES), 30000, expect="null")
         self.ok("apply", {"epoch": 1, "seq": 0, "normalizedFp": FP, "cv": cv, "ops": SNAPSHOT},
                 expect=snap_result(len(SNAPSHOT)))
@@ -145,18 +173,36 @@ class WScenario(Scenario):
                 expect=self.subscribed(ast, reused, epoch, [LEDGER_NAME], ops, cv))
 
     def flush(self, changes, lmids):
-        """beginFlush: `{changes, batchHash, lmids}`; checks the change order first."""
+        """beginFlush: `{changes, batchHash, lmids}`. `changes` lists the data keys (in
+        body order, checked), the outcome rows in the order they were recorded and the
+        ledger rows; the body puts them in the published room's order (data, outcomes,
+        ledger) and `batchHash` is computed from it (canon.batch_hash)."""
+        part = [[c for c in changes if c["table"] not in (OUTCOMES_NAME, LEDGER_NAME)],
+                [c for c in changes if c["table"] == OUTCOMES_NAME],
+                [c for c in changes if c["table"] == LEDGER_NAME]]
+        changes = part[0] + part[1] + part[2]
         self.check_d7(changes)
+        # The pending mutations this flight makes durable: per ledger row, the mids
+        # above the durable row it edits (none for an add).
+        self.flight_mids = sum(c["row"][1] - (c["old"][1] if c["op"] == "edit" else 0)
+                               for c in part[2])
         body = {"changes": changes, "batchHash": batch_hash(changes),
                 "lmids": [{"clientID": c, "mid": m} for c, m in lmids]}
         self.ok("beginFlush", expect=js(body))
 
+    def flush_ok(self, *cv, dirty):
+        """flushOk: `{retired, dirty}` — retired counts the pending mutations the flight
+        made durable; `dirty`, the keys still dirty, is given."""
+        self.ok("flushOk", *cv, expect=flush_ok(self.flight_mids, dirty))
+
     def check_d7(self, changes):
+        # The published room's body: data keys, then the outcome rows (in the order they
+        # were recorded), then the ledger rows (by client).
         kinds = []
         for c in changes:
-            kinds.append(2 if c["table"] == OUTCOMES_NAME else 1 if c["table"] == LEDGER_NAME
+            kinds.append(1 if c["table"] == OUTCOMES_NAME else 2 if c["table"] == LEDGER_NAME
                          else 0)
-        assert kinds == sorted(kinds), "data, then ledger, then outcomes"
+        assert kinds == sorted(kinds), "data, then outcomes, then ledger"
         data = [c for c, k in zip(changes, kinds) if k == 0]
         keys = []
         for c in data:
@@ -166,8 +212,7 @@ class WScenario(Scenario):
                          tuple(_rank(image[i]) for i in t["primaryKey"])))
         assert keys == sorted(keys) and len(set(keys)) == len(keys), data
         ledger = [(c.get("row") or c["old"])[0].encode("utf-8")
-                  for c, k in zip(changes, kinds) if k == 1]
+                  for c, k in zip(changes, kinds) if k == 2]
         assert ledger == sorted(ledger) and len(set(ledger)) == len(ledger)
-        outs = [(c["row"][0].encode("utf-8"), c["row"][1]) for c, k in zip(changes, kinds)
-                if k == 2]
-        assert outs == sorted(outs)
+        outs = [(c["row"][0], c["row"][1]) for c, k in zip(changes, kinds) if k == 1]
+        assert len(set(outs)) == len(outs), "one outcome row per mid"

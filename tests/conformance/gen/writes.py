@@ -17,7 +17,8 @@ for state errors, one word of the situation ("snapshot", "enable", "already", "o
 
 from lib import add, cmp, edit, hello, live_result, rem, snap_result
 from wlib import (DEDUP, FP, HEAD_NULL, LEDGER_NAME, OWNED, SLIDES, SNAPSHOT, SPECS, TABLES,
-                  WScenario, f_edit, flush_ok, head, ledger_add, ledger_edit, outcome)
+                  WScenario, existing_key, f_edit, ledger_add, ledger_edit, no_row, not_owned,
+                  outcome, unknown_table, wrong_width)
 
 LD = LEDGER_NAME
 SL = ["slide"]
@@ -34,8 +35,8 @@ def writes_enable_v1():
         "only owned tables (deck and tag are refused, slide is written).",
     )
     s.ok("open", hello(TABLES), 30000, expect="null")
-    s.err("enableWrites", ["slide"], error="snapshot")
-    s.err("enableWritesV2", SPECS, OWNED, error="snapshot")
+    s.err("enableWrites", ["slide"], error="store is not live")
+    s.err("enableWritesV2", SPECS, OWNED, error="store is not live")
     s.ok("apply", {"epoch": 1, "seq": 0, "normalizedFp": FP, "cv": 100, "ops": SNAPSHOT},
          expect=snap_result(7))
     s.err("beginMutation", "c1", 1, error="enable")
@@ -55,11 +56,11 @@ def writes_enable_v1():
     s.ok("flushInFlight", expect="false")
     s.ok("beginFlush", expect="null")
     s.begin("c1", 1)
-    s.err("txAdd", "deck", ["d2", "x"], error='"deck"')
-    s.err("txAdd", "tag", [3, "x"], error='"tag"')
+    s.err("txAdd", "deck", ["d2", "x"], error=not_owned("deck"))
+    s.err("txAdd", "tag", [3, "x"], error=not_owned("tag"))
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
-    s.commit(head(2))
-    s.ok("headCv", expect="2")
+    s.commit(s.next_head())
+    s.ok("headCv", expect=str(s.head))
     return s
 
 
@@ -116,14 +117,14 @@ def writes_enable_v2_refusals():
     s.err("enableWrites", OWNED, error="already")
     s.begin("c1", 1)
     s.ok("txGet", "member", ["m1"], expect='["m1","ann"]')
-    s.err("txAdd", "member", ["m2", "bob"], error='"member"')
-    s.err("txEdit", "member", ["m1", "ANN"], error='"member"')
-    s.err("txRemove", "member", ["m1"], error='"member"')
+    s.err("txAdd", "member", ["m2", "bob"], error=not_owned("member"))
+    s.err("txEdit", "member", ["m1", "ANN"], error=not_owned("member"))
+    s.err("txRemove", "member", ["m1"], error=not_owned("member"))
     s.err("txGet", LD, ["c1"], error=LD)
     s.err("txAdd", LD, ["c1", 1], error=LD)
     s.ok("rejectMutation", "rejected", "context write", expect="null")
     s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="1")
+    s.ok("headCv", expect=str(s.head))
     s.marks("c1", 1, 0, 0)
     return s
 
@@ -144,21 +145,21 @@ def lmid_subscribe_and_ack():
     )
     s.boot()
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
-    s.lmid_sub("L1", 1, "c1", False, [], 1)
-    s.lmid_sub("L2", 4, "c2", False, [], 1)
-    s.lmid_sub("L1b", 2, "c1", True, [], 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
+    s.lmid_sub("L1", 1, "c1", False, [], s.head)
+    s.lmid_sub("L2", 4, "c2", False, [], s.head)
+    s.lmid_sub("L1b", 2, "c1", True, [], s.head)
     s.ok("subscriberCount", expect="4")
     s.ok("materializationCount", expect="3")
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 10], expect="null")
-    s.commit(head(2))
-    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 10])], 2))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 10])], s.head))
     s.marks("c1", 1, 0, 0)
-    s.ok("ack", [{"clientID": "c1", "mid": 1}], expect=head(3))
+    s.ok("ack", [{"clientID": "c1", "mid": 1}], expect=s.next_head())
     s.marks("c1", 1, 1, 0)
     ops = [add(LD, ["c1", 1])]
-    s.drain(("L1", 1, 1, [LD], ops, 3), ("L1b", 2, 1, [LD], ops, 3))
+    s.drain(("L1", 1, 1, [LD], ops, s.head), ("L1b", 2, 1, [LD], ops, s.head))
     s.ok("ack", [{"clientID": "c1", "mid": 1}], expect=HEAD_NULL)
     s.ok("commitAll", expect="[]")
     s.err("ack", [{"clientID": "c1", "mid": 2}], error="c1")
@@ -166,16 +167,16 @@ def lmid_subscribe_and_ack():
     s.ok("rejectMutation", expect="null")
     s.begin("c1", 3)
     s.ok("txAdd", "slide", ["s3", "d1", 3], expect="null")
-    s.commit(head(4))
-    s.drain(("q", 1, 2, SL, [add("slide", ["s3", "d1", 3])], 4))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 2, SL, [add("slide", ["s3", "d1", 3])], s.head))
     s.begin("c2", 1)
-    s.commit(head(4))
+    s.commit(s.next_head())
     s.ok("ack", [{"clientID": "c1", "mid": 2}, {"clientID": "c2", "mid": 1},
-                 {"clientID": "c1", "mid": 3}], expect=head(5))
+                 {"clientID": "c1", "mid": 3}], expect=s.next_head())
     ops1 = [edit(LD, ["c1", 1], ["c1", 3])]
-    s.drain(("L1", 1, 2, [LD], ops1, 5), ("L1b", 2, 2, [LD], ops1, 5),
-            ("L2", 4, 1, [LD], [add(LD, ["c2", 1])], 5))
-    s.lmid_sub("L3", 7, "c1", True, [add(LD, ["c1", 3])], 5)
+    s.drain(("L1", 1, 2, [LD], ops1, s.head), ("L1b", 2, 2, [LD], ops1, s.head),
+            ("L2", 4, 1, [LD], [add(LD, ["c2", 1])], s.head))
+    s.lmid_sub("L3", 7, "c1", True, [add(LD, ["c1", 3])], s.head)
     s.marks("c1", 3, 3, 0)
     s.marks("c2", 1, 1, 0)
     s.ok("commitAll", expect="[]")
@@ -201,7 +202,7 @@ def mutation_begin_dedup_gap():
     s.begin("c1", 1)
     s.err("beginMutation", "c1", 1, error="open")
     s.err("beginMutation", "c2", 1, error="open")
-    s.commit(head(1))
+    s.commit(s.next_head())
     s.err("commitMutation", error="transaction")
     s.err("rejectMutation", error="transaction")
     s.marks("c1", 1, 0, 0)
@@ -220,9 +221,9 @@ def mutation_begin_dedup_gap():
     s.err("beginMutation", "c1", 3.5, error="mid")
     s.err("beginMutation", "c1", -1, error="mid")
     s.lens(3, 0)
-    s.ok("headCv", expect="1")
+    s.ok("headCv", expect=str(s.head))
     s.begin("c1", 3)
-    s.commit(head(1))
+    s.commit(s.next_head())
     s.marks("c1", 3, 0, 0)
     return s
 
@@ -236,21 +237,21 @@ def mutation_dedup_resent():
     )
     s.boot()
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1, "setPos", {"id": "s1", "pos": 7})
     s.ok("txEdit", "slide", ["s1", "d1", 7], expect="null")
-    s.commit(head(2))
-    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 7])], 2))
+    s.commit(s.next_head())
+    s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 7])], s.head))
     s.begin("c1", 1, "setPos", {"id": "s1", "pos": 7}, expect=DEDUP)
     s.err("txEdit", "slide", ["s1", "d1", 8], error="transaction")
     s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="2")
+    s.ok("headCv", expect=str(s.head))
     s.lens(1, 1)
-    s.ok("ack", [{"clientID": "c1", "mid": 1}], expect=head(3))
+    s.ok("ack", [{"clientID": "c1", "mid": 1}], expect=s.next_head())
     s.begin("c1", 1, expect=DEDUP)
     s.flush([f_edit("slide", ["s1", "d1", 1], ["s1", "d1", 7]), ledger_add("c1", 1)],
             [("c1", 1)])
-    s.ok("flushOk", expect=flush_ok(1, 0))
+    s.flush_ok(dirty=0)
     s.marks("c1", 1, 1, 1)
     s.lens(0, 0)
     s.begin("c1", 1, expect=DEDUP)
@@ -290,17 +291,17 @@ def tx_get_read_your_writes():
     s.ok("txGet", "slide", ["s2"], expect='["s2","d1",22]')
     s.ok("txRemove", "slide", ["s3"], expect="null")
     s.ok("txGet", "slide", ["s3"], expect="null")
-    s.err("txGet", "slide", ["s1", "x"], error="txGet")
+    s.err("txGet", "slide", ["s1", "x"], error=wrong_width("slide"))
     s.err("txGet", LD, ["c1"], error=LD)
     s.err("txGet", "nope", ["x"], error="nope")
     s.ok("commitAll", expect="[]")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.sub("q", 1, {"table": "slide"}, 0, False, SL,
           [add("slide", ["s1", "d1", 11]), add("slide", ["s2", "d1", 22]),
-           add("slide", ["s9", "d1", 500])], 2)
+           add("slide", ["s9", "d1", 500])], s.head)
     s.begin("c1", 2)
     s.ok("txGet", "slide", ["s3"], expect="null")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.ok("commitAll", expect="[]")
     return s
 
@@ -319,37 +320,41 @@ def tx_staging_refusals():
     )
     s.boot()
     s.ok("enableWrites", ["slide"], expect="null")
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.begin("c1", 1, "addSlide", {"id": "s2"})
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
-    s.err("txAdd", "slide", ["s2", "d1", 9], error=["txAdd", '"slide"'])
-    s.err("txAdd", "slide", ["s1", "d1", 5], error=["txAdd", '"slide"'])
-    s.err("txEdit", "slide", ["s7", "d1", 1], error=["txEdit", '"slide"'])
-    s.err("txRemove", "slide", ["s7"], error=["txRemove", '"slide"'])
-    s.err("txAdd", "slide", ["s8", "d1"], error=["txAdd", '"slide"'])
-    s.err("txAdd", "slide", ["s8", "d1", 1, 0], error=["txAdd", '"slide"'])
-    s.err("txEdit", "slide", ["s1", "d1"], error=["txEdit", '"slide"'])
-    s.err("txRemove", "slide", ["s1", "x"], error=["txRemove", '"slide"'])
-    s.err("txAdd", "deck", ["d2", "x"], error=["txAdd", '"deck"'])
-    s.err("txAdd", "member", ["m2", "bob"], error=["txAdd", '"member"'])
-    s.err("txAdd", LD, ["c1", 5], error=["txAdd", LD])
-    s.err("txEdit", LD, ["c1", 5], error=["txEdit", LD])
-    s.err("txRemove", LD, ["c1"], error=["txRemove", LD])
-    s.err("txAdd", "nope", [1], error=["txAdd", "nope"])
-    s.err("txAdd", "slide", {"$text": '["s8","d1"'}, error="txAdd")
-    s.err("txAdd", "slide", {"id": "s8"}, error="txAdd")
-    s.err("txAdd", "slide", ["s8", "d1", {"x": 1}], error="txAdd")
+    s.err("txAdd", "slide", ["s2", "d1", 9], error=existing_key("slide"))
+    s.err("txAdd", "slide", ["s1", "d1", 5], error=existing_key("slide"))
+    s.err("txEdit", "slide", ["s7", "d1", 1], error=no_row("slide"))
+    s.err("txRemove", "slide", ["s7"], error=no_row("slide"))
+    s.err("txAdd", "slide", ["s8", "d1"], error=wrong_width("slide"))
+    s.err("txAdd", "slide", ["s8", "d1", 1, 0], error=wrong_width("slide"))
+    s.err("txEdit", "slide", ["s1", "d1"], error=wrong_width("slide"))
+    s.err("txRemove", "slide", ["s1", "x"], error=wrong_width("slide"))
+    s.err("txAdd", "deck", ["d2", "x"], error=not_owned("deck"))
+    s.err("txAdd", "member", ["m2", "bob"], error=not_owned("member"))
+    s.err("txAdd", LD, ["c1", 5], error=unknown_table(LD))
+    s.err("txEdit", LD, ["c1", 5], error=unknown_table(LD))
+    s.err("txRemove", LD, ["c1"], error=unknown_table(LD))
+    s.err("txAdd", "nope", [1], error=unknown_table("nope"))
+    # Text that is not a row: the JSON reader's own words after `row: not JSON: `.
+    s.err("txAdd", "slide", {"$text": '["s8","d1"'},
+          error="row: not JSON: EOF while parsing a list at line 1 column 10")
+    s.err("txAdd", "slide", {"id": "s8"}, error="row: not JSON: invalid type: map, expected "
+          "a row (an array of cells) at line 1 column 0")
+    s.err("txAdd", "slide", ["s8", "d1", {"x": 1}], error="row: not JSON: invalid type: map, "
+          "expected a cell (null, boolean, number or string) at line 1 column 12")
     s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="1")
+    s.ok("headCv", expect=str(s.head))
     s.ok("rejectMutation", "rejected", "bad row", expect="null")
     s.ok("commitAll", expect="[]")
-    s.ok("headCv", expect="1")
+    s.ok("headCv", expect=str(s.head))
     s.marks("c1", 1, 0, 0)
     s.lens(1, 0)
-    s.sub("q2", 1, {"table": "slide"}, 0, True, SL, SLIDES, 1)
+    s.sub("q2", 1, {"table": "slide"}, 0, True, SL, SLIDES, s.head)
     s.begin("c1", 2)
     s.ok("txGet", "slide", ["s1"], expect='["s1","d1",1]')
-    s.commit(head(1))
+    s.commit(s.next_head())
     s.flush([ledger_add("c1", 2), outcome("c1", 1, "rejected", "bad row")], [("c1", 2)])
     return s
 
@@ -357,42 +362,42 @@ def tx_staging_refusals():
 def commit_fanout():
     s = WScenario(
         "commit_fanout",
-        "commitMutation applies the net staged writes as one local commit: "
-        "{headCv:n} with headCv +1; nothing is visible before the commit; the next "
-        "commitAll ships each affected subscriber one frame in op order (edit s1, remove "
-        "s2, add s3) stamped cv = headCv; unaffected subscribers get nothing. cv() stays "
-        "the upstream cv. An upstream apply in between is its own +1. A commit whose net "
-        "effect is nothing returns the current headCv and ships nothing.",
+        "commitMutation applies the net staged writes as one local commit: {headCv:n} with headCv"
+        " +1; nothing is visible before the commit; the next commitAll ships each affected "
+        "subscriber one frame (edit s1, remove s2, add s3, by table then key) stamped cv = "
+        "headCv; unaffected subscribers get nothing. cv() stays the upstream cv. An upstream "
+        "apply in between moves headCv to the greater of headCv + 1 and its cv. A commit whose "
+        "net effect is nothing still moves headCv by one and ships nothing.",
     )
     s.boot(cv=100)
     s.ok("enableWrites", ["slide", "tag"], expect="null")
-    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [add("deck", ["d1", "Deck one"])], 1)
-    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, 1)
+    s.sub("d", 1, {"table": "deck"}, 0, False, ["deck"], [add("deck", ["d1", "Deck one"])], s.head)
+    s.sub("q", 1, {"table": "slide"}, 0, False, SL, SLIDES, s.head)
     s.sub("t", 1, {"table": "tag"}, 0, False, ["tag"],
-          [add("tag", [2, "two"]), add("tag", [10, "ten"])], 1)
+          [add("tag", [2, "two"]), add("tag", [10, "ten"])], s.head)
     s.begin("c1", 1)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
     s.ok("txAdd", "slide", ["s3", "d1", 3], expect="null")
     s.ok("txRemove", "slide", ["s2"], expect="null")
     s.ok("txAdd", "tag", [7, "seven"], expect="null")
     s.ok("commitAll", expect="[]")
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.drain(("q", 1, 1, SL, [edit("slide", ["s1", "d1", 1], ["s1", "d1", 5]),
-                             rem("slide", ["s2", "d1", 2]), add("slide", ["s3", "d1", 3])], 2),
-            ("t", 1, 1, ["tag"], [add("tag", [7, "seven"])], 2))
+                             rem("slide", ["s2", "d1", 2]), add("slide", ["s3", "d1", 3])], s.head),
+            ("t", 1, 1, ["tag"], [add("tag", [7, "seven"])], s.head))
     s.ok("cv", expect="100")
-    s.ok("headCv", expect="2")
+    s.ok("headCv", expect=str(s.head))
     s.upstream(1, [edit("deck", ["d1", "Deck one"], ["d1", "Deck 1"])], 101, live_result(1))
-    s.ok("headCv", expect="3")
-    s.drain(("d", 1, 1, ["deck"], [edit("deck", ["d1", "Deck one"], ["d1", "Deck 1"])], 3))
+    s.ok("headCv", expect=str(s.head))
+    s.drain(("d", 1, 1, ["deck"], [edit("deck", ["d1", "Deck one"], ["d1", "Deck 1"])], s.head))
     s.begin("c1", 2)
     s.ok("txEdit", "slide", ["s1", "d1", 5], expect="null")
-    s.commit(head(3))
+    s.commit(s.next_head())
     s.ok("commitAll", expect="[]")
     s.begin("c1", 3)
     s.ok("txEdit", "tag", [7, "SEVEN"], expect="null")
-    s.commit(head(4))
-    s.drain(("t", 1, 2, ["tag"], [edit("tag", [7, "seven"], [7, "SEVEN"])], 4))
+    s.commit(s.next_head())
+    s.drain(("t", 1, 2, ["tag"], [edit("tag", [7, "seven"], [7, "SEVEN"])], s.head))
     s.ok("cv", expect="101")
     return s
 
@@ -410,11 +415,11 @@ def seed_durable():
     )
     s.boot()
     s.ok("enableWrites", ["slide"], expect="null")
-    s.lmid_sub("L", 1, "c1", False, [], 1)
+    s.lmid_sub("L", 1, "c1", False, [], s.head)
     s.err("seedDurable", [{"clientID": "c1", "lmid": -1}], error="lmid")
     s.ok("seedDurable", [{"clientID": "c1", "lmid": 4}, {"clientID": "c2", "lmid": 0}],
-         expect=head(2))
-    s.drain(("L", 1, 1, [LD], [add(LD, ["c1", 4])], 2))
+         expect=s.next_head())
+    s.drain(("L", 1, 1, [LD], [add(LD, ["c1", 4])], s.head))
     s.marks("c1", 4, 4, 4)
     s.marks("c2", 0, 0, 0)
     s.lens(0, 0)
@@ -422,18 +427,18 @@ def seed_durable():
     s.begin("c1", 4, expect=DEDUP)
     s.err("beginMutation", "c1", 6, error="mutation gap for c1: expected mid 5, got 6")
     s.begin("c1", 5)
-    s.commit(head(2))
+    s.commit(s.next_head())
     s.lens(1, 0)
     s.ok("seedDurable", [{"clientID": "c1", "lmid": 4}], expect=HEAD_NULL)
     s.ok("seedDurable", [{"clientID": "c1", "lmid": 2}], expect=HEAD_NULL)
     s.marks("c1", 5, 4, 4)
     s.ok("commitAll", expect="[]")
     s.flush([ledger_edit("c1", 4, 5)], [("c1", 5)])
-    s.ok("flushOk", expect=flush_ok(0, 0))
+    s.flush_ok(dirty=0)
     s.marks("c1", 5, 4, 5)
     s.lens(0, 0)
-    s.ok("ack", [{"clientID": "c1", "mid": 5}], expect=head(3))
-    s.drain(("L", 1, 2, [LD], [edit(LD, ["c1", 4], ["c1", 5])], 3))
+    s.ok("ack", [{"clientID": "c1", "mid": 5}], expect=s.next_head())
+    s.drain(("L", 1, 2, [LD], [edit(LD, ["c1", 4], ["c1", 5])], s.head))
     return s
 
 
