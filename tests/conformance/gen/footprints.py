@@ -258,8 +258,9 @@ def exists_child_where_and_limit():
         "exists_child_where_and_limit",
         "An EXISTS child's limit is ignored (the witness cap of 3 replaces it), and "
         "\"matching children\" are those passing the child's own where: with "
-        "name != 'a' the witnesses of issue 1 are 13(b) 12(c) 11(d); limit 0 is ignored "
-        "as well (the witness cap replaces it). A change to a child "
+        "name != 'a' the witnesses of issue 1 are 13(b) 12(c) 11(d). Limit 0 is the "
+        "exception: a child limited to no rows matches nothing, so the EXISTS never holds "
+        "and the child table is not in the hello. A change to a child "
         "that does not match leaves that subscriber without an entry.",
         [ISSUE, LABEL],
     )

@@ -34,8 +34,8 @@ def open_lifecycle():
         "open_lifecycle",
         "A freshly opened room before and after an empty seq-0 snapshot: "
         "epoch() is the hello's epoch; not live and cv() undefined before the snapshot; "
-        "commitAll() is [] while not live; the snapshot makes it live with headCv 1 and "
-        "cv the batch's cv; a subscribe then gets a seq-0 snapshot even with zero ops "
+        "commitAll() is [] while not live; the snapshot makes it live with headCv and "
+        "cv() both the batch's cv (10); a subscribe then gets a seq-0 snapshot even with zero ops "
         "stamped cv = headCv.",
         [NOTE],
     )
@@ -66,11 +66,12 @@ def hello_refusals():
         "hello_refusals",
         "open() refuses every hello that breaks a rule of the hello — comparatorVersion "
         "other than 2, a "
-        "normalizedFp that is not the fingerprint of the tables as sent ("
-        "table order matters), an empty/out-of-range/non-integer primary key, a duplicate "
-        "column, a duplicate table, an empty table name — plus non-object input and a "
-        "negative idle_ttl_ms; each error names what was wrong and nothing is "
-        "constructed (later calls find no room). A valid hello then opens.",
+        "normalizedFp that is not the fingerprint of the tables as sent, an "
+        "empty/out-of-range/non-integer primary key, a duplicate column, a duplicate "
+        "table, an empty table name — plus non-object input and a negative idle_ttl_ms; "
+        "each error names what was wrong and constructs nothing: the room a valid "
+        "two-table hello opened among them stays as it was. A valid hello then opens "
+        "afresh.",
         [NOTE],
     )
     cv1 = dict(good, comparatorVersion=1)

@@ -3,8 +3,8 @@ staging, read-your-writes, commit and fan-out), the lmid ledger (lmidSubscribe, 
 seedDurable) — docs/compat.md (headCv, the write plane), the published WasmRoom API,
 docs/design/authority.md (Scope specs and the commit gate).
 
-Counters used below, derived from the upstream rules: the snapshot sets headCv 1; every
-upstream apply +1; a mutation commit +1 only when it changed the head (a net-empty
+Counters used below, derived from the upstream rules: the snapshot sets headCv to its cv;
+every upstream apply takes the greater of headCv + 1 and its cv; a mutation commit +1 only when it changed the head (a net-empty
 commit returns the current headCv); an ack or seedDurable that wrote ledger rows +1 (one
 per call);
 a deopt or a reject changes nothing. Every nbatch carries cv = headCv at its drain.
