@@ -123,6 +123,15 @@ pub(crate) fn cells_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols
     }
 }
 
+/// The key of a one-column correlation on a number, from the number's
+/// [`total_order_bits`]: what [`join_key_into`] writes for it.
+#[inline]
+pub(crate) fn num_join_key(bits: u64) -> [u8; 9] {
+    let mut key = [TAG_NUM; 9];
+    key[1..].copy_from_slice(&bits.to_be_bytes());
+    key
+}
+
 /// Like [`cells_key_into`], but refuses (returns false) when any cell is NULL: a
 /// correlation never matches a NULL cell, so such a row belongs to no partition.
 #[inline]
@@ -131,9 +140,7 @@ pub(crate) fn join_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols:
     if let [col] = cols {
         // One number column (most correlations: an id): written in one step.
         if let CellRef::Num(f) = row.cell(*col) {
-            let mut key = [TAG_NUM; 9];
-            key[1..].copy_from_slice(&total_order_bits(f).to_be_bytes());
-            out.extend_from_slice(&key);
+            out.extend_from_slice(&num_join_key(total_order_bits(f)));
             return true;
         }
     }

@@ -22,6 +22,7 @@ use crate::schema::TableSchema;
 use crate::value::{Cells, Value};
 
 mod id_set;
+mod numeric_index;
 mod ordering;
 mod pk_index;
 use id_set::IdSet;
@@ -269,6 +270,29 @@ impl Table {
             users: 1,
             map: HashMap::new(),
         };
+        let built = match cols {
+            [col] => numeric_index::build(&self.rows, *col),
+            _ => None,
+        };
+        match built {
+            Some(map) => ix.map = map,
+            None => self.index_rows(&mut ix, scratch),
+        }
+        match self.indexes.iter().position(Option::is_none) {
+            Some(i) => {
+                self.indexes[i] = Some(ix);
+                i
+            }
+            None => {
+                self.indexes.push(Some(ix));
+                self.indexes.len() - 1
+            }
+        }
+    }
+
+    /// Fills a new index row by row.
+    fn index_rows(&self, ix: &mut SecondaryIndex, scratch: &mut Vec<u8>) {
+        let cols = &*ix.cols;
         // Slots, live or free: an estimate is all this needs.
         let live = self.rows.len();
         let mut seen = 0;
@@ -293,16 +317,6 @@ impl Table {
             }
         }
         ix.map.values_mut().for_each(IdSet::settle);
-        match self.indexes.iter().position(Option::is_none) {
-            Some(i) => {
-                self.indexes[i] = Some(ix);
-                i
-            }
-            None => {
-                self.indexes.push(Some(ix));
-                self.indexes.len() - 1
-            }
-        }
     }
 
     /// Drops one user of an index; the last user frees it.

@@ -26,6 +26,20 @@ impl IdSet {
         IdSet::One(id)
     }
 
+    /// The set of `ids` (distinct, not empty), in the form a build of
+    /// [`IdSet::push_new`] calls and [`IdSet::settle`] leaves.
+    pub fn from_ids(ids: &[RowId]) -> IdSet {
+        match ids {
+            [id] => IdSet::One(*id),
+            _ if ids.len() <= FEW => IdSet::Few(ids.to_vec()),
+            _ => {
+                let mut set = HashSet::with_capacity(ids.len());
+                set.extend(ids.iter().copied());
+                IdSet::Many(set)
+            }
+        }
+    }
+
     /// Adds `id` (no duplicate is kept).
     pub fn insert(&mut self, id: RowId) {
         match self {
