@@ -183,6 +183,31 @@ fn a_shutdown_during_the_wait_stops_the_retries() {
     let tries = p.daemon.mint_tries;
     p.control(ControlRequest::Close);
     assert!(p.host.is_stopped());
+    assert!(matches!(&p.started, Some(Err(r)) if r.contains("stopped before")));
     p.advance(10_000);
     assert_eq!(p.daemon.mint_tries, tries);
+}
+
+#[test]
+fn a_shutdown_while_start_up_waits_stops_the_host_and_answers_the_start() {
+    let mut p = Pair::new(
+        &Options::default(),
+        Journal::default(),
+        Authority::default(),
+    );
+    p.daemon.fail_mint = true;
+    p.start();
+    p.advance(150);
+    let tries = p.daemon.mint_tries;
+    p.control(ControlRequest::Shutdown);
+    p.advance(10_000);
+    assert_eq!(p.daemon.mint_tries, tries);
+    assert!(p.host.is_stopped());
+    assert_eq!(p.stopped, Some(false));
+    assert_eq!(
+        p.started,
+        Some(Err(
+            "the room was stopped before its start-up finished".to_string()
+        ))
+    );
 }

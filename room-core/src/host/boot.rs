@@ -57,6 +57,9 @@ pub(super) struct Boot {
     pub(super) start_io: Option<IoId>,
     /// Start-up's retries of the epoch claim and the first lease.
     pub(super) retry: StartupRetry,
+    /// [`Host::start`] ran and neither [`Output::Started`] nor
+    /// [`Output::StartFailed`] followed yet.
+    pub(super) awaiting_start: bool,
 }
 
 /// Why replaying the journal into a fresh incarnation failed (the incarnation dies).
@@ -138,6 +141,7 @@ impl Host {
         match result {
             Ok(token) => {
                 self.startup_attempt_succeeded(Dependency::Lease);
+                self.boot.awaiting_start = false;
                 self.up.lease_token = token;
                 self.phase = Phase::Running;
                 let sweep = self.cfg.sweep_interval_ms.max(1);
@@ -153,6 +157,7 @@ impl Host {
     }
 
     pub(super) fn start_failed(&mut self, reason: String) {
+        self.boot.awaiting_start = false;
         self.phase = super::Phase::Stopped;
         self.push(Output::StartFailed { reason });
     }

@@ -591,8 +591,13 @@ impl Host {
         self.stop(false);
     }
 
-    /// The host is done: nothing more happens.
+    /// The host is done: nothing more happens. A start-up still under way is answered
+    /// first ([`Output::StartFailed`]), so a driver waiting for it is not left waiting.
     pub(super) fn stop(&mut self, moved: bool) {
+        if core::mem::take(&mut self.boot.awaiting_start) {
+            let reason = String::from("the room was stopped before its start-up finished");
+            self.push(Output::StartFailed { reason });
+        }
         self.phase = Phase::Stopped;
         self.push(Output::Stopped { moved });
     }

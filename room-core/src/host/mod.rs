@@ -206,6 +206,7 @@ impl Host {
             return;
         }
         self.phase = Phase::Starting;
+        self.boot.awaiting_start = true;
         self.boot.retry.since = now;
         if self.cfg.writes.as_ref().is_some_and(|w| w.authority) {
             let io = self.io();
