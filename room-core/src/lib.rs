@@ -29,12 +29,15 @@
 //!
 //! Bad input never panics: every error is an [`Error`] with a stable [`ErrorCode`].
 //!
-//! The crate denies `unsafe` everywhere but two modules, each with its `SAFETY` comments:
+//! The crate denies `unsafe` everywhere but three modules, each with its `SAFETY` comments:
 //! - `value::text`: a text cell's string in 15 bytes (inline when short, one exact-size
 //!   allocation when long), which makes a cell two words — allocation, copy, the slice
 //!   and `&str` views, and deallocation;
 //! - `value::row`: a row image packed into one shared allocation — the uninitialized
-//!   buffer it is written into, and unchecked reads of the header, offsets and cells.
+//!   buffer it is written into, and unchecked reads of the header, offsets and cells;
+//! - `value::row_image`: that allocation — a 4-byte atomic count in front of the image
+//!   behind one thin pointer, allocated, shared, and freed by its last holder with the
+//!   length the image states.
 
 #![no_std]
 #![deny(missing_docs)]

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 use crate::error::{Error, ErrorCode};
 use crate::fingerprint::{normalized_fp, FpTable};
 use crate::json::write::{write_key, write_str, write_str_array};
+use crate::value::row::MAX_ROW_CELLS;
 use crate::value::COMPARATOR_VERSION;
 
 /// One table as the hello describes it: rows are positional against `columns`.
@@ -57,6 +58,13 @@ impl TableSchema {
         let bad = |why: String| Err(Error::new(ErrorCode::InvalidHello, why));
         if self.name.is_empty() {
             return bad(String::from("invalid hello: a table has an empty name"));
+        }
+        if self.columns.len() > MAX_ROW_CELLS {
+            return bad(format!(
+                "invalid hello: table {:?} has {} columns; a row holds at most {MAX_ROW_CELLS}",
+                self.name,
+                self.columns.len()
+            ));
         }
         for (i, c) in self.columns.iter().enumerate() {
             if c.is_empty() {

@@ -13,6 +13,8 @@ pub mod cell;
 #[allow(unsafe_code)]
 pub mod row;
 #[allow(unsafe_code)]
+mod row_image;
+#[allow(unsafe_code)]
 pub mod text;
 pub use cell::{compare_refs, CellRef, Cells};
 pub use row::Row;

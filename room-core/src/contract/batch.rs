@@ -25,6 +25,7 @@ use alloc::vec::Vec;
 use crate::json::write::plain_run;
 use crate::room::{ApplyStatus, Room, UpstreamBatch};
 use crate::serve::NetOp;
+use crate::value::row::MAX_ROW_CELLS;
 use crate::value::{CellRef, Cells, Row, Value};
 
 /// How deep an ignored field's value may nest before the parser gives up.
@@ -506,6 +507,9 @@ impl<'a> Parser<'a> {
             return Some(Row::new(&cells[..]));
         }
         loop {
+            if cells.len() == MAX_ROW_CELLS {
+                return None; // the general parser refuses the row, saying why
+            }
             let v = self.cell_at(cells.len(), keep)?;
             cells.push(v);
             if !self.more(b']')? {

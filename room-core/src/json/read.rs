@@ -5,6 +5,7 @@ use core::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 
+use crate::value::row::MAX_ROW_CELLS;
 use crate::value::{Row, Value};
 
 /// A wire cell as it arrives in JSON: `null | boolean | number | string`. Objects and
@@ -92,6 +93,11 @@ impl<'de> Visitor<'de> for RowVisitor {
         }
         let mut cells: Vec<Value> = inline.into_iter().collect();
         while let Some(Cell(v)) = seq.next_element::<Cell>()? {
+            if cells.len() == MAX_ROW_CELLS {
+                return Err(de::Error::custom(format_args!(
+                    "a row of more than {MAX_ROW_CELLS} cells"
+                )));
+            }
             cells.push(v);
         }
         Ok(WireRow(Row::from(cells)))

@@ -3,7 +3,7 @@
 //! Layout of the bytes (all integers little-endian):
 //!
 //! ```text
-//! [width: u16] [w: u8] [offset of cell 0 .. offset of cell width-1: w bytes each] [cells]
+//! [width << 2 | w code: u16] [end of cell 0 .. end of cell width-1: w bytes each] [cells]
 //! cell = tag [payload]   tag 0 NULL, 1 false, 2 true, 3 number (8 bytes, the f64's
 //!                        bits), 4 text (its UTF-8 bytes, up to the next cell),
 //!                        5 / 6 / 7 an integral number as an i8 / i16 / i32
@@ -14,17 +14,21 @@
 //! timestamps in seconds cost 2–5 bytes, not 9. The packing stays canonical — one
 //! image per row — so equal rows are equal bytes.
 //!
-//! `w` is the smallest of 1, 2 or 4 that can hold every offset, so a typical row pays
-//! one byte per cell for random access. The store, the queries and the emitted ops all
+//! `w` is the smallest of 1, 2 or 4 that can hold every offset (code 0, 1, 2), so a
+//! typical row pays one byte per cell for random access; cell `i` starts where cell
+//! `i - 1` ends (cell 0 right after the table), and the last end is the image's length.
+//! A row has at most [`MAX_ROW_CELLS`] cells. The image lives behind a thin pointer with
+//! a 4-byte count in front of it (`row_image.rs`). The store, the queries and the emitted ops all
 //! share one image per row version; readers take [`CellRef`]s out of it (see
 //! [`Cells`]), and only [`Row::to_vec`] unpacks.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 use core::mem::MaybeUninit;
 
 use super::cell::{CellRef, Cells};
+pub use super::row_image::MAX_ROW_CELLS;
+use super::row_image::{end_of, header, header_bytes, Image, HEADER};
 use super::Value;
 
 const TAG_NULL: u8 = 0;
@@ -54,38 +58,31 @@ fn int_width(f: f64) -> Option<usize> {
 
 /// A packed row image (see the module docs). Cloning shares the image.
 #[derive(Clone)]
-pub struct Row(Arc<[u8]>);
+pub struct Row(Image);
 
 impl Row {
     /// Packs `cells`.
     ///
     /// # Panics
     ///
-    /// If the row has more than 65,535 cells, or `cells` reports different cells on
-    /// two reads (the image is sized by the first).
+    /// If the row has more than [`MAX_ROW_CELLS`] cells (the hello and the row parsers
+    /// refuse wider rows first), or `cells` reports different cells on two reads (the
+    /// image is sized by the first).
     pub fn new<C: Cells + ?Sized>(cells: &C) -> Row {
         let width = cells.width();
-        assert!(width <= u16::MAX as usize, "a row of {width} cells");
+        assert!(width <= MAX_ROW_CELLS, "a row of {width} cells");
         let body: usize = (0..width).map(|i| cell_len(cells.cell(i))).sum();
-        let w = offset_width(3 + width * 4 + body);
-        assert!(
-            3 + width * w + body <= u32::MAX as usize,
-            "a row of {body} bytes of cells"
-        );
-        let mut image: Arc<[MaybeUninit<u8>]> = Arc::new_uninit_slice(3 + width * w + body);
-        let buf = Arc::get_mut(&mut image).expect("a new image is not shared");
-        let written = write_into(buf, cells, w);
-        assert_eq!(written, buf.len(), "the cells changed while being packed");
-        // SAFETY: `write_into` wrote bytes `..written`, which is all of them.
-        Row(unsafe { image.assume_init() })
+        let w = offset_width(HEADER + width * 4 + body);
+        let len = HEADER + width * w + body;
+        assert!(len <= u32::MAX as usize, "a row of {body} bytes of cells");
+        Row(Image::new(len, |buf| write_into(buf, cells, w)))
     }
 
     /// How many cells.
     #[inline(always)]
     pub fn len(&self) -> usize {
-        let b: &[u8] = &self.0;
-        // SAFETY: every packed row starts with its 3-byte header (`write_into`).
-        unsafe { u16::from_le_bytes([*b.get_unchecked(0), *b.get_unchecked(1)]) as usize }
+        // SAFETY: every packed row starts with its header (`write_into`).
+        unsafe { header(self.0.as_ptr()).0 }
     }
 
     /// Whether the row has no cells.
@@ -101,21 +98,24 @@ impl Row {
     /// If `col` is not below [`Row::len`] (callers index by schema column).
     #[inline(always)]
     pub fn get(&self, col: usize) -> CellRef<'_> {
-        let width = self.len();
-        if col >= width {
-            out_of_range(col, width);
-        }
-        let b: &[u8] = &self.0;
-        // SAFETY: `write_into` wrote the header, `width` offsets of `w` bytes each, and
-        // the cells: each offset points at a tag inside `b`, offsets increase, a number
-        // cell has its 8 bytes, a text cell's bytes (up to the next offset or the end)
-        // are a `&str`'s. A `Row`'s bytes are never written after packing, and
-        // `col < width`.
+        let b = self.0.as_ptr();
+        // SAFETY: `write_into` wrote the header, `width` end offsets of `w` bytes each,
+        // and the cells: cell `col` runs from the end of the one before it (or the end
+        // of the table) to its own end, inside the image; it starts with its tag; a
+        // number cell has its payload bytes, a text cell's bytes are a `&str`'s. A
+        // `Row`'s bytes are never written after packing, and `col < width`.
         unsafe {
-            let w = *b.get_unchecked(2) as usize;
-            let start = offset(b, w, col);
-            let tag = *b.get_unchecked(start);
-            let at = b.as_ptr().add(start + 1);
+            let (width, w) = header(b);
+            if col >= width {
+                out_of_range(col, width);
+            }
+            let start = if col == 0 {
+                HEADER + width * w
+            } else {
+                end_of(b, w, col - 1)
+            };
+            let tag = *b.add(start);
+            let at = b.add(start + 1);
             if tag >= TAG_I8 {
                 // `write_into` wrote 1, 2 or 4 payload bytes after these tags.
                 CellRef::Num(match tag {
@@ -127,14 +127,11 @@ impl Row {
                 let bits = at.cast::<[u8; 8]>().read_unaligned();
                 CellRef::Num(f64::from_bits(u64::from_le_bytes(bits)))
             } else if tag == TAG_STR {
-                let end = if col + 1 < width {
-                    offset(b, w, col + 1)
-                } else {
-                    b.len()
-                };
-                CellRef::Str(core::str::from_utf8_unchecked(
-                    b.get_unchecked(start + 1..end),
-                ))
+                let end = end_of(b, w, col);
+                CellRef::Str(core::str::from_utf8_unchecked(core::slice::from_raw_parts(
+                    at,
+                    end - start - 1,
+                )))
             } else if tag == TAG_NULL {
                 CellRef::Null
             } else {
@@ -167,30 +164,12 @@ impl Row {
     /// Whether two rows share one image.
     #[inline]
     pub fn ptr_eq(a: &Row, b: &Row) -> bool {
-        Arc::ptr_eq(&a.0, &b.0)
+        Image::same(&a.0, &b.0)
     }
 
-    /// Heap bytes of the image: the shared allocation (two counters and the bytes).
+    /// Heap bytes of the image: the shared allocation (the count and the bytes).
     pub fn heap_bytes(&self) -> usize {
-        (2 * core::mem::size_of::<usize>() + self.0.len()).next_multiple_of(8)
-    }
-}
-
-/// The offset of cell `col` (`w` bytes wide).
-///
-/// # Safety
-///
-/// `b` is a packed row with offsets of width `w` and more than `col` cells.
-#[inline(always)]
-unsafe fn offset(b: &[u8], w: usize, col: usize) -> usize {
-    let at = 3 + col * w;
-    // SAFETY: the offset table holds `width` entries of `w` bytes after the header.
-    unsafe {
-        match w {
-            1 => *b.get_unchecked(at) as usize,
-            2 => u16::from_le_bytes([*b.get_unchecked(at), *b.get_unchecked(at + 1)]) as usize,
-            _ => u32::from_le_bytes(b.as_ptr().add(at).cast::<[u8; 4]>().read_unaligned()) as usize,
-        }
+        self.0.allocation_size().next_multiple_of(8)
     }
 }
 
@@ -234,18 +213,9 @@ fn put(buf: &mut [MaybeUninit<u8>], at: usize, src: &[u8]) {
 /// many bytes it wrote.
 fn write_into<C: Cells + ?Sized>(buf: &mut [MaybeUninit<u8>], cells: &C, w: usize) -> usize {
     let width = cells.width();
-    put(buf, 0, &(width as u16).to_le_bytes());
-    buf[2].write(w as u8);
-    let mut at = 3 + width * w;
+    put(buf, 0, &header_bytes(width, w));
+    let mut at = HEADER + width * w;
     for i in 0..width {
-        let o = 3 + i * w;
-        match w {
-            1 => {
-                buf[o].write(at as u8);
-            }
-            2 => put(buf, o, &(at as u16).to_le_bytes()),
-            _ => put(buf, o, &(at as u32).to_le_bytes()),
-        }
         at += match cells.cell(i) {
             CellRef::Null => {
                 buf[at].write(TAG_NULL);
@@ -275,6 +245,14 @@ fn write_into<C: Cells + ?Sized>(buf: &mut [MaybeUninit<u8>], cells: &C, w: usiz
                 1 + s.len()
             }
         };
+        let o = HEADER + i * w;
+        match w {
+            1 => {
+                buf[o].write(at as u8);
+            }
+            2 => put(buf, o, &(at as u16).to_le_bytes()),
+            _ => put(buf, o, &(at as u32).to_le_bytes()),
+        }
     }
     at
 }
@@ -295,7 +273,7 @@ impl Cells for Row {
 /// this is byte equality).
 impl PartialEq for Row {
     fn eq(&self, other: &Row) -> bool {
-        Row::ptr_eq(self, other) || self.0[..] == other.0[..]
+        Row::ptr_eq(self, other) || self.0.bytes() == other.0.bytes()
     }
 }
 
@@ -413,8 +391,49 @@ mod tests {
     }
 
     #[test]
+    fn every_offset_width_and_the_empty_row_round_trip() {
+        assert_eq!(Row::from(Vec::new()).len(), 0);
+        assert_eq!(Row::from(Vec::new()).0.bytes().len(), HEADER);
+        for text in [0usize, 200, 300, 70_000] {
+            let long: String = "x".repeat(text);
+            let cells = vec![
+                Value::num(1.5),
+                Value::str(&long),
+                Value::Null,
+                Value::str("é"),
+            ];
+            let row = Row::from(cells.clone());
+            assert_eq!(row.to_vec(), cells, "text of {text}");
+            assert_eq!(
+                row.heap_bytes(),
+                (4 + row.0.bytes().len()).next_multiple_of(8)
+            );
+            let shared = row.clone();
+            assert!(Row::ptr_eq(&row, &shared));
+            drop(row);
+            assert_eq!(shared.to_vec(), cells, "alive while a holder is");
+        }
+    }
+
+    #[test]
+    fn the_widest_row_round_trips() {
+        let mut cells = vec![Value::Null; MAX_ROW_CELLS];
+        cells[MAX_ROW_CELLS - 1] = Value::str("end");
+        let row = Row::from(cells.clone());
+        assert_eq!(row.len(), MAX_ROW_CELLS);
+        assert_eq!(row.get(MAX_ROW_CELLS - 1), CellRef::Str("end"));
+        assert_eq!(row.to_vec(), cells);
+    }
+
+    #[test]
+    #[should_panic(expected = "a row of 16384 cells")]
+    fn a_row_past_the_widest_is_refused() {
+        let _ = Row::from(vec![Value::Null; MAX_ROW_CELLS + 1]);
+    }
+
+    #[test]
     fn integral_numbers_take_the_narrowest_exact_form() {
-        let size = |f: f64| Row::from(vec![Value::Num(f)]).0.len() - 4;
+        let size = |f: f64| Row::from(vec![Value::Num(f)]).0.bytes().len() - 3;
         for (f, bytes) in [
             (0.0, 2),
             (-1.0, 2),
