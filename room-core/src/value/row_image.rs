@@ -35,7 +35,8 @@ pub const MAX_ROW_CELLS: usize = (u16::MAX >> 2) as usize;
 pub(super) unsafe fn header(b: *const u8) -> (usize, usize) {
     // SAFETY: the caller's image has its header.
     let h = u16::from_le_bytes(unsafe { [*b, *b.add(1)] });
-    ((h >> 2) as usize, [1, 2, 4, 4][(h & 3) as usize])
+    // The code is 0, 1 or 2 (`header_bytes`): the width is 1, 2 or 4.
+    ((h >> 2) as usize, 1 << (h & 3))
 }
 
 /// The header of a row of `width` cells (at most [`MAX_ROW_CELLS`]) and offsets of `w`
