@@ -13,15 +13,31 @@ fn warnings(p: &Pair) -> Vec<&str> {
         .collect()
 }
 
+/// What fails while the pair starts.
+enum Failing {
+    /// Lease mints answer 500.
+    Mint,
+    /// Lease mints answer 401.
+    MintRefused,
+    /// The authority is unreachable.
+    Authority,
+}
+
+/// A pair under `o`, started while `failing` fails.
+fn started(o: &Options, failing: Failing) -> Pair {
+    let mut p = Pair::new(o, Journal::default(), Authority::default());
+    match failing {
+        Failing::Mint => p.daemon.fail_mint = true,
+        Failing::MintRefused => p.daemon.refuse_mint = true,
+        Failing::Authority => p.authority.down = true,
+    }
+    p.start();
+    p
+}
+
 #[test]
 fn a_failing_mint_is_tried_again_with_a_doubling_wait_until_it_succeeds() {
-    let mut p = Pair::new(
-        &Options::default(),
-        Journal::default(),
-        Authority::default(),
-    );
-    p.daemon.fail_mint = true;
-    p.start();
+    let mut p = started(&Options::default(), Failing::Mint);
     assert_eq!(p.daemon.mint_tries, 1);
     assert!(p.started.is_none(), "still starting: {:?}", p.started);
     // Tries at +100, +300 (200 later), +700 (400 later).
@@ -54,13 +70,7 @@ fn a_failing_mint_is_tried_again_with_a_doubling_wait_until_it_succeeds() {
 
 #[test]
 fn the_wait_between_tries_stops_doubling_at_five_seconds() {
-    let mut p = Pair::new(
-        &Options::default(),
-        Journal::default(),
-        Authority::default(),
-    );
-    p.daemon.fail_mint = true;
-    p.start();
+    let mut p = started(&Options::default(), Failing::Mint);
     p.advance(30_000);
     let w = warnings(&p);
     let waits: Vec<&str> = w
@@ -83,13 +93,7 @@ fn the_wait_between_tries_stops_doubling_at_five_seconds() {
 
 #[test]
 fn a_refused_mint_fails_the_start_at_once() {
-    let mut p = Pair::new(
-        &Options::default(),
-        Journal::default(),
-        Authority::default(),
-    );
-    p.daemon.refuse_mint = true;
-    p.start();
+    let p = started(&Options::default(), Failing::MintRefused);
     assert_eq!(p.daemon.mint_tries, 1);
     assert_eq!(
         p.started,
@@ -107,9 +111,7 @@ fn start_up_gives_up_when_the_next_try_would_begin_past_its_timeout() {
         startup_timeout_ms: 1_000,
         ..Options::default()
     };
-    let mut p = Pair::new(&o, Journal::default(), Authority::default());
-    p.daemon.fail_mint = true;
-    p.start();
+    let mut p = started(&o, Failing::Mint);
     p.advance(5_000);
     // Tries at 0, 100, 300, 700; the next (at 1,500) would begin past 1,000.
     assert_eq!(p.daemon.mint_tries, 4);
@@ -130,9 +132,7 @@ fn a_start_up_timeout_of_zero_fails_at_the_first_failure() {
         startup_timeout_ms: 0,
         ..Options::default()
     };
-    let mut p = Pair::new(&o, Journal::default(), Authority::default());
-    p.daemon.fail_mint = true;
-    p.start();
+    let p = started(&o, Failing::Mint);
     assert_eq!(p.daemon.mint_tries, 1);
     assert_eq!(
         p.started,
@@ -148,9 +148,7 @@ fn the_epoch_claim_is_tried_again_while_the_authority_is_down() {
         authority: true,
         ..Options::default()
     };
-    let mut p = Pair::new(&o, Journal::default(), Authority::default());
-    p.authority.down = true;
-    p.start();
+    let mut p = started(&o, Failing::Authority);
     p.advance(1_000);
     assert!(p.started.is_none());
     assert_eq!(p.daemon.mint_tries, 0, "no lease before the epoch");
@@ -172,13 +170,7 @@ fn the_epoch_claim_is_tried_again_while_the_authority_is_down() {
 
 #[test]
 fn a_shutdown_during_the_wait_stops_the_retries() {
-    let mut p = Pair::new(
-        &Options::default(),
-        Journal::default(),
-        Authority::default(),
-    );
-    p.daemon.fail_mint = true;
-    p.start();
+    let mut p = started(&Options::default(), Failing::Mint);
     p.advance(150);
     let tries = p.daemon.mint_tries;
     p.control(ControlRequest::Close);
@@ -190,13 +182,7 @@ fn a_shutdown_during_the_wait_stops_the_retries() {
 
 #[test]
 fn a_shutdown_while_start_up_waits_stops_the_host_and_answers_the_start() {
-    let mut p = Pair::new(
-        &Options::default(),
-        Journal::default(),
-        Authority::default(),
-    );
-    p.daemon.fail_mint = true;
-    p.start();
+    let mut p = started(&Options::default(), Failing::Mint);
     p.advance(150);
     let tries = p.daemon.mint_tries;
     p.control(ControlRequest::Shutdown);
