@@ -311,9 +311,25 @@ impl RoomTable {
         }
     }
 
-    /// Connections that waited `boot_timeout_ms` for a boot are closed (the boot goes
-    /// on; a queued boot nobody waits for is taken back).
+    /// Connections that waited `boot_timeout_ms` for a boot, or for a stopping room to
+    /// stop so that it boots again, are closed (the boot goes on; a queued boot nobody
+    /// waits for is taken back).
     pub(super) fn expire_waiters(&mut self, now: u64) {
+        let mut late_for_stop = Vec::new();
+        for room in self.rooms.values_mut() {
+            if let Some(waiters) = room.waiters_mut() {
+                waiters.retain(|w| {
+                    let late = w.until <= now;
+                    if late {
+                        late_for_stop.push(w.conn);
+                    }
+                    !late
+                });
+            }
+        }
+        for conn in late_for_stop {
+            self.refuse(conn, CLOSE_BOOT_TIMED_OUT);
+        }
         let mut late = Vec::new();
         for (doc, boot) in &self.boots {
             for w in boot.waiters.iter().filter(|w| w.until <= now) {

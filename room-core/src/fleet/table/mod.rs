@@ -366,7 +366,8 @@ impl RoomTable {
     /// When [`RoomTable::handle_timeout`] next has something to do.
     pub fn next_deadline(&self) -> Option<u64> {
         let boots = self.boots.values().filter_map(boots::Boot::deadline).min();
-        [self.admission.next_deadline(), boots, self.next_sweep]
+        let stopping = self.rooms.values().filter_map(rooms::Room::waiter_deadline).min();
+        [self.admission.next_deadline(), boots, stopping, self.next_sweep]
             .into_iter()
             .flatten()
             .min()

@@ -67,6 +67,14 @@ impl Room {
         !matches!(self.phase, RoomPhase::Stopping { .. })
     }
 
+    /// When the first connection waiting on this stopping room has waited too long.
+    pub fn waiter_deadline(&self) -> Option<u64> {
+        match &self.phase {
+            RoomPhase::Stopping { waiters } => waiters.iter().map(|w| w.until).min(),
+            _ => None,
+        }
+    }
+
     /// The connections waiting on a stopping room (`None` while it serves).
     pub fn waiters_mut(&mut self) -> Option<&mut Vec<Waiter>> {
         match &mut self.phase {

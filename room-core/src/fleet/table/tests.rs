@@ -370,6 +370,30 @@ fn connections_that_arrive_while_a_room_stops_boot_it_again() {
 }
 
 #[test]
+fn a_connection_waiting_for_a_room_that_never_stops_is_closed_at_the_boot_timeout() {
+    let mut s = Sim::new(rules());
+    s.connect(1, "a");
+    let inc = s.boot("a", 1);
+    s.input(Input::Stop {
+        doc: String::from("a"),
+        why: StopWhy::Relet,
+    });
+    assert!(s.connect(2, "a").is_empty(), "waits");
+    assert!(s.advance_to(9_999).is_empty());
+    let out = s.advance_to(10_000);
+    assert_eq!(refusals(&out).len(), 1);
+    assert_eq!(refusals(&out)[0].0, 2);
+    assert!(s.table.waiting.is_empty());
+    // The room stops at last: nobody waits, so nothing boots.
+    let out = s.input(Input::Stopped {
+        doc: String::from("a"),
+        incarnation: inc,
+    });
+    assert!(calls(&out).is_empty());
+    assert!(s.table.next_deadline().is_none_or(|d| d >= s.now));
+}
+
+#[test]
 fn the_budget_hibernates_idle_rooms_least_recently_used_first_then_refuses_boots() {
     let mut s = Sim::new(TableRules {
         max_box_bytes: Some(1_000),
