@@ -114,6 +114,65 @@ pub(crate) fn sort_prefix<R: Cells + ?Sized>(
     u64::from_be_bytes(bytes)
 }
 
+/// The least and the greatest first-8-byte prefix (as [`sort_prefix`] reads it) of a key
+/// that starts with `cell`, ascending: the cell's encoding padded with `00` bytes and with
+/// `FF` bytes. The two are equal when the encoding has 8 bytes or more (a number, a
+/// string of 7 bytes or more). See [`least_prefix`].
+#[inline]
+pub(crate) fn cell_prefix_span(cell: CellRef<'_>) -> (u64, u64) {
+    let mut bytes = [0u8; 8];
+    let n = match cell {
+        CellRef::Num(f) => {
+            let p = (u64::from(TAG_NUM) << 56) | (total_order_bits(f) >> 8);
+            return (p, p);
+        }
+        CellRef::Null => {
+            bytes[0] = TAG_NULL;
+            1
+        }
+        CellRef::Bool(b) => {
+            bytes[0] = TAG_BOOL;
+            bytes[1] = b as u8;
+            2
+        }
+        CellRef::Str(s) => {
+            bytes[0] = TAG_STR;
+            let mut n = 1;
+            for &b in s.as_bytes() {
+                if n == 8 {
+                    break;
+                }
+                bytes[n] = b;
+                n += 1;
+                if b == 0 && n < 8 {
+                    bytes[n] = 0xFF;
+                    n += 1;
+                }
+            }
+            // The terminator `00 00` (its bytes are 0 already).
+            (n + 2).min(8)
+        }
+    };
+    let lo = u64::from_be_bytes(bytes);
+    let pad = if n >= 8 { 0 } else { u64::MAX >> (8 * n) };
+    (lo, lo | pad)
+}
+
+/// The least [`sort_prefix`] a row can have whose first sort column is `desc` (or not)
+/// and holds a cell with its [`cell_prefix_span`] within `(lo, hi)`.
+///
+/// Ascending, a key starts with the cell's encoding, so its prefix is at least `lo`.
+/// Descending, it starts with the inverted encoding followed by bytes of at least `00`,
+/// which is at least the inverse of the encoding padded with `FF`: `!hi`.
+#[inline]
+pub(crate) fn least_prefix((lo, hi): (u64, u64), desc: bool) -> u64 {
+    if desc {
+        !hi
+    } else {
+        lo
+    }
+}
+
 /// Writes the ascending key of `row`'s cells at `cols` into `out` (cleared first).
 #[inline]
 pub(crate) fn cells_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols: &[usize]) {
@@ -209,6 +268,52 @@ mod tests {
             }
         }
     }
+    #[test]
+    fn a_key_prefix_is_never_below_its_first_cells_least_prefix() {
+        let firsts = [
+            Value::Null,
+            Value::Bool(false),
+            Value::Bool(true),
+            Value::num(-3.25),
+            Value::num(7.0),
+            Value::str(""),
+            Value::str("a"),
+            Value::str("\u{0}\u{0}\u{0}"),
+            Value::str("ab\u{0}cd"),
+            Value::str("abcdef"),
+            Value::str("abcdefg"),
+            Value::str("abcdefghij"),
+        ];
+        let seconds = [
+            Value::Null,
+            Value::num(0.0),
+            Value::str(""),
+            Value::str("\u{0}"),
+            Value::str("zzzzzzzz"),
+        ];
+        let mut scratch = Vec::new();
+        for first in &firsts {
+            let span = cell_prefix_span(first.cell());
+            assert!(span.0 <= span.1, "{first:?}");
+            for second in &seconds {
+                let row = [first.clone(), second.clone()];
+                for desc in [false, true] {
+                    for order in [
+                        &[(0, desc)][..],
+                        &[(0, desc), (1, false)],
+                        &[(0, desc), (1, true)],
+                    ] {
+                        let p = sort_prefix(&mut scratch, &row[..], order);
+                        assert!(least_prefix(span, desc) <= p, "{row:?} {order:?}");
+                        if !desc {
+                            assert!(p <= span.1, "{row:?} {order:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     use crate::value::compare;
     use core::cmp::Ordering;
 

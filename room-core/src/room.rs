@@ -129,6 +129,14 @@ impl Room {
         self.store.set_ordering_first_rows(rows);
     }
 
+    /// Testing knob: the block ranges that let an ordering build skip rows cover blocks
+    /// of `1 << shift` row slots (by default 512, the most). Results do not depend on
+    /// it; the window tests run with blocks of one to eight slots.
+    #[doc(hidden)]
+    pub fn set_block_shift(&mut self, shift: u32) {
+        self.store.set_block_shift(shift);
+    }
+
     /// Testing knob: a `related` level with a `limit` holds, of each partition, the
     /// first `rows` rows (at least the limit; by default twice the limit) and reads on
     /// when removals leave fewer than the limit. Results do not depend on it; the

@@ -25,11 +25,13 @@ mod id_set;
 mod numeric_index;
 mod ordering;
 mod pk_index;
+mod ranges;
 use id_set::IdSet;
 #[cfg(test)]
 use ordering::MAX_IDLE_ORDERINGS;
 pub(crate) use ordering::{Members, Ordering, Orderings};
 use pk_index::PkIndex;
+use ranges::BlockRanges;
 
 pub use crate::value::Row;
 
@@ -61,6 +63,8 @@ pub(crate) struct Table {
     quarantine: Vec<RowId>,
     indexes: Vec<Option<SecondaryIndex>>,
     orderings: Orderings,
+    /// Where each block of slots may sort (lets an ordering build skip blocks).
+    ranges: BlockRanges,
 }
 
 /// Why a write could not be applied to the store.
@@ -110,10 +114,12 @@ impl Table {
             + self.by_key.retained()
             + indexes
             + self.orderings.retained()
+            + self.ranges.retained()
     }
 
     fn new(schema: TableSchema) -> Table {
         Table {
+            ranges: BlockRanges::default(),
             schema,
             by_key: PkIndex::default(),
             rows: Vec::new(),
@@ -213,6 +219,7 @@ impl Table {
         };
         self.index_insert(id, &row, scratch);
         self.orderings.on_insert(id, &row, scratch);
+        self.ranges.note(id, &row);
         self.rows[id as usize] = Some(row);
         Ok(id)
     }
@@ -225,6 +232,7 @@ impl Table {
             self.index_insert(id, &row, scratch);
         }
         self.orderings.on_replace(id, &old, &row, scratch);
+        self.ranges.note(id, &row);
         self.rows[id as usize] = Some(row);
         Some(old)
     }
@@ -378,10 +386,19 @@ impl Table {
         let index = guard
             .filter(|(_, v)| !matches!(v, Value::Bool(_)))
             .map(|(col, _)| self.ensure_index(&[col], scratch));
+        // A table large enough for the build to skip blocks keeps the leading column's
+        // block ranges from now on.
+        if let Some(&(col, _)) = order.first() {
+            let keep = self.orderings.build_keep(want);
+            if self.rows.len() > keep.saturating_mul(2) + self.ranges.block_rows() {
+                self.ranges.keep(col, &self.rows);
+            }
+        }
         let members = Members {
             slab: &self.rows,
             ids: self.indexed_members(guard, index, scratch),
             guard: guard.map(|(c, v)| (c, v.cell())),
+            ranges: Some(&self.ranges),
         };
         self.orderings.add(
             guard.map(|(c, v)| (c, v.clone())),
@@ -423,6 +440,7 @@ impl Table {
             slab: &self.rows,
             ids: self.indexed_members(guard, o.index, scratch),
             guard: guard.map(|(c, v)| (c, v.cell())),
+            ranges: Some(&self.ranges),
         };
         o.widen(&members, scratch);
     }
@@ -558,6 +576,14 @@ impl Store {
         }
     }
 
+    /// Testing knob: block ranges cover blocks of `1 << shift` row slots (by default
+    /// 512, the most); the ranges are rebuilt from the rows held.
+    pub fn set_block_shift(&mut self, shift: u32) {
+        for t in &mut self.tables {
+            t.ranges.set_shift(shift, &t.rows);
+        }
+    }
+
     /// Empties the first `tables` tables: their rows, ids and the contents of their
     /// indexes and orderings (which stay registered).
     pub fn clear_tables(&mut self, tables: usize) {
@@ -570,6 +596,7 @@ impl Store {
                 ix.map.clear();
             }
             t.orderings.clear();
+            t.ranges.clear();
         }
     }
 

@@ -120,6 +120,13 @@ impl<'a> Run<'a> {
             h.room.set_related_front_rows(1);
             trace.push("related fronts of 1 row".to_string());
         }
+        // A third hold one-row orderings over blocks of one slot, so ordering builds
+        // skip blocks and readers widen them all the time.
+        if sc.rows.len() % 3 == 1 {
+            h.room.set_ordering_first_rows(1);
+            h.room.set_block_shift(0);
+            trace.push("orderings of 1 row, blocks of 1 slot".to_string());
+        }
         Run {
             sc,
             schema,

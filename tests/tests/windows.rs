@@ -104,6 +104,9 @@ struct Scenario {
     /// The room's ordering knob: how many rows a new ordering holds before a reader
     /// widens it (0: the room's default).
     first_rows: usize,
+    /// The room's block-range knob: blocks of `1 << block_shift` row slots (9: the
+    /// room's default, which these small tables never fill past one block).
+    block_shift: u32,
     rows: Vec<(u8, u8, u8)>,
     queries: Vec<GenQuery>,
     steps: Vec<Step>,
@@ -137,17 +140,21 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     (
         prop_oneof![Just(0usize), Just(1024usize)],
         prop_oneof![Just(0usize), Just(1usize), Just(2usize)],
+        prop_oneof![Just(9u32), 0u32..3],
         prop::collection::vec((0u8..24, 0u8..4, 0u8..6), 0..16),
         prop::collection::vec(query, 1..5),
         prop::collection::vec(step, 1..40),
     )
-        .prop_map(|(small_group, first_rows, rows, queries, steps)| Scenario {
-            small_group,
-            first_rows,
-            rows,
-            queries,
-            steps,
-        })
+        .prop_map(
+            |(small_group, first_rows, block_shift, rows, queries, steps)| Scenario {
+                small_group,
+                first_rows,
+                block_shift,
+                rows,
+                queries,
+                steps,
+            },
+        )
 }
 
 fn row(id: u8, g: u8, s: u8, v: u32) -> Vec<Value> {
@@ -272,6 +279,7 @@ fn run(sc: &Scenario) -> Result<(), TestCaseError> {
     if sc.first_rows > 0 {
         h.room.set_ordering_first_rows(sc.first_rows);
     }
+    h.room.set_block_shift(sc.block_shift);
     let mut r = Run {
         sc,
         h,
@@ -334,6 +342,7 @@ fn a_trimmed_window_reads_on_when_it_empties() {
     let sc = Scenario {
         small_group: 0,
         first_rows: 1,
+        block_shift: 9,
         rows: vec![(0, 0, 2)],
         queries: vec![GenQuery {
             guard: Some(0),

@@ -366,11 +366,20 @@ impl RoomTable {
     /// When [`RoomTable::handle_timeout`] next has something to do.
     pub fn next_deadline(&self) -> Option<u64> {
         let boots = self.boots.values().filter_map(boots::Boot::deadline).min();
-        let stopping = self.rooms.values().filter_map(rooms::Room::waiter_deadline).min();
-        [self.admission.next_deadline(), boots, stopping, self.next_sweep]
-            .into_iter()
-            .flatten()
-            .min()
+        let stopping = self
+            .rooms
+            .values()
+            .filter_map(rooms::Room::waiter_deadline)
+            .min();
+        [
+            self.admission.next_deadline(),
+            boots,
+            stopping,
+            self.next_sweep,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The next thing to do, if any.

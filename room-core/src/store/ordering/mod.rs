@@ -207,6 +207,11 @@ impl Orderings {
         Some(i)
     }
 
+    /// How many rows a build for a reader of the first `want` keeps at least.
+    pub fn build_keep(&self, want: usize) -> usize {
+        self.first_rows.unwrap_or(want.max(FIRST_ROWS))
+    }
+
     /// Adds an ordering built from its `members` (the rows with the guard value, or all), with
     /// one user. It holds at least the first `keep` rows (and [`FIRST_ROWS`]).
     pub fn add(
@@ -223,12 +228,7 @@ impl Orderings {
             index,
             users: 1,
             idle_since: 0,
-            held: RefCell::new(build(
-                members,
-                order,
-                self.first_rows.unwrap_or(keep.max(FIRST_ROWS)),
-                scratch,
-            )),
+            held: RefCell::new(build(members, order, self.build_keep(keep), scratch)),
         };
         let i = match self.slots.iter().position(Option::is_none) {
             Some(i) => {

@@ -4,13 +4,16 @@
 //! row of a large table to serve them is what made the first query on a freshly loaded
 //! room slow. The rows' sort-key prefixes pick the front ([`crate::keys::keep_front`]);
 //! the kept rows are exactly those whose key is at most the last kept key, the
-//! ordering's *bound*.
+//! ordering's *bound*. With [block ranges](super::super::ranges) the rows are read a
+//! block at a time, the block that may hold the smallest prefix first, and the blocks
+//! that cannot hold a row before the front found so far are not read at all.
 
 use alloc::vec::Vec;
 
 use crate::keys::{keep_front, keyed_by_prefix, sort_prefix, Key};
 use crate::value::CellRef;
 
+use super::super::ranges::BlockRanges;
 use super::super::{Row, RowId};
 
 /// The rows of an ordering that a build keeps, in key order, and the bound they reach.
@@ -24,47 +27,169 @@ pub(super) struct Chosen {
 /// them belong to the ordering.
 pub(crate) struct Members<'a> {
     pub slab: &'a [Option<Row>],
-    /// The members' ids, when the guard index found them; else every live row of the
-    /// slab with the guard's cell (or every live row) is one.
+    /// The members' ids (ascending), when the guard index found them; else every live
+    /// row of the slab with the guard's cell (or every live row) is one.
     pub ids: Option<Vec<RowId>>,
     /// The guard column and its value, for a pass over the slab.
     pub guard: Option<(usize, CellRef<'a>)>,
+    /// The slab's block ranges, if the build may skip blocks.
+    pub ranges: Option<&'a BlockRanges>,
+}
+
+/// The candidates of a build: `(sort prefix, id)` of members, and whether they are every
+/// member (`complete`) or exactly the members whose prefix is at most the largest held.
+struct Candidates {
+    all: Vec<(u64, RowId)>,
+    complete: bool,
 }
 
 impl Members<'_> {
-    /// Every member's sort-key prefix, in id order of the pass.
-    fn prefixes(&self, order: &[(usize, bool)], scratch: &mut Vec<u8>) -> Vec<(u64, RowId)> {
-        let mut all = Vec::new();
-        match (&self.ids, self.guard) {
-            (Some(ids), _) => {
-                all.reserve(ids.len());
+    /// Pushes the sort-key prefix of every member among `ids` (the members' ids, or a
+    /// range of slots to filter by the guard).
+    fn push_prefixes(
+        &self,
+        ids: MemberIds<'_>,
+        order: &[(usize, bool)],
+        scratch: &mut Vec<u8>,
+        all: &mut Vec<(u64, RowId)>,
+    ) {
+        match ids {
+            MemberIds::Listed(ids) => {
                 for &id in ids {
                     if let Some(Some(row)) = self.slab.get(id as usize) {
                         all.push((sort_prefix(scratch, row, order), id));
                     }
                 }
             }
-            (None, Some((col, cell))) => {
-                all.reserve(self.slab.len());
-                for (id, row) in self.slab.iter().enumerate() {
-                    if let Some(row) = row {
-                        if row.get(col) == cell {
-                            all.push((sort_prefix(scratch, row, order), id as RowId));
+            MemberIds::Slots(from, to) => {
+                let to = to.min(self.slab.len());
+                let from = from.min(to);
+                let slots = self.slab[from..to].iter().zip(from as RowId..);
+                match self.guard {
+                    Some((col, cell)) => {
+                        for (row, id) in slots {
+                            if let Some(row) = row {
+                                if row.get(col) == cell {
+                                    all.push((sort_prefix(scratch, row, order), id));
+                                }
+                            }
+                        }
+                    }
+                    None => {
+                        for (row, id) in slots {
+                            if let Some(row) = row {
+                                all.push((sort_prefix(scratch, row, order), id));
+                            }
                         }
                     }
                 }
             }
-            (None, None) => {
+        }
+    }
+
+    /// Every member's sort-key prefix.
+    fn prefixes(&self, order: &[(usize, bool)], scratch: &mut Vec<u8>) -> Vec<(u64, RowId)> {
+        let mut all = Vec::new();
+        match &self.ids {
+            Some(ids) => {
+                all.reserve(ids.len());
+                self.push_prefixes(MemberIds::Listed(ids), order, scratch, &mut all);
+            }
+            None => {
                 all.reserve(self.slab.len());
-                for (id, row) in self.slab.iter().enumerate() {
-                    if let Some(row) = row {
-                        all.push((sort_prefix(scratch, row, order), id as RowId));
-                    }
-                }
+                self.push_prefixes(MemberIds::Slots(0, usize::MAX), order, scratch, &mut all);
             }
         }
         all
     }
+
+    /// The members' ids block by block (the slots of each block, or each block's run of
+    /// the listed ids), with the least prefix each block may hold, smallest first.
+    fn blocks(&self, ranges: &BlockRanges, (col, desc): (usize, bool)) -> Vec<(u64, usize, usize)> {
+        let rows = ranges.block_rows();
+        let mut blocks: Vec<(u64, usize, usize)> = match &self.ids {
+            Some(ids) => {
+                let mut runs = Vec::new();
+                let mut from = 0;
+                while from < ids.len() {
+                    let block = ranges.block_of(ids[from]);
+                    let to = from + ids[from..].partition_point(|&id| ranges.block_of(id) == block);
+                    runs.push((ranges.least(block, col, desc), from, to));
+                    from = to;
+                }
+                runs
+            }
+            None => (0..self.slab.len().div_ceil(rows))
+                .map(|b| (ranges.least(b, col, desc), b * rows, (b + 1) * rows))
+                .collect(),
+        };
+        blocks.sort_unstable_by_key(|b| b.0);
+        blocks
+    }
+
+    /// The candidates for the first `keep` members, reading as few blocks as the ranges
+    /// allow: a block is skipped when at least `keep` candidates are in hand and the
+    /// block's least prefix is past the `keep`-th smallest of theirs (the *cut*).
+    fn candidates(
+        &self,
+        order: &[(usize, bool)],
+        keep: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Candidates {
+        let members = self.ids.as_ref().map_or(self.slab.len(), Vec::len);
+        let (Some(ranges), Some(&first)) = (self.ranges, order.first()) else {
+            return Candidates {
+                all: self.prefixes(order, scratch),
+                complete: true,
+            };
+        };
+        if members <= keep.saturating_mul(2) + ranges.block_rows() {
+            return Candidates {
+                all: self.prefixes(order, scratch),
+                complete: true,
+            };
+        }
+        let mut all = Vec::with_capacity(keep.saturating_mul(2) + ranges.block_rows());
+        let mut complete = true;
+        let mut cut: Option<u64> = None;
+        for (least, from, to) in self.blocks(ranges, first) {
+            if cut.is_some_and(|cut| least > cut) {
+                // This block and every one after it can only hold rows past the cut.
+                complete = false;
+                break;
+            }
+            let ids = match &self.ids {
+                Some(ids) => MemberIds::Listed(&ids[from..to]),
+                None => MemberIds::Slots(from, to),
+            };
+            self.push_prefixes(ids, order, scratch, &mut all);
+            if all.len() >= keep {
+                let c = all.select_nth_unstable_by_key(keep - 1, |e| e.0).1 .0;
+                cut = Some(c);
+                if all.len() > keep.saturating_mul(2) {
+                    let before = all.len();
+                    all.retain(|e| e.0 <= c);
+                    complete &= all.len() == before;
+                }
+            }
+        }
+        if !complete {
+            // Rows were left out, each with a prefix past the cut: so must every held one be
+            // at most the cut, or a held row could sort after one left out.
+            if let Some(c) = cut {
+                all.retain(|e| e.0 <= c);
+            }
+        }
+        Candidates { all, complete }
+    }
+}
+
+/// Which ids a pass reads.
+enum MemberIds<'a> {
+    /// These (the guard index found them).
+    Listed(&'a [RowId]),
+    /// The live slots in `from..to` that hold the guard's cell.
+    Slots(usize, usize),
 }
 
 /// Keeps about the first `keep` of the `members` under `order` (more when rows tie on
@@ -75,8 +200,9 @@ pub(super) fn first_rows(
     keep: usize,
     scratch: &mut Vec<u8>,
 ) -> Chosen {
-    let mut all = members.prefixes(order, scratch);
-    let kept_all = keep_front(&mut all, keep);
+    let keep = keep.max(1);
+    let Candidates { mut all, complete } = members.candidates(order, keep, scratch);
+    let kept_all = keep_front(&mut all, keep) && complete;
     let entries = keyed_by_prefix(
         all,
         |id: RowId| members.slab.get(id as usize).and_then(Option::as_ref),
@@ -146,14 +272,41 @@ mod tests {
             keep in 1usize..40,
             desc in any::<bool>(),
             by_text in any::<bool>(),
+            // `None`: no block ranges; else blocks of `1 << shift` slots.
+            shift in prop::option::of(0u32..4),
+            sorted_slab in any::<bool>(),
+            guarded in any::<bool>(),
         ) {
-            let cells: Vec<(f64, &str)> = cells.iter().map(|(n, s)| (*n, s.as_str())).collect();
+            let mut cells: Vec<(f64, &str)> = cells.iter().map(|(n, s)| (*n, s.as_str())).collect();
+            if sorted_slab {
+                // Rows that arrive in about the order read: the case block ranges help.
+                cells.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
             let rows = rows(&cells);
             let order = if by_text { [(2, desc), (0, false)] } else { [(1, desc), (0, false)] };
-            let whole = sorted(&rows, &order);
+            // A guard keeps the rows with an even id (listed, as a guard index finds them).
+            let members_of = |rows: &[Row]| -> Vec<Row> {
+                rows.iter()
+                    .enumerate()
+                    .filter(|(i, _)| !guarded || i % 2 == 0)
+                    .map(|(_, r)| r.clone())
+                    .collect()
+            };
+            let whole: Vec<(Vec<u8>, RowId)> = sorted(&members_of(&rows), &order)
+                .into_iter()
+                .map(|(k, i)| (k, if guarded { i * 2 } else { i }))
+                .collect();
             let mut scratch = Vec::new();
             let slab: Vec<Option<Row>> = rows.iter().cloned().map(Some).collect();
-            let members = Members { slab: &slab, ids: None, guard: None };
+            let mut ranges = BlockRanges::default();
+            ranges.set_shift(shift.unwrap_or(0), &slab);
+            ranges.keep(order[0].0, &slab);
+            let members = Members {
+                slab: &slab,
+                ids: guarded.then(|| (0..rows.len() as RowId).step_by(2).collect()),
+                guard: None,
+                ranges: shift.map(|_| &ranges),
+            };
             let chosen = first_rows(
                 &members,
                 &order,
