@@ -152,21 +152,43 @@ pub fn write_row_float_layout<R: Cells + ?Sized>(out: &mut String, row: &R) {
     out.push(']');
 }
 
+/// `"00" "01" … "99"`: two digits per lookup.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Appends an integer in decimal.
 pub fn write_i64(out: &mut String, v: i64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut n = v.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
     if v < 0 {
         out.push('-');
+    }
+    let mut n = v.unsigned_abs();
+    if n < 10 {
+        out.push(char::from(b'0' + n as u8));
+        return;
+    }
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    while n >= 100 {
+        let d = (n % 100) as usize * 2;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+    }
+    if n >= 10 {
+        let d = n as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+    } else {
+        i -= 1;
+        buf[i] = b'0' + n as u8;
     }
     // Only ASCII digits were written.
     out.push_str(core::str::from_utf8(&buf[i..]).unwrap_or("0"));
@@ -367,6 +389,27 @@ mod tests {
             let mut out = String::new();
             write_i64(&mut out, v);
             assert_eq!(out, alloc::format!("{v}"));
+        }
+        for k in 0..19u32 {
+            for v in [
+                10i64.pow(k) - 1,
+                10i64.pow(k),
+                -(10i64.pow(k)),
+                10i64.pow(k) + 1,
+            ] {
+                let mut out = String::new();
+                write_i64(&mut out, v);
+                assert_eq!(out, alloc::format!("{v}"));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_integer_prints_as_rust_prints_it(v in proptest::prelude::any::<i64>()) {
+            let mut out = String::new();
+            write_i64(&mut out, v);
+            proptest::prop_assert_eq!(out, alloc::format!("{v}"));
         }
     }
 

@@ -141,15 +141,17 @@ fn widen(span: &mut (u64, u64), row: &Row, col: usize) {
 
 /// The spans of column `col` over the rows of `slab`, blocks of `1 << shift` slots.
 fn spans_of(slab: &[Option<Row>], col: usize, shift: u32) -> Vec<(u64, u64)> {
-    slab.chunks(1 << shift)
-        .map(|block| {
-            let mut span = EMPTY;
-            for row in block.iter().flatten() {
-                widen(&mut span, row, col);
-            }
-            span
-        })
-        .collect()
+    let mut spans = Vec::with_capacity(slab.len().div_ceil(1 << shift));
+    for block in slab.chunks(1 << shift) {
+        let (mut lo, mut hi) = EMPTY;
+        for row in block.iter().flatten() {
+            let (l, h) = cell_prefix_span(row.get(col));
+            lo = lo.min(l);
+            hi = hi.max(h);
+        }
+        spans.push((lo, hi));
+    }
+    spans
 }
 
 #[cfg(test)]
