@@ -49,19 +49,32 @@ pub(crate) fn push_cell(out: &mut Vec<u8>, v: CellRef<'_>, desc: bool) {
             out.push(b as u8);
         }
         CellRef::Num(f) => {
-            out.push(TAG_NUM);
-            out.extend_from_slice(&total_order_bits(f).to_be_bytes());
+            // The nine bytes at once, inverted here when descending.
+            let bits = total_order_bits(f);
+            let (tag, bits) = if desc {
+                (!TAG_NUM, !bits)
+            } else {
+                (TAG_NUM, bits)
+            };
+            let mut key = [tag; 9];
+            key[1..].copy_from_slice(&bits.to_be_bytes());
+            out.extend_from_slice(&key);
+            return;
         }
         CellRef::Str(s) => {
             out.push(TAG_STR);
-            for &b in s.as_bytes() {
-                out.push(b);
-                if b == 0 {
-                    out.push(0xFF);
+            let bytes = s.as_bytes();
+            if bytes.contains(&0) {
+                for &b in bytes {
+                    out.push(b);
+                    if b == 0 {
+                        out.push(0xFF);
+                    }
                 }
+            } else {
+                out.extend_from_slice(bytes);
             }
-            out.push(0);
-            out.push(0);
+            out.extend_from_slice(&[0, 0]);
         }
     }
     if desc {
