@@ -337,8 +337,8 @@ fn a_room_that_cannot_drain_stays_up_and_is_tried_again_an_idle_period_later() {
     assert!(out.iter().any(|o| matches!(o, Output::Drain { .. })));
 }
 
-#[test]
-fn connections_that_arrive_while_a_room_stops_boot_it_again() {
+/// Room `a` live with connection 1, told to stop; connection 2 arrives and waits.
+fn a_stopping_room_with_a_waiter() -> (Sim, Incarnation) {
     let mut s = Sim::new(rules());
     s.connect(1, "a");
     let inc = s.boot("a", 1);
@@ -347,6 +347,12 @@ fn connections_that_arrive_while_a_room_stops_boot_it_again() {
         why: StopWhy::Relet,
     });
     assert!(s.connect(2, "a").is_empty(), "waits");
+    (s, inc)
+}
+
+#[test]
+fn connections_that_arrive_while_a_room_stops_boot_it_again() {
+    let (mut s, inc) = a_stopping_room_with_a_waiter();
     let out = s.input(Input::Stopped {
         doc: String::from("a"),
         incarnation: inc,
@@ -371,14 +377,7 @@ fn connections_that_arrive_while_a_room_stops_boot_it_again() {
 
 #[test]
 fn a_connection_waiting_for_a_room_that_never_stops_is_closed_at_the_boot_timeout() {
-    let mut s = Sim::new(rules());
-    s.connect(1, "a");
-    let inc = s.boot("a", 1);
-    s.input(Input::Stop {
-        doc: String::from("a"),
-        why: StopWhy::Relet,
-    });
-    assert!(s.connect(2, "a").is_empty(), "waits");
+    let (mut s, inc) = a_stopping_room_with_a_waiter();
     assert!(s.advance_to(9_999).is_empty());
     let out = s.advance_to(10_000);
     assert_eq!(refusals(&out).len(), 1);
