@@ -14,7 +14,9 @@
 //!
 //! Run: `cargo bench -p rindle-room-core --bench cold_path` (`COLD_PATH_REPS`, default
 //! 5; `COLD_PATH_N`, a comma list, default `10000,100000`; `COLD_PATH_W2=0` leaves the
-//! W2 row out, for profiling the first query alone). Medians over the
+//! W2 row out, for profiling the first query alone; `COLD_PATH_CREATED=scattered` gives
+//! issue `id` the creation time `id * 7919 % N`, so the rows no longer arrive in the
+//! order W1 sorts by). Medians over the
 //! repetitions, each on a fresh room. Nothing here asserts a timing.
 
 use std::sync::Arc;
@@ -63,7 +65,9 @@ fn num(n: usize) -> Value {
 }
 
 /// 300 users, `n` issues (creator `id % 300`), `n` comments (issue `id * 7 % n`).
-fn snapshot(h: &Hello, n: usize) -> UpstreamBatch {
+/// Issue `id` was created at `id`, or at `id * 7919 % n` when `scattered` (7919 is a
+/// prime that divides neither 10k nor 100k, so that is a permutation).
+fn snapshot(h: &Hello, n: usize, scattered: bool) -> UpstreamBatch {
     let (user, issue, comment): (Arc<str>, Arc<str>, Arc<str>) =
         (Arc::from("user"), Arc::from("issue"), Arc::from("comment"));
     let mut ops = Vec::with_capacity(USERS + 2 * n);
@@ -80,7 +84,7 @@ fn snapshot(h: &Hello, n: usize) -> UpstreamBatch {
                 num(id),
                 Value::string(format!("Issue {id}")),
                 Value::Bool(!id.is_multiple_of(3)),
-                num(id),
+                num(if scattered { id * 7919 % n } else { id }),
                 num(id % USERS),
                 Value::string(format!("Description of issue {id}.")),
             ]),
@@ -137,13 +141,21 @@ fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let with_w2 = std::env::var("COLD_PATH_W2").map_or(true, |v| v != "0");
-    println!("# cold_path: {reps} repetitions, each on a fresh room");
+    let scattered = std::env::var("COLD_PATH_CREATED").is_ok_and(|v| v == "scattered");
+    println!(
+        "# cold_path: {reps} repetitions, each on a fresh room{}",
+        if scattered {
+            "; creation times scattered"
+        } else {
+            ""
+        }
+    );
     println!();
     println!("| N | load, ms | cold W1, ms | second W1, ms | W2 hydrate, ms per query |");
     println!("|---:|---:|---:|---:|---:|");
     let h = hello();
     for &n in &sizes {
-        let snap = snapshot(&h, n);
+        let snap = snapshot(&h, n, scattered);
         let (mut load, mut cold, mut warm, mut w2) = (vec![], vec![], vec![], vec![]);
         for _ in 0..reps {
             let mut room = Room::open(h.clone(), 0).expect("open");

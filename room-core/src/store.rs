@@ -386,17 +386,17 @@ impl Table {
         let index = guard
             .filter(|(_, v)| !matches!(v, Value::Bool(_)))
             .map(|(col, _)| self.ensure_index(&[col], scratch));
-        // A table large enough for the build to skip blocks keeps the leading column's
-        // block ranges from now on.
+        let ids = self.indexed_members(guard, index, scratch);
         if let Some(&(col, _)) = order.first() {
+            let members = ids.as_ref().map_or(self.rows.len(), Vec::len);
             let keep = self.orderings.build_keep(want);
-            if self.rows.len() > keep.saturating_mul(2) + self.ranges.block_rows() {
+            if self.ranges.worth_keeping(col, &self.rows, members, keep) {
                 self.ranges.keep(col, &self.rows);
             }
         }
         let members = Members {
             slab: &self.rows,
-            ids: self.indexed_members(guard, index, scratch),
+            ids,
             guard: guard.map(|(c, v)| (c, v.cell())),
             ranges: Some(&self.ranges),
         };

@@ -32,14 +32,14 @@ pub(super) fn build(rows: &[Option<Row>], col: usize) -> Option<HashMap<Key, IdS
     let keys = pairs.chunk_by(|a, b| a.0 == b.0).count();
     let mut map: HashMap<Key, IdSet> = HashMap::with_capacity(keys);
     let mut ids: Vec<RowId> = Vec::new();
-    map.extend(pairs.chunk_by(|a, b| a.0 == b.0).map(|run| {
+    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
         ids.clear();
         ids.extend(run.iter().map(|p| p.1));
-        (
-            Key::from(num_join_key(run[0].0).as_slice()),
-            IdSet::from_ids(&ids),
-        )
-    }));
+        // Each run is one key, met once: the entry is always vacant, and filling it
+        // needs no second probe.
+        map.entry(Key::from(num_join_key(run[0].0).as_slice()))
+            .or_insert_with(|| IdSet::from_ids(&ids));
+    }
     Some(map)
 }
 

@@ -42,6 +42,9 @@ struct ColumnSpans {
 #[derive(Debug)]
 pub(crate) struct BlockRanges {
     shift: u32,
+    /// Testing knob (set with the block size): keep a column's spans for any build
+    /// that could skip blocks, however its cells look.
+    always: bool,
     columns: Vec<ColumnSpans>,
 }
 
@@ -49,16 +52,18 @@ impl Default for BlockRanges {
     fn default() -> BlockRanges {
         BlockRanges {
             shift: BLOCK_SHIFT,
+            always: false,
             columns: Vec::new(),
         }
     }
 }
 
 impl BlockRanges {
-    /// Testing knob: blocks of `1 << shift` slots from now on. Every column kept is
-    /// rebuilt from `slab`.
+    /// Testing knob: blocks of `1 << shift` slots from now on, and spans kept for any
+    /// build that could skip blocks. Every column kept is rebuilt from `slab`.
     pub fn set_shift(&mut self, shift: u32, slab: &[Option<Row>]) {
         self.shift = shift.min(BLOCK_SHIFT);
+        self.always = true;
         for c in &mut self.columns {
             c.spans = spans_of(slab, c.col, self.shift);
         }
@@ -76,10 +81,33 @@ impl BlockRanges {
         (id >> self.shift) as usize
     }
 
+    /// Whether a build of `members` rows (of `slab`) keeping its first `keep`, whose order
+    /// leads with `col`, should start keeping `col`'s spans: it has enough members to
+    /// skip blocks, they are at least half the table (the spans are read off every
+    /// row), and a sample of the column looks sorted by slot, up or down
+    /// ([`looks_sorted`]). Otherwise reading the spans costs more than skipping blocks
+    /// saves; the build reads every member instead, as without ranges.
+    pub fn worth_keeping(
+        &self,
+        col: usize,
+        slab: &[Option<Row>],
+        members: usize,
+        keep: usize,
+    ) -> bool {
+        !self.keeps(col)
+            && members > keep.saturating_mul(2) + self.block_rows()
+            && (self.always || (members.saturating_mul(2) >= slab.len() && looks_sorted(slab, col)))
+    }
+
+    /// Whether column `col`'s spans are kept.
+    pub fn keeps(&self, col: usize) -> bool {
+        self.columns.iter().any(|c| c.col == col)
+    }
+
     /// Keeps the spans of column `col` from now on, reading them off `slab` if they are
     /// not kept yet.
     pub fn keep(&mut self, col: usize, slab: &[Option<Row>]) {
-        if !self.columns.iter().any(|c| c.col == col) {
+        if !self.keeps(col) {
             let spans = spans_of(slab, col, self.shift);
             self.columns.push(ColumnSpans { col, spans });
         }
@@ -131,6 +159,30 @@ impl BlockRanges {
     }
 }
 
+/// How many rows [`looks_sorted`] reads.
+const SAMPLES: usize = 64;
+
+/// Whether the cells of column `col` look sorted by slot: of [`SAMPLES`] rows at evenly
+/// spaced slots, at least three in four neighbouring pairs that differ step the same way.
+/// Cheap (64 cells), and only a guess: it decides whether reading the column's spans
+/// is likely to pay, never what a build returns.
+fn looks_sorted(slab: &[Option<Row>], col: usize) -> bool {
+    let step = (slab.len() / SAMPLES).max(1);
+    let mut last: Option<u64> = None;
+    let (mut up, mut down) = (0usize, 0usize);
+    for row in slab.iter().step_by(step).flatten() {
+        let (lo, _) = cell_prefix_span(row.get(col));
+        match last {
+            Some(prev) if lo > prev => up += 1,
+            Some(prev) if lo < prev => down += 1,
+            _ => {}
+        }
+        last = Some(lo);
+    }
+    let steps = up + down;
+    steps > 0 && up.max(down) * 4 >= steps * 3
+}
+
 /// Widens `span` to cover `row`'s cell at `col`.
 #[inline]
 fn widen(span: &mut (u64, u64), row: &Row, col: usize) {
@@ -170,6 +222,35 @@ mod tests {
             (-1e6..1e6f64).prop_map(Value::num),
             "[a\\x00z]{0,10}".prop_map(|s: String| Value::string(s)),
         ]
+    }
+
+    fn slab_of(values: impl Iterator<Item = usize>) -> Vec<Option<Row>> {
+        values
+            .map(|v| Some(Row::from(vec![Value::num(v as f64)])))
+            .collect()
+    }
+
+    #[test]
+    fn a_column_in_slot_order_looks_sorted_and_a_scattered_one_does_not() {
+        let n = 10_000;
+        assert!(looks_sorted(&slab_of(0..n), 0));
+        assert!(looks_sorted(&slab_of((0..n).rev()), 0));
+        assert!(!looks_sorted(&slab_of((0..n).map(|i| i * 7919 % n)), 0));
+        assert!(
+            !looks_sorted(&slab_of((0..n).map(|_| 5)), 0),
+            "no steps at all"
+        );
+        let ranges = BlockRanges::default();
+        let sorted = slab_of(0..n);
+        assert!(ranges.worth_keeping(0, &sorted, n, 256));
+        assert!(
+            !ranges.worth_keeping(0, &sorted, n / 3, 256),
+            "a third of the table"
+        );
+        assert!(
+            !ranges.worth_keeping(0, &sorted[..1000], 1000, 256),
+            "too few to skip"
+        );
     }
 
     proptest! {

@@ -143,14 +143,21 @@ impl Members<'_> {
                 complete: true,
             };
         };
-        if members <= keep.saturating_mul(2) + ranges.block_rows() {
+        if members <= keep.saturating_mul(2) + ranges.block_rows() || !ranges.keeps(first.0) {
             return Candidates {
                 all: self.prefixes(order, scratch),
                 complete: true,
             };
         }
-        let mut all = Vec::with_capacity(keep.saturating_mul(2) + ranges.block_rows());
+        // Candidates past this many are cut back to the `keep` smallest.
+        let spare = keep.saturating_mul(8);
+        let mut all = Vec::with_capacity(spare + ranges.block_rows());
         let mut complete = true;
+        // The `keep`-th smallest prefix of the candidates when it was last worked out:
+        // at least the current one (more candidates only lower it), so a block whose
+        // least prefix is past it can be skipped. Worked out once `keep` are in hand,
+        // then at each cut back: once per block would cost a selection per block where
+        // no block can be skipped.
         let mut cut: Option<u64> = None;
         for (least, from, to) in self.blocks(ranges, first) {
             if cut.is_some_and(|cut| least > cut) {
@@ -163,10 +170,10 @@ impl Members<'_> {
                 None => MemberIds::Slots(from, to),
             };
             self.push_prefixes(ids, order, scratch, &mut all);
-            if all.len() >= keep {
+            if (cut.is_none() && all.len() >= keep) || all.len() > spare {
                 let c = all.select_nth_unstable_by_key(keep - 1, |e| e.0).1 .0;
                 cut = Some(c);
-                if all.len() > keep.saturating_mul(2) {
+                if all.len() > spare {
                     let before = all.len();
                     all.retain(|e| e.0 <= c);
                     complete &= all.len() == before;
