@@ -324,7 +324,6 @@ impl Table {
                 }
             }
         }
-        ix.map.values_mut().for_each(IdSet::settle);
     }
 
     /// Drops one user of an index; the last user frees it.

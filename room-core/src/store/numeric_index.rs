@@ -138,7 +138,6 @@ mod tests {
                 }
             }
         }
-        map.values_mut().for_each(IdSet::settle);
         map
     }
 
