@@ -26,6 +26,10 @@ use super::{Row, RowId};
 /// How many row slots share a range, as a power of two.
 pub(crate) const BLOCK_SHIFT: u32 = 9;
 
+/// The most columns a table keeps spans for: past it, builds on other columns read every
+/// member (the spans of a wide table's every column would cost 0.03 bytes per row each).
+pub(crate) const MAX_KEPT_COLUMNS: usize = 8;
+
 /// The span of an empty block: it admits nothing (its least prefix is the largest).
 const EMPTY: (u64, u64) = (u64::MAX, 0);
 
@@ -95,6 +99,7 @@ impl BlockRanges {
         keep: usize,
     ) -> bool {
         !self.keeps(col)
+            && self.columns.len() < MAX_KEPT_COLUMNS
             && members > keep.saturating_mul(2) + self.block_rows()
             && (self.always || (members.saturating_mul(2) >= slab.len() && looks_sorted(slab, col)))
     }
@@ -250,6 +255,27 @@ mod tests {
         assert!(
             !ranges.worth_keeping(0, &sorted[..1000], 1000, 256),
             "too few to skip"
+        );
+    }
+
+    #[test]
+    fn a_table_keeps_spans_for_at_most_eight_columns() {
+        let n = 2_000;
+        let wide: Vec<Option<Row>> = (0..n)
+            .map(|i| {
+                let cells: Vec<Value> = (0..12).map(|c| Value::num((i + c) as f64)).collect();
+                Some(Row::from(cells))
+            })
+            .collect();
+        let mut ranges = BlockRanges::default();
+        for col in 0..12 {
+            if ranges.worth_keeping(col, &wide, n, 256) {
+                ranges.keep(col, &wide);
+            }
+        }
+        assert_eq!(
+            (0..12).filter(|&c| ranges.keeps(c)).count(),
+            MAX_KEPT_COLUMNS
         );
     }
 
