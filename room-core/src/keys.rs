@@ -109,8 +109,7 @@ pub(crate) fn sort_prefix<R: Cells + ?Sized>(
 ) -> u64 {
     if let Some(&(col, desc)) = order.first() {
         if let CellRef::Num(f) = row.cell(col) {
-            // The tag, then the first 7 of the 8 bytes of the number.
-            let p = (u64::from(TAG_NUM) << 56) | (total_order_bits(f) >> 8);
+            let p = num_prefix(f);
             return if desc { !p } else { p };
         }
     }
@@ -127,6 +126,13 @@ pub(crate) fn sort_prefix<R: Cells + ?Sized>(
     u64::from_be_bytes(bytes)
 }
 
+/// The first 8 bytes of a number cell's key (ascending) as an integer: the tag, then the
+/// first 7 bytes of its [`total_order_bits`].
+#[inline(always)]
+pub(crate) fn num_prefix(f: f64) -> u64 {
+    (u64::from(TAG_NUM) << 56) | (total_order_bits(f) >> 8)
+}
+
 /// The least and the greatest first-8-byte prefix (as [`sort_prefix`] reads it) of a key
 /// that starts with `cell`, ascending: the cell's encoding padded with `00` bytes and with
 /// `FF` bytes. The two are equal when the encoding has 8 bytes or more (a number, a
@@ -136,7 +142,7 @@ pub(crate) fn cell_prefix_span(cell: CellRef<'_>) -> (u64, u64) {
     let mut bytes = [0u8; 8];
     let n = match cell {
         CellRef::Num(f) => {
-            let p = (u64::from(TAG_NUM) << 56) | (total_order_bits(f) >> 8);
+            let p = num_prefix(f);
             return (p, p);
         }
         CellRef::Null => {
