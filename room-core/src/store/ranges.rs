@@ -8,10 +8,11 @@
 //! sorts by (ids, creation times), the front of a large table is found in a block or
 //! two. When they do not, every block is read, as before.
 //!
-//! A column's spans are kept from the first ordering build that leads with it on a
-//! table large enough to gain from them (one pass reading that column alone), and from
-//! then on by every write, for as long as the table lives: a column no query sorts by
-//! costs nothing. A span is widened by every write and never narrowed (a removal or an
+//! A column's spans are kept from the first ordering build that leads with it and is
+//! likely to gain from them ([`BlockRanges::worth_keeping`]: enough rows, and a sample
+//! of the column that looks sorted by slot), read in one pass over that column alone,
+//! and from then on by every write, for as long as the table lives: a column no query
+//! sorts by costs nothing. A span is widened by every write and never narrowed (a removal or an
 //! overwrite leaves it as wide as it was), so it always covers the cells its block
 //! holds: skipping a block on it is safe, only less useful after much churn. Cost: two
 //! integers per block of 512 slots per column kept (0.03 bytes per row), and one span
