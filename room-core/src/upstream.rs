@@ -190,14 +190,28 @@ impl Room {
         let NetOp::Add { row, .. } = op else {
             return false;
         };
-        if t < self.user_tables && self.writes.as_ref().is_none_or(|w| w.quiet()) {
-            let (table, scratch) = self.store.table_mut(t);
-            if let Ok(rid) = table.insert(row.clone(), scratch) {
-                self.engine.on_change(&self.store, t, rid, None, Some(row));
-                return true;
-            }
+        self.add_new_key(t, row) || self.snapshot_op(op)
+    }
+
+    /// An upstream add of `row` to user table `t`, when it is plainly a new key: while
+    /// the write plane is quiet (no dirty key, no batch in flight, no echo awaited) the
+    /// row is inserted with one search of the primary-key index and every query
+    /// maintained — what [`Room::apply_upstream_op`] would do, without its separate
+    /// lookup of the key. `false` (nothing changed) when the plane is not quiet, the key
+    /// is held or the width is wrong: the general path then decides, and says why.
+    #[inline]
+    fn add_new_key(&mut self, t: usize, row: &Row) -> bool {
+        if t >= self.user_tables || !self.writes.as_ref().is_none_or(|w| w.quiet()) {
+            return false;
         }
-        self.snapshot_op(op)
+        let (table, scratch) = self.store.table_mut(t);
+        match table.insert(row.clone(), scratch) {
+            Ok(rid) => {
+                self.engine.on_change(&self.store, t, rid, None, Some(row));
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Sizes user table `t` for `additional` more rows (a streamed snapshot's
@@ -225,7 +239,23 @@ impl Room {
 
     fn apply_ops(&mut self, ops: &[NetOp]) -> Result<usize, Error> {
         self.reserve_for_adds(ops);
+        // The table of the last add: a batch's ops mostly come table by table.
+        let mut last: Option<(&alloc::sync::Arc<str>, usize)> = None;
         for (i, op) in ops.iter().enumerate() {
+            if let NetOp::Add { table, row } = op {
+                let t = match last {
+                    Some((name, t)) if alloc::sync::Arc::ptr_eq(name, table) || name == table => {
+                        Some(t)
+                    }
+                    _ => self.store.table_id_shared(table),
+                };
+                if let Some(t) = t {
+                    last = Some((table, t));
+                    if self.add_new_key(t, row) {
+                        continue;
+                    }
+                }
+            }
             if let Err(why) = self.apply_upstream_op(op) {
                 return Err(self.poison(format!("op {i}: {why}")));
             }

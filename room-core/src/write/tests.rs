@@ -481,3 +481,47 @@ fn keyed_layer() {
         ]
     );
 }
+
+#[test]
+fn an_upstream_add_of_a_held_key_replaces_it_on_a_writable_table_and_poisons_elsewhere() {
+    // The write plane is quiet (nothing dirty, in flight or echoing): a new key is
+    // inserted with one search, a held one still takes the general path.
+    let mut r = room();
+    r.enable_writes(&["slide"]).unwrap();
+    let t = |name: &str| Arc::<str>::from(name);
+    upstream(
+        &mut r,
+        1,
+        vec![
+            NetOp::Add {
+                table: t("slide"),
+                row: row(&[s("s3"), s("d1"), n(3.0)]),
+            },
+            NetOp::Add {
+                table: t("slide"),
+                row: row(&[s("s1"), s("d1"), n(9.0)]),
+            },
+        ],
+    );
+    let slides = r.rows("slide");
+    assert!(slides.contains(&row(&[s("s3"), s("d1"), n(3.0)])));
+    assert!(
+        slides.contains(&row(&[s("s1"), s("d1"), n(9.0)])),
+        "the held key took the image"
+    );
+    assert_eq!(slides.len(), 3);
+    let fp = fp(&r);
+    let err = r
+        .apply(&UpstreamBatch {
+            epoch: 1,
+            seq: 2,
+            normalized_fp: fp,
+            cv: Some(3.0),
+            ops: vec![NetOp::Add {
+                table: t("deck"),
+                row: row(&[s("d1"), s("Again")]),
+            }],
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("add of an existing key"), "{err}");
+}
