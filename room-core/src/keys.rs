@@ -196,6 +196,11 @@ pub(crate) fn least_prefix((lo, hi): (u64, u64), desc: bool) -> u64 {
 #[inline]
 pub(crate) fn cells_key_into<R: Cells + ?Sized>(out: &mut Vec<u8>, row: &R, cols: &[usize]) {
     out.clear();
+    if let [col] = cols {
+        // One column (most primary keys): no loop.
+        push_cell(out, row.cell(*col), false);
+        return;
+    }
     for &col in cols {
         push_cell(out, row.cell(col), false);
     }

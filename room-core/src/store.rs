@@ -168,7 +168,11 @@ impl Table {
             .filter_map(move |(_, id)| self.row(id).map(|r| (id, r)))
     }
 
+    #[inline]
     fn index_insert(&mut self, id: RowId, row: &Row, scratch: &mut Vec<u8>) {
+        if self.indexes.is_empty() {
+            return;
+        }
         for ix in self.indexes.iter_mut().flatten() {
             if join_key_into(scratch, row, &ix.cols) {
                 match ix.map.get_mut(scratch.as_slice()) {

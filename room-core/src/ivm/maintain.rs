@@ -39,8 +39,13 @@ impl Engine {
         old: Option<&Row>,
         new: Option<&Row>,
     ) {
-        self.changing = Some(((table as u32, rid), old.cloned()));
         self.change_no = self.change_no.wrapping_add(1);
+        let d = &self.dispatch[table];
+        if d.unguarded.is_empty() && d.guarded.is_empty() {
+            // No query reads the table (a snapshot loading before any subscribe).
+            return;
+        }
+        self.changing = Some(((table as u32, rid), old.cloned()));
         let d = &self.dispatch[table];
         self.work.extend(d.unguarded.iter().map(|&n| (n, rid)));
         for (col, by_value) in &d.guarded {

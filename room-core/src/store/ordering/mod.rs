@@ -337,7 +337,11 @@ impl Orderings {
         }
     }
 
+    #[inline]
     pub fn on_insert(&mut self, id: RowId, row: &Row, scratch: &mut Vec<u8>) {
+        if self.slots.is_empty() {
+            return;
+        }
         self.each_of(row, |o| o.insert(id, row, scratch));
     }
 
