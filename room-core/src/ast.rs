@@ -11,10 +11,9 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use serde_json::{Map, Value as Json};
+use tree::{Object, Tree as Json};
 
 use crate::error::Error;
-use crate::json::read::cell_from_json;
 use crate::predicate::{fold_literals, Lit, Pred, SimpleOp};
 use crate::schema::TableSchema;
 use crate::value::{Cells, Value};
@@ -125,12 +124,16 @@ pub trait Catalog {
 impl Query {
     /// Parses a wire AST from JSON text.
     pub fn parse(text: &str, catalog: &dyn Catalog) -> Result<Query, Error> {
-        let json: Json = serde_json::from_str(text).map_err(Error::ast_shape)?;
-        Query::from_json(&json, catalog)
+        let json: Json<'_> = serde_json::from_str(text).map_err(Error::ast_shape)?;
+        Query::from_tree(&json, catalog)
     }
 
     /// Parses a wire AST from a JSON value.
-    pub fn from_json(json: &Json, catalog: &dyn Catalog) -> Result<Query, Error> {
+    pub fn from_json(json: &serde_json::Value, catalog: &dyn Catalog) -> Result<Query, Error> {
+        Query::from_tree(&Json::of_value(json), catalog)
+    }
+
+    fn from_tree(json: &Json<'_>, catalog: &dyn Catalog) -> Result<Query, Error> {
         let parsed = Parser {
             catalog,
             depth: 0,
@@ -159,7 +162,7 @@ impl Cond {
     /// Parses a row-local wire `Condition` over `table` (simple / and / or only): the
     /// shape of scope-spec predicates. A `correlatedSubquery` is refused.
     pub fn parse_row_local(
-        json: &Json,
+        json: &serde_json::Value,
         table: usize,
         catalog: &dyn Catalog,
     ) -> Result<Cond, Error> {
@@ -174,7 +177,7 @@ impl Cond {
             depth: 0,
             drop_empty_groups: false,
         }
-        .cond(json, schema)?;
+        .cond(&Json::of_value(json), schema)?;
         if cond.has_exists() {
             return Err(Error::ast_shape(
                 "a correlatedSubquery is not row-local; scope predicates may only use simple, and, or",
@@ -251,17 +254,17 @@ struct Parser<'a> {
     drop_empty_groups: bool,
 }
 
-fn obj<'j>(json: &'j Json, what: &str) -> Result<&'j Map<String, Json>, Error> {
+fn obj<'j, 'a>(json: &'j Json<'a>, what: &str) -> Result<&'j Object<'a>, Error> {
     json.as_object()
         .ok_or_else(|| Error::ast_shape(format_args!("{what} must be an object")))
 }
 
-fn is_set(v: Option<&Json>) -> bool {
+fn is_set(v: Option<&Json<'_>>) -> bool {
     !matches!(v, None | Some(Json::Null) | Some(Json::Bool(false)))
 }
 
 impl Parser<'_> {
-    fn level(&mut self, json: &Json, level: Level) -> Result<Query, Error> {
+    fn level(&mut self, json: &Json<'_>, level: Level) -> Result<Query, Error> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(Error::ast_shape(format_args!(
@@ -377,7 +380,7 @@ impl Parser<'_> {
                         "EXISTS subquery must not have nested `related`",
                     ));
                 }
-                let alias_of = |item: &Json| -> Option<String> {
+                let alias_of = |item: &Json<'_>| -> Option<String> {
                     Some(String::from(item.get("subquery")?.get("alias")?.as_str()?))
                 };
                 for (i, item) in items.iter().enumerate() {
@@ -421,7 +424,7 @@ impl Parser<'_> {
     /// What the published room still checks of a `related` entry a later one with the
     /// same alias replaces: every table it names, anywhere below, and the parent side
     /// of its correlation. The rest of it is never built.
-    fn check_shadowed(&self, json: &Json, parent: &TableSchema) -> Result<(), Error> {
+    fn check_shadowed(&self, json: &Json<'_>, parent: &TableSchema) -> Result<(), Error> {
         subquery_tables(json, self.catalog)?;
         let fields = json
             .get("correlation")
@@ -433,13 +436,13 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn related(&mut self, json: &Json, parent: &TableSchema) -> Result<Related, Error> {
+    fn related(&mut self, json: &Json<'_>, parent: &TableSchema) -> Result<Related, Error> {
         let o = obj(json, "a `related` entry")?;
         let sub = o
             .get("subquery")
             .ok_or_else(|| Error::ast_shape("a `related` entry needs a `subquery`"))?;
         let alias = match obj(sub, "a subquery")?.get("alias") {
-            Some(Json::String(alias)) => alias,
+            Some(Json::String(alias)) => &**alias,
             None | Some(Json::Null) => {
                 return Err(Error::query_invalid(
                     "a related subquery must have an alias",
@@ -459,7 +462,7 @@ impl Parser<'_> {
 
     fn link(
         &self,
-        json: Option<&Json>,
+        json: Option<&Json<'_>>,
         parent: &TableSchema,
         child_table: usize,
     ) -> Result<Link, Error> {
@@ -505,7 +508,7 @@ impl Parser<'_> {
         })
     }
 
-    fn cond(&mut self, json: &Json, schema: &TableSchema) -> Result<Cond, Error> {
+    fn cond(&mut self, json: &Json<'_>, schema: &TableSchema) -> Result<Cond, Error> {
         let o = obj(json, "a condition")?;
         let kind = o
             .get("type")
@@ -614,7 +617,7 @@ impl Parser<'_> {
 }
 
 /// Refuses the first table a subquery below `json` names that `catalog` lacks.
-fn subquery_tables(json: &Json, catalog: &dyn Catalog) -> Result<(), Error> {
+fn subquery_tables(json: &Json<'_>, catalog: &dyn Catalog) -> Result<(), Error> {
     match json {
         Json::Object(o) => {
             if let Some(sub) = o.get("subquery") {
@@ -637,13 +640,13 @@ fn column(schema: &TableSchema, name: &str) -> Result<usize, Error> {
         .ok_or_else(|| Error::unknown_column(name))
 }
 
-fn literal(json: &Json) -> Result<Lit, Error> {
+fn literal(json: &Json<'_>) -> Result<Lit, Error> {
     Ok(match json {
         Json::Null => Lit::Null,
         Json::Bool(b) => Lit::Bool(*b),
         Json::Number(n) => Lit::from_json_number(n)
             .ok_or_else(|| Error::ast_shape("a number literal is out of range"))?,
-        Json::String(s) => Lit::Str(s.as_str().into()),
+        Json::String(s) => Lit::Str((&**s).into()),
         Json::Array(items) => Lit::List(items.iter().map(literal).collect::<Result<_, _>>()?),
         Json::Object(_) => return Err(Error::ast_shape("an object literal")),
     })
@@ -654,7 +657,7 @@ enum Operand {
     Literal(Lit),
 }
 
-fn operand(json: Option<&Json>, schema: &TableSchema, side: &str) -> Result<Operand, Error> {
+fn operand(json: Option<&Json<'_>>, schema: &TableSchema, side: &str) -> Result<Operand, Error> {
     let o = obj(
         json.ok_or_else(|| Error::ast_shape(format_args!("a simple condition needs `{side}`")))?,
         "an operand",
@@ -680,7 +683,7 @@ fn operand(json: Option<&Json>, schema: &TableSchema, side: &str) -> Result<Oper
     }
 }
 
-fn simple(o: &Map<String, Json>, schema: &TableSchema) -> Result<Cond, Error> {
+fn simple(o: &Object<'_>, schema: &TableSchema) -> Result<Cond, Error> {
     let op_text = o
         .get("op")
         .and_then(Json::as_str)
@@ -705,7 +708,7 @@ fn simple(o: &Map<String, Json>, schema: &TableSchema) -> Result<Cond, Error> {
     }
 }
 
-fn bound(json: &Json, schema: &TableSchema) -> Result<Bound, Error> {
+fn bound(json: &Json<'_>, schema: &TableSchema) -> Result<Bound, Error> {
     let o = obj(json, "`start`")?;
     let exclusive = o
         .get("exclusive")
@@ -717,9 +720,9 @@ fn bound(json: &Json, schema: &TableSchema) -> Result<Bound, Error> {
         .ok_or_else(|| Error::ast_shape("`start` needs an object `row`"))?;
     let mut row = alloc::vec![Value::Null; schema.columns.len()];
     let mut named = Vec::with_capacity(cells.len());
-    for (name, v) in cells {
+    for (name, v) in cells.iter() {
         let col = column(schema, name)?;
-        row[col] = cell_from_json(v).ok_or_else(|| match v {
+        row[col] = cell_of(v).ok_or_else(|| match v {
             Json::Array(_) => Error::query_invalid(crate::predicate::NOT_SCALAR),
             _ => Error::ast_shape(format_args!("`start.row.{name}` must be a scalar")),
         })?;
@@ -733,5 +736,17 @@ fn bound(json: &Json, schema: &TableSchema) -> Result<Bound, Error> {
     })
 }
 
+/// A `start.row` cell: a scalar (objects and arrays refused).
+fn cell_of(v: &Json<'_>) -> Option<Value> {
+    Some(match v {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Number(n) => Value::num(n.as_f64()?),
+        Json::String(s) => Value::str(s),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests;
+mod tree;

@@ -110,17 +110,6 @@ impl<'de> Deserialize<'de> for WireRow {
     }
 }
 
-/// Converts a parsed `serde_json::Value` into a cell, refusing objects and arrays.
-pub(crate) fn cell_from_json(v: &serde_json::Value) -> Option<Value> {
-    Some(match v {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => Value::num(n.as_f64()?),
-        serde_json::Value::String(s) => Value::str(s),
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
