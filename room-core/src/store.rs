@@ -572,7 +572,7 @@ impl Store {
     }
 
     /// Testing knob: orderings built from now on keep their first `rows` rows (by
-    /// default 256, or what the first reader asks for if more) before readers widen them.
+    /// default 128, or what the first reader asks for and a quarter more) before readers widen them.
     pub fn set_ordering_first_rows(&mut self, rows: usize) {
         for t in &mut self.tables {
             t.orderings.first_rows = Some(rows.max(1));

@@ -20,7 +20,7 @@
 
 use alloc::vec::Vec;
 
-use crate::keys::{cell_prefix_span, least_prefix};
+use crate::keys::{cell_prefix_span, least_prefix, num_prefix};
 
 use super::{Row, RowId};
 
@@ -202,10 +202,22 @@ fn spans_of(slab: &[Option<Row>], col: usize, shift: u32) -> Vec<(u64, u64)> {
     let mut spans = Vec::with_capacity(slab.len().div_ceil(1 << shift));
     for block in slab.chunks(1 << shift) {
         let (mut lo, mut hi) = EMPTY;
+        // Compact integers (most sort columns: ids, times) are bounded as integers and
+        // turned into prefixes once per block: the prefix order is theirs.
+        let (mut int_lo, mut int_hi) = (i32::MAX, i32::MIN);
         for row in block.iter().flatten() {
-            let (l, h) = cell_prefix_span(row.get(col));
-            lo = lo.min(l);
-            hi = hi.max(h);
+            if let Some(i) = row.compact_int_at(col) {
+                int_lo = int_lo.min(i);
+                int_hi = int_hi.max(i);
+            } else {
+                let (l, h) = cell_prefix_span(row.get(col));
+                lo = lo.min(l);
+                hi = hi.max(h);
+            }
+        }
+        if int_lo <= int_hi {
+            lo = lo.min(num_prefix(f64::from(int_lo)));
+            hi = hi.max(num_prefix(f64::from(int_hi)));
         }
         spans.push((lo, hi));
     }
@@ -226,6 +238,11 @@ mod tests {
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
             (-1e6..1e6f64).prop_map(Value::num),
+            // Packed as compact integers of each width (and a few past i32).
+            (-200i32..200).prop_map(|i| Value::num(f64::from(i))),
+            (-100_000i32..100_000).prop_map(|i| Value::num(f64::from(i))),
+            any::<i32>().prop_map(|i| Value::num(f64::from(i))),
+            (-1i64 << 40..1i64 << 40).prop_map(|i| Value::num(i as f64)),
             "[a\\x00z]{0,10}".prop_map(|s: String| Value::string(s)),
         ]
     }

@@ -140,6 +140,41 @@ impl Row {
         }
     }
 
+    /// The number in cell `col` when it is packed as a compact integer (an i8, i16 or i32
+    /// tag), else `None` — without building a [`CellRef`]. Readers that pass over a
+    /// column of many rows (the block spans) take this path for ids, counts and
+    /// timestamps and fall back to [`Row::get`] for the rest.
+    ///
+    /// # Panics
+    ///
+    /// If `col` is not below [`Row::len`].
+    #[inline(always)]
+    pub fn compact_int_at(&self, col: usize) -> Option<i32> {
+        let b = self.0.as_ptr();
+        // SAFETY: as in `get`: the header, the offset table and cell `col`'s tag are
+        // inside the image, and a compact tag is followed by its 1, 2 or 4 bytes.
+        unsafe {
+            let (width, w) = header(b);
+            if col >= width {
+                out_of_range(col, width);
+            }
+            let start = if col == 0 {
+                HEADER + width * w
+            } else {
+                end_of(b, w, col - 1)
+            };
+            let at = b.add(start + 1);
+            match *b.add(start) {
+                TAG_I8 => Some(i32::from(*at as i8)),
+                TAG_I16 => Some(i32::from(i16::from_le_bytes(
+                    at.cast::<[u8; 2]>().read_unaligned(),
+                ))),
+                TAG_I32 => Some(i32::from_le_bytes(at.cast::<[u8; 4]>().read_unaligned())),
+                _ => None,
+            }
+        }
+    }
+
     /// [`compare_refs`](super::compare_refs) of the two rows' cells at `col`, without
     /// building either cell when both are numbers or both text.
     #[inline]

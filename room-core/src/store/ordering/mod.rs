@@ -41,7 +41,12 @@ pub(crate) use select::Members;
 pub(crate) const MAX_IDLE_ORDERINGS: usize = 4;
 
 /// How many rows a build keeps at least (when the ordering has more).
-pub(crate) const FIRST_ROWS: usize = 256;
+///
+/// Every row kept is keyed and put in the ordering's tree, so the first query on a
+/// large table pays for each: a build keeps what its reader asks for and a quarter
+/// more (a reader whose filter drops a few held rows, or a window that loses a few,
+/// reads on without widening), and at least this many.
+pub(crate) const FIRST_ROWS: usize = 128;
 
 /// The rows an ordering holds.
 #[derive(Debug, Default)]
@@ -207,9 +212,11 @@ impl Orderings {
         Some(i)
     }
 
-    /// How many rows a build for a reader of the first `want` keeps at least.
+    /// How many rows a build for a reader of the first `want` keeps at least: `want`
+    /// and a quarter more, at least [`FIRST_ROWS`].
     pub fn build_keep(&self, want: usize) -> usize {
-        self.first_rows.unwrap_or(want.max(FIRST_ROWS))
+        self.first_rows
+            .unwrap_or(want.saturating_add(want / 4).max(FIRST_ROWS))
     }
 
     /// Adds an ordering built from its `members` (the rows with the guard value, or all), with
