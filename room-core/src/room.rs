@@ -138,7 +138,7 @@ impl Room {
     }
 
     /// Testing knob: a `related` level with a `limit` holds, of each partition, the
-    /// first `rows` rows (at least the limit; by default twice the limit) and reads on
+    /// first `rows` rows (at least the limit; by default one and a half times the limit) and reads on
     /// when removals leave fewer than the limit. Results do not depend on it; the
     /// differential oracle runs with fronts of one row.
     #[doc(hidden)]

@@ -92,14 +92,16 @@ pub(crate) struct Windowed {
 }
 
 impl Windowed {
-    /// How many rows a read brings the held prefix up to.
+    /// How many rows a read brings the held prefix up to: the window and half as many
+    /// again. Every held row costs its keying and insertion at hydrate; the spare half
+    /// lets a few removals pass before the level reads on (a seek in its ordering).
     pub fn target(limit: u32) -> usize {
-        2 * limit as usize
+        limit as usize + (limit as usize).div_ceil(2)
     }
 
     /// Past this many held rows, the tail is dropped back to [`Windowed::target`].
     pub fn max(limit: u32) -> usize {
-        3 * limit as usize
+        Windowed::target(limit) + limit as usize
     }
 }
 

@@ -21,6 +21,7 @@
 use alloc::vec::Vec;
 
 use crate::keys::{cell_prefix_span, least_prefix, num_prefix};
+use crate::value::row::compact_int_span;
 
 use super::{Row, RowId};
 
@@ -204,17 +205,11 @@ fn spans_of(slab: &[Option<Row>], col: usize, shift: u32) -> Vec<(u64, u64)> {
         let (mut lo, mut hi) = EMPTY;
         // Compact integers (most sort columns: ids, times) are bounded as integers and
         // turned into prefixes once per block: the prefix order is theirs.
-        let (mut int_lo, mut int_hi) = (i32::MAX, i32::MIN);
-        for row in block.iter().flatten() {
-            if let Some(i) = row.compact_int_at(col) {
-                int_lo = int_lo.min(i);
-                int_hi = int_hi.max(i);
-            } else {
-                let (l, h) = cell_prefix_span(row.get(col));
-                lo = lo.min(l);
-                hi = hi.max(h);
-            }
-        }
+        let (int_lo, int_hi) = compact_int_span(block, col, |row| {
+            let (l, h) = cell_prefix_span(row.get(col));
+            lo = lo.min(l);
+            hi = hi.max(h);
+        });
         if int_lo <= int_hi {
             lo = lo.min(num_prefix(f64::from(int_lo)));
             hi = hi.max(num_prefix(f64::from(int_hi)));

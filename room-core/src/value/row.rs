@@ -28,7 +28,7 @@ use core::mem::MaybeUninit;
 
 use super::cell::{CellRef, Cells};
 pub use super::row_image::MAX_ROW_CELLS;
-use super::row_image::{end_of, header, header_bytes, Image, HEADER};
+use super::row_image::{cells_start, end_of, header, header_bytes, Image, HEADER};
 use super::Value;
 
 const TAG_NULL: u8 = 0;
@@ -105,14 +105,14 @@ impl Row {
         // number cell has its payload bytes, a text cell's bytes are a `&str`'s. A
         // `Row`'s bytes are never written after packing, and `col < width`.
         unsafe {
-            let (width, w) = header(b);
+            let (width, shift) = header(b);
             if col >= width {
                 out_of_range(col, width);
             }
             let start = if col == 0 {
-                HEADER + width * w
+                cells_start(width, shift)
             } else {
-                end_of(b, w, col - 1)
+                end_of(b, shift, col - 1)
             };
             let tag = *b.add(start);
             let at = b.add(start + 1);
@@ -127,7 +127,7 @@ impl Row {
                 let bits = at.cast::<[u8; 8]>().read_unaligned();
                 CellRef::Num(f64::from_bits(u64::from_le_bytes(bits)))
             } else if tag == TAG_STR {
-                let end = end_of(b, w, col);
+                let end = end_of(b, shift, col);
                 CellRef::Str(core::str::from_utf8_unchecked(core::slice::from_raw_parts(
                     at,
                     end - start - 1,
@@ -136,41 +136,6 @@ impl Row {
                 CellRef::Null
             } else {
                 CellRef::Bool(tag == TAG_TRUE)
-            }
-        }
-    }
-
-    /// The number in cell `col` when it is packed as a compact integer (an i8, i16 or i32
-    /// tag), else `None` — without building a [`CellRef`]. Readers that pass over a
-    /// column of many rows (the block spans) take this path for ids, counts and
-    /// timestamps and fall back to [`Row::get`] for the rest.
-    ///
-    /// # Panics
-    ///
-    /// If `col` is not below [`Row::len`].
-    #[inline(always)]
-    pub fn compact_int_at(&self, col: usize) -> Option<i32> {
-        let b = self.0.as_ptr();
-        // SAFETY: as in `get`: the header, the offset table and cell `col`'s tag are
-        // inside the image, and a compact tag is followed by its 1, 2 or 4 bytes.
-        unsafe {
-            let (width, w) = header(b);
-            if col >= width {
-                out_of_range(col, width);
-            }
-            let start = if col == 0 {
-                HEADER + width * w
-            } else {
-                end_of(b, w, col - 1)
-            };
-            let at = b.add(start + 1);
-            match *b.add(start) {
-                TAG_I8 => Some(i32::from(*at as i8)),
-                TAG_I16 => Some(i32::from(i16::from_le_bytes(
-                    at.cast::<[u8; 2]>().read_unaligned(),
-                ))),
-                TAG_I32 => Some(i32::from_le_bytes(at.cast::<[u8; 4]>().read_unaligned())),
-                _ => None,
             }
         }
     }
@@ -206,6 +171,54 @@ impl Row {
     pub fn heap_bytes(&self) -> usize {
         self.0.allocation_size().next_multiple_of(8)
     }
+}
+
+/// The least and greatest compact integer (an i8, i16 or i32 tag) in cell `col` of the
+/// live `rows`, calling `other` with each row whose cell there is anything else;
+/// `(i32::MAX, i32::MIN)` when no row has one. The pass that reads a column's block
+/// spans off a table: one header read, one offset and one tag per row, no
+/// [`CellRef`] built for the integers that ids, counts and timestamps are.
+///
+/// # Panics
+///
+/// If a row has no column `col` (callers index by schema column).
+#[inline]
+pub fn compact_int_span(
+    rows: &[Option<Row>],
+    col: usize,
+    mut other: impl FnMut(&Row),
+) -> (i32, i32) {
+    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+    for row in rows.iter().flatten() {
+        let b = row.0.as_ptr();
+        // SAFETY: as in `Row::get`: `col` is checked against the width, so the offset
+        // before it (or the end of the offset table) and its tag are inside the image,
+        // and a compact tag is followed by its 1, 2 or 4 payload bytes.
+        let v = unsafe {
+            let (width, shift) = header(b);
+            if col >= width {
+                out_of_range(col, width);
+            }
+            let start = if col == 0 {
+                cells_start(width, shift)
+            } else {
+                end_of(b, shift, col - 1)
+            };
+            let at = b.add(start + 1);
+            match *b.add(start) {
+                TAG_I16 => i32::from(i16::from_le_bytes(at.cast::<[u8; 2]>().read_unaligned())),
+                TAG_I8 => i32::from(*at as i8),
+                TAG_I32 => i32::from_le_bytes(at.cast::<[u8; 4]>().read_unaligned()),
+                _ => {
+                    other(row);
+                    continue;
+                }
+            }
+        };
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    (lo, hi)
 }
 
 #[cold]

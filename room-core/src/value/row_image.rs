@@ -26,17 +26,25 @@ pub(super) const HEADER: usize = 2;
 /// The most cells a row holds (the header keeps the width in 14 bits).
 pub const MAX_ROW_CELLS: usize = (u16::MAX >> 2) as usize;
 
-/// The width (cells) and the offset width (1, 2 or 4 bytes) of the image at `b`.
+/// The width (cells) and the offset width's shift of the image at `b`: offsets are
+/// `1 << shift` bytes (1, 2 or 4).
 ///
 /// # Safety
 ///
 /// `b` points at a packed image (at least its 2-byte header).
 #[inline(always)]
-pub(super) unsafe fn header(b: *const u8) -> (usize, usize) {
+pub(super) unsafe fn header(b: *const u8) -> (usize, u32) {
     // SAFETY: the caller's image has its header.
-    let h = u16::from_le_bytes(unsafe { [*b, *b.add(1)] });
-    // The code is 0, 1 or 2 (`header_bytes`): the width is 1, 2 or 4.
-    ((h >> 2) as usize, 1 << (h & 3))
+    let h = u16::from_le_bytes(unsafe { b.cast::<[u8; 2]>().read_unaligned() });
+    // The code is 0, 1 or 2 (`header_bytes`): the offset width is 1, 2 or 4.
+    ((h >> 2) as usize, u32::from(h & 3))
+}
+
+/// Where the cells of an image of `width` cells and offsets of `1 << shift` bytes
+/// start: just past the offset table.
+#[inline(always)]
+pub(super) fn cells_start(width: usize, shift: u32) -> usize {
+    HEADER + (width << shift)
 }
 
 /// The header of a row of `width` cells (at most [`MAX_ROW_CELLS`]) and offsets of `w`
@@ -54,15 +62,17 @@ pub(super) fn header_bytes(width: usize, w: usize) -> [u8; HEADER] {
 ///
 /// # Safety
 ///
-/// `b` points at a packed image of offset width `w` with more than `col` cells.
+/// `b` points at a packed image of offsets of `1 << shift` bytes with more than `col`
+/// cells.
 #[inline(always)]
-pub(super) unsafe fn end_of(b: *const u8, w: usize, col: usize) -> usize {
-    // SAFETY: the offset table holds `width` entries of `w` bytes after the header.
+pub(super) unsafe fn end_of(b: *const u8, shift: u32, col: usize) -> usize {
+    // SAFETY: the offset table holds `width` entries of `1 << shift` bytes after the
+    // header.
     unsafe {
-        let at = b.add(HEADER + col * w);
-        match w {
-            1 => *at as usize,
-            2 => u16::from_le_bytes(at.cast::<[u8; 2]>().read_unaligned()) as usize,
+        let at = b.add(HEADER + (col << shift));
+        match shift {
+            0 => *at as usize,
+            1 => u16::from_le_bytes(at.cast::<[u8; 2]>().read_unaligned()) as usize,
             _ => u32::from_le_bytes(at.cast::<[u8; 4]>().read_unaligned()) as usize,
         }
     }
@@ -77,11 +87,11 @@ pub(super) unsafe fn end_of(b: *const u8, w: usize, col: usize) -> usize {
 pub(super) unsafe fn image_len(b: *const u8) -> usize {
     // SAFETY: as the caller promises.
     unsafe {
-        let (width, w) = header(b);
+        let (width, shift) = header(b);
         if width == 0 {
             HEADER
         } else {
-            end_of(b, w, width - 1)
+            end_of(b, shift, width - 1)
         }
     }
 }
