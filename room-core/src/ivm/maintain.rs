@@ -599,22 +599,26 @@ impl Engine {
 
     /// One more demand for partition `key` of node `c`; the first brings its window in.
     pub(crate) fn demand_inc(&mut self, store: &Store, c: NodeId, key: &[u8]) {
-        let unread = {
-            let node = self.node_mut(c);
-            let unread = node.is_lazy() && node.demand.get(key).is_none();
-            if unread {
-                node.demand.get_or_default(key);
+        // A partition already demanded (or read) costs one search.
+        let held = match self.node_mut(c).demand.get_mut(key) {
+            Some(d) => {
+                *d += 1;
+                Some(*d == 1)
             }
-            unread
+            None => None,
         };
-        if unread {
-            self.materialize(store, c, key);
-        }
-        let first = {
-            let node = self.node_mut(c);
-            let d = node.demand.get_or_default(key);
-            *d += 1;
-            *d == 1
+        let first = match held {
+            Some(first) => first,
+            None => {
+                if self.node(c).is_lazy() {
+                    // Read at its first demand, its entry present at zero.
+                    self.node_mut(c).demand.get_or_default(key);
+                    self.materialize(store, c, key);
+                }
+                let d = self.node_mut(c).demand.get_or_default(key);
+                *d += 1;
+                *d == 1
+            }
         };
         if first {
             let mut rows = self.window_rows(store, c, key);

@@ -9,6 +9,7 @@
 
 use alloc::vec::Vec;
 
+use hashbrown::hash_map::EntryRef;
 use hashbrown::HashMap;
 
 use super::keyed::KeyedRows;
@@ -71,7 +72,11 @@ impl<T: Default> ByPart<T> {
     pub fn get_or_default(&mut self, key: &[u8]) -> &mut T {
         match self {
             ByPart::One(v) => v.get_or_insert_with(T::default),
-            ByPart::Keyed(m) => m.entry(Key::from(key)).or_default(),
+            // One search; the key is copied only when it is new.
+            ByPart::Keyed(m) => match m.entry_ref(key) {
+                EntryRef::Occupied(e) => e.into_mut(),
+                EntryRef::Vacant(e) => e.insert_with_key(Key::from(key), T::default()),
+            },
         }
     }
 
