@@ -116,7 +116,8 @@ impl Engine {
             return;
         };
         let part = node.parts.get(key);
-        let want = target.saturating_sub(part.map_or(0, |p| p.len()));
+        let held = part.map_or(0, |p| p.len());
+        let want = target.saturating_sub(held);
         let last: Option<Vec<u8>> = part
             .and_then(|p| p.last_key())
             .map(|k| k.as_bytes().to_vec());
@@ -144,13 +145,18 @@ impl Engine {
         let fresh = keyed_by_prefix(prefixes, |rid| table.row(rid), &node.order, &mut sk);
         self.scratch.set(sk);
         let t = node.table;
+        let read = fresh.len();
         for (_, rid) in fresh {
             if let Some(row) = store.row(t, rid) {
                 self.enter_part(store, n, rid, row.clone(), true);
             }
         }
         if let Some(p) = self.node_mut(n).parts.get_mut(key) {
-            p.set_partial(!whole);
+            // Rows that tie on their prefix are read together, so the front may have
+            // grown past its maximum and had its tail dropped on the way
+            // ([`Engine::trim_part`]): then it is partial, whoever read all the rows.
+            let trimmed = p.len() < held + read;
+            p.set_partial(!whole || trimmed);
         }
     }
 
