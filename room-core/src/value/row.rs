@@ -105,15 +105,7 @@ impl Row {
         // number cell has its payload bytes, a text cell's bytes are a `&str`'s. A
         // `Row`'s bytes are never written after packing, and `col < width`.
         unsafe {
-            let (width, shift) = header(b);
-            if col >= width {
-                out_of_range(col, width);
-            }
-            let start = if col == 0 {
-                cells_start(width, shift)
-            } else {
-                end_of(b, shift, col - 1)
-            };
+            let (start, shift) = cell_start(b, col);
             let tag = *b.add(start);
             let at = b.add(start + 1);
             if tag >= TAG_I8 {
@@ -195,15 +187,7 @@ pub fn compact_int_span(
         // before it (or the end of the offset table) and its tag are inside the image,
         // and a compact tag is followed by its 1, 2 or 4 payload bytes.
         let v = unsafe {
-            let (width, shift) = header(b);
-            if col >= width {
-                out_of_range(col, width);
-            }
-            let start = if col == 0 {
-                cells_start(width, shift)
-            } else {
-                end_of(b, shift, col - 1)
-            };
+            let start = cell_start(b, col).0;
             let at = b.add(start + 1);
             match *b.add(start) {
                 TAG_I16 => i32::from(i16::from_le_bytes(at.cast::<[u8; 2]>().read_unaligned())),
@@ -219,6 +203,35 @@ pub fn compact_int_span(
         hi = hi.max(v);
     }
     (lo, hi)
+}
+
+/// Where cell `col` of the image at `b` starts (its tag), and the image's offset
+/// width shift.
+///
+/// # Safety
+///
+/// `b` points at a packed image. Cell `col` runs from the end of the one before it (or
+/// the end of the offset table) to its own end, inside the image.
+///
+/// # Panics
+///
+/// If the image has no cell `col`.
+#[inline(always)]
+unsafe fn cell_start(b: *const u8, col: usize) -> (usize, u32) {
+    // SAFETY: the caller's image has its header and `width` offsets; `col < width` is
+    // checked before an offset is read.
+    unsafe {
+        let (width, shift) = header(b);
+        if col >= width {
+            out_of_range(col, width);
+        }
+        let start = if col == 0 {
+            cells_start(width, shift)
+        } else {
+            end_of(b, shift, col - 1)
+        };
+        (start, shift)
+    }
 }
 
 #[cold]
