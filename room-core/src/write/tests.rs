@@ -525,3 +525,35 @@ fn an_upstream_add_of_a_held_key_replaces_it_on_a_writable_table_and_poisons_els
         .unwrap_err();
     assert!(err.to_string().contains("add of an existing key"), "{err}");
 }
+
+#[test]
+fn a_begin_on_a_poisoned_store_says_a_transaction_is_open_before_the_store_is_not_live() {
+    // The published room's order: an open transaction is reported before the store's
+    // state (found by the differential soak against it).
+    let mut r = room();
+    r.enable_writes(&["slide"]).unwrap();
+    assert_eq!(r.begin_mutation("c", 1, None, None).unwrap(), Begin::Tx);
+    let poisoned = r.apply(&UpstreamBatch {
+        epoch: 1,
+        seq: 1,
+        normalized_fp: "0000000000000001".to_string(),
+        cv: Some(2.0),
+        ops: vec![],
+    });
+    assert!(poisoned.is_err());
+    let e = r.begin_mutation("c", 3, None, None).unwrap_err();
+    assert_eq!(e.message(), "a mutation transaction is already open");
+    let mut fresh = room();
+    fresh.enable_writes(&["slide"]).unwrap();
+    assert!(fresh
+        .apply(&UpstreamBatch {
+            epoch: 1,
+            seq: 1,
+            normalized_fp: "0000000000000001".to_string(),
+            cv: Some(2.0),
+            ops: vec![],
+        })
+        .is_err());
+    let e = fresh.begin_mutation("c", 1, None, None).unwrap_err();
+    assert_eq!(e.message(), "store is not live");
+}

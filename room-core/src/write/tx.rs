@@ -26,17 +26,16 @@ impl Room {
         name: Option<&str>,
         args_json: Option<&str>,
     ) -> Result<Begin, Error> {
-        // The published room's order: the write plane, then the store.
-        self.writes_ref()?;
-        self.require_live()?;
-        let w = self.writes_ref()?;
-        if w.tx.is_some() {
+        // The published room's order: the write plane, an open transaction, then the
+        // store (a store poisoned while a transaction is open still says it is open).
+        if self.writes_ref()?.tx.is_some() {
             return Err(Error::new(
                 ErrorCode::WrongState,
                 "a mutation transaction is already open",
             ));
         }
-        let applied = w.marks(client).applied;
+        self.require_live()?;
+        let applied = self.writes_ref()?.marks(client).applied;
         if mid <= applied {
             return Ok(Begin::Dedup);
         }
