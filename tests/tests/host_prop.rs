@@ -297,8 +297,22 @@ fn run(actions: &[Action], authority: bool, ack_after_flush: bool) {
     step(&mut p, &mut m, &Action::Reboot, &o);
 }
 
+/// Cases per property unless `PROPTEST_CASES` says otherwise (a soak).
+const DEFAULT_CASES: u32 = 96;
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_CASES);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(config())]
 
     #[test]
     fn random_sessions_keep_the_host_invariants(actions in prop::collection::vec(action(), 1..60)) {
