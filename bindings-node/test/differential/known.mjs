@@ -453,7 +453,7 @@ function canonicalOrder(ast) {
   if (Array.isArray(ast.select)) out.select = [...ast.select].sort();
   if (ast.where !== undefined) {
     // Both rooms drop an `and` / `or` with no conditions (a root one leaves no filter).
-    const where = dropEmptyJunctions(foldLiterals(ast.where));
+    const where = dropEmptyJunctions(canonicalSubqueries(foldLiterals(ast.where)));
     if (where === undefined) delete out.where;
     else out.where = where;
   }
@@ -476,6 +476,14 @@ function dropEmptyJunctions(c) {
   if (!c || typeof c !== "object" || !Array.isArray(c.conditions)) return c;
   const conditions = c.conditions.map(dropEmptyJunctions).filter((x) => x !== undefined);
   return conditions.length ? { ...c, conditions } : undefined;
+}
+
+/** A condition whose (NOT) EXISTS subqueries are canonical too (their aliases left out). */
+function canonicalSubqueries(c) {
+  if (!c || typeof c !== "object") return c;
+  if (Array.isArray(c.conditions)) return { ...c, conditions: c.conditions.map(canonicalSubqueries) };
+  if (c.type !== "correlatedSubquery" || !c.related?.subquery) return c;
+  return { ...c, related: { ...c.related, subquery: canonicalOrder(c.related.subquery) } };
 }
 
 /** A condition with literal-only comparisons of one JSON type folded to `{const}`. */
