@@ -471,10 +471,12 @@ function incarnationStart(runner) {
   return 0;
 }
 
-/** `c` without its `and` / `or` nodes that have no conditions left (`undefined`: none). */
+/** `c` without its `and` / `or` nodes that have no conditions left (`undefined`: none),
+ * and with those left one condition replaced by it. */
 function dropEmptyJunctions(c) {
   if (!c || typeof c !== "object" || !Array.isArray(c.conditions)) return c;
   const conditions = c.conditions.map(dropEmptyJunctions).filter((x) => x !== undefined);
+  if (conditions.length === 1) return conditions[0]; // the native text unwraps it too
   return conditions.length ? { ...c, conditions } : undefined;
 }
 
@@ -727,7 +729,7 @@ export const KNOWN = [
     name: "querykey-canonical",
     status: "intended",
     reason:
-      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in a literal-only condition with the same value or in an `and` / `or` with no conditions (which both rooms drop): the native canonical text completes the sort, leaves names out, folds constants and drops empty junctions, so they share one query key (reused, one materialization); the wasm room keys them apart",
+      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in a literal-only condition with the same value or in an `and` / `or` with no conditions (which both rooms drop) or with one: the native canonical text completes the sort, leaves names out, folds constants, drops empty junctions and unwraps one-condition ones, so they share one query key (reused, one materialization); the wasm room keys them apart",
     claims: (diff, d, runner) =>
       d.call.m === "subscribe" &&
       (/\$\.(reused|queryKey)/.test(diff.shape ?? "") || diff.getter === "materializationCount") &&
