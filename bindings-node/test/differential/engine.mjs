@@ -297,10 +297,15 @@ export class Runner {
     if (!vw || !vn || !deepEqual(vw.spec, vn.spec)) {
       return this.record({ index, call, phase: "call", w, n, shape, verdict: "no view to settle" }, true);
     }
+    this.freshFailure = undefined;
     const fw = this.freshView("w", vw.spec, vw);
     const fn = this.freshView("n", vn.spec, vn);
     if (!fw || !fn) {
-      return this.record({ index, call, phase: "call", w, n, shape, verdict: "fresh subscribe failed" }, true);
+      // What failed (the last side that did), and whether the native view matches its
+      // fresh subscription when that one succeeded: a known class may explain the failure.
+      const freshFailure = this.freshFailure;
+      const nativeMatches = fn ? vn.matches(fn) : undefined;
+      return this.record({ index, call, phase: "call", w, n, shape, verdict: "fresh subscribe failed", freshFailure, nativeMatches }, true);
     }
     const okW = vw.matches(fw);
     const okN = vn.matches(fn);
@@ -343,7 +348,10 @@ export class Runner {
     const out = s.exec(call);
     s.exec({ m: "unsubscribe", a: [sub, Math.ceil(this.now)] });
     this.log(`    (${s.name} tie-breaker) ${JSON.stringify(call)} -> ${render(out, 300)}`);
-    if (!out.ok) return null;
+    if (!out.ok) {
+      this.freshFailure = { side, out };
+      return null;
+    }
     const v = new View(out.v?.hello, spec);
     v.applyBatch(out.v?.snapshot);
     return v;
