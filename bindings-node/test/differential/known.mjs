@@ -485,7 +485,10 @@ function canonicalSubqueries(c) {
   if (!c || typeof c !== "object") return c;
   if (Array.isArray(c.conditions)) return { ...c, conditions: c.conditions.map(canonicalSubqueries) };
   if (c.type !== "correlatedSubquery" || !c.related?.subquery) return c;
-  return { ...c, related: { ...c.related, subquery: canonicalOrder(c.related.subquery) } };
+  const subquery = canonicalOrder(c.related.subquery);
+  // A positive limit does not change an EXISTS (both rooms ignore it; `limit: 0` does).
+  if (typeof subquery.limit === "number" && subquery.limit > 0) delete subquery.limit;
+  return { ...c, related: { ...c.related, subquery } };
 }
 
 /** A condition with literal-only comparisons of one JSON type folded to `{const}`. */
@@ -738,7 +741,7 @@ export const KNOWN = [
     name: "querykey-canonical",
     status: "intended",
     reason:
-      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in a literal-only condition with the same value or in an `and` / `or` with no conditions (which both rooms drop) or with one: the native canonical text completes the sort, leaves names out, folds constants, drops empty junctions and unwraps one-condition ones, so they share one query key (reused, one materialization); the wasm room keys them apart",
+      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in an EXISTS subquery's positive limit, in a literal-only condition with the same value or in an `and` / `or` with no conditions (which both rooms drop) or with one: the native canonical text completes the sort, leaves names and an EXISTS subquery's positive limit out, folds constants, drops empty junctions and unwraps one-condition ones, so they share one query key (reused, one materialization); the wasm room keys them apart",
     claims: (diff, d, runner) =>
       d.call.m === "subscribe" &&
       (/\$\.(reused|queryKey)/.test(diff.shape ?? "") || diff.getter === "materializationCount") &&
