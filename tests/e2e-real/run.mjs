@@ -20,7 +20,7 @@ import { ROOM_DOC } from "./lib/app.mjs";
 import { Proc, killAllNow } from "./lib/procs.mjs";
 import { roomReady, startRoom } from "./lib/rooms.mjs";
 import { steps as scenario } from "./lib/scenario.mjs";
-import { Stack, freePort } from "./lib/stack.mjs";
+import { Stack, freePorts } from "./lib/stack.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
@@ -111,9 +111,10 @@ async function runKind(kind, root) {
 
     await step("2", "@rindle/api-server (realtime, locateRoom -> our room) on node:http", ["1"], async () => {
       const { stack } = env;
-      env.roomPort = await freePort();
-      env.controlPort = await freePort();
-      const apiPort = await freePort();
+      // Taken together: ports probed one after the other may repeat.
+      const [roomPort, controlPort, apiPort] = await freePorts(3);
+      env.roomPort = roomPort;
+      env.controlPort = controlPort;
       env.apiUrl = `http://127.0.0.1:${apiPort}`;
       const upstream = process.env.E2E_UPSTREAM === "edge" ? stack.edgeWs : stack.rindledWs;
       const cfg = {

@@ -21,16 +21,23 @@ export function portFree(port) {
   });
 }
 
-/** A port the kernel hands out now (free at the time of the call). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+/** `n` distinct ports the kernel hands out now: every probe socket stays open until all
+ *  are taken, so no two of them can be the same port. */
+export async function freePorts(n) {
+  const servers = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = createServer();
+      await new Promise((resolve, reject) => {
+        s.once("error", reject);
+        s.listen(0, "127.0.0.1", resolve);
+      });
+      servers.push(s);
+    }
+    return servers.map((s) => s.address().port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(() => resolve()))));
+  }
 }
 
 /** A port block for the project (rindle uses base+0, +1, +10, +11 and +50), below the kernel's
