@@ -301,10 +301,7 @@ fn run(actions: &[Action], authority: bool, ack_after_flush: bool) {
 const DEFAULT_CASES: u32 = 96;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_CASES);
+    let cases = rindle_room_tests::proptest_cases(DEFAULT_CASES);
     ProptestConfig {
         cases,
         ..ProptestConfig::default()

@@ -314,10 +314,7 @@ fn run(sc: &Scenario) -> Result<(), TestCaseError> {
 }
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1024);
+    let cases = rindle_room_tests::proptest_cases(1024);
     ProptestConfig {
         cases,
         max_shrink_iters: 4096,

@@ -48,10 +48,7 @@ use write_support::*;
 const DEFAULT_CASES: u32 = 512;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_CASES);
+    let cases = rindle_room_tests::proptest_cases(DEFAULT_CASES);
     ProptestConfig {
         cases,
         max_shrink_iters: 2048,
