@@ -190,8 +190,12 @@ pub fn write_i64(out: &mut String, v: i64) {
         i -= 1;
         buf[i] = b'0' + n as u8;
     }
-    // Only ASCII digits were written.
-    out.push_str(core::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    // A few ASCII digits: pushed one by one, cheaper than checking them as UTF-8 and
+    // copying them as a slice.
+    out.reserve(buf.len() - i);
+    for &d in &buf[i..] {
+        out.push(char::from(d));
+    }
 }
 
 /// Skips string content from `i` eight bytes at a time while none of them is `"`, `\`

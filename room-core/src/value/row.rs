@@ -31,6 +31,9 @@ pub use super::row_image::MAX_ROW_CELLS;
 use super::row_image::{cells_start, end_of, header, header_bytes, Image, HEADER};
 use super::Value;
 
+mod int_span;
+pub use int_span::compact_int_span;
+
 const TAG_NULL: u8 = 0;
 const TAG_FALSE: u8 = 1;
 const TAG_TRUE: u8 = 2;
@@ -163,46 +166,6 @@ impl Row {
     pub fn heap_bytes(&self) -> usize {
         self.0.allocation_size().next_multiple_of(8)
     }
-}
-
-/// The least and greatest compact integer (an i8, i16 or i32 tag) in cell `col` of the
-/// live `rows`, calling `other` with each row whose cell there is anything else;
-/// `(i32::MAX, i32::MIN)` when no row has one. The pass that reads a column's block
-/// spans off a table: one header read, one offset and one tag per row, no
-/// [`CellRef`] built for the integers that ids, counts and timestamps are.
-///
-/// # Panics
-///
-/// If a row has no column `col` (callers index by schema column).
-#[inline]
-pub fn compact_int_span(
-    rows: &[Option<Row>],
-    col: usize,
-    mut other: impl FnMut(&Row),
-) -> (i32, i32) {
-    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
-    for row in rows.iter().flatten() {
-        let b = row.0.as_ptr();
-        // SAFETY: as in `Row::get`: `col` is checked against the width, so the offset
-        // before it (or the end of the offset table) and its tag are inside the image,
-        // and a compact tag is followed by its 1, 2 or 4 payload bytes.
-        let v = unsafe {
-            let start = cell_start(b, col).0;
-            let at = b.add(start + 1);
-            match *b.add(start) {
-                TAG_I16 => i32::from(i16::from_le_bytes(at.cast::<[u8; 2]>().read_unaligned())),
-                TAG_I8 => i32::from(*at as i8),
-                TAG_I32 => i32::from_le_bytes(at.cast::<[u8; 4]>().read_unaligned()),
-                _ => {
-                    other(row);
-                    continue;
-                }
-            }
-        };
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    (lo, hi)
 }
 
 /// Where cell `col` of the image at `b` starts (its tag), and the image's offset
