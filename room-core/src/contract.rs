@@ -387,29 +387,26 @@ pub fn write_ops(out: &mut String, ops: &[NetOp]) {
     out.push(']');
 }
 
-fn write_batch_with(out: &mut String, b: &Batch, ops_json: &str) {
-    let _ = write!(
-        out,
-        "{{\"epoch\":{},\"seq\":{},\"normalizedFp\":",
-        b.epoch, b.seq
-    );
-    write_str(out, &b.normalized_fp);
-    out.push_str(",\"ops\":");
-    out.push_str(ops_json);
-    let _ = write!(out, ",\"cv\":{}}}", b.cv);
-}
-
 /// Appends a downstream batch `{"epoch","seq","normalizedFp","ops","cv"}`.
 pub fn write_batch(out: &mut String, b: &Batch) {
-    let mut ops = String::new();
-    write_ops(&mut ops, &b.ops);
-    write_batch_with(out, b, &ops);
+    out.reserve(128 + ops_text_estimate(&b.ops));
+    out.push_str("{\"epoch\":");
+    crate::json::write::write_u64(out, b.epoch);
+    out.push_str(",\"seq\":");
+    crate::json::write::write_u64(out, b.seq);
+    out.push_str(",\"normalizedFp\":");
+    write_str(out, &b.normalized_fp);
+    out.push_str(",\"ops\":");
+    write_ops(out, &b.ops);
+    out.push_str(",\"cv\":");
+    crate::json::write::write_u64(out, b.cv);
+    out.push('}');
 }
 
 /// Renders a drain as the `commitAll` JSON array. Subscribers sharing a pipeline share
 /// one op list: it is rendered once and its text copied for the others.
 pub fn render_frames(frames: &[Frame]) -> String {
-    let mut out = String::with_capacity(64 + frames.len() * 256);
+    let mut out = String::with_capacity(frames_text_estimate(frames));
     out.push('[');
     // (op-list pointer, byte range of its rendering inside `out`)
     let mut rendered: Vec<(usize, core::ops::Range<usize>)> = Vec::new();
@@ -421,9 +418,9 @@ pub fn render_frames(frames: &[Frame]) -> String {
         write_str(&mut out, &f.sub);
         let b = &f.batch;
         out.push_str(",\"batch\":{\"epoch\":");
-        crate::json::write::write_i64(&mut out, b.epoch as i64);
+        crate::json::write::write_u64(&mut out, b.epoch);
         out.push_str(",\"seq\":");
-        crate::json::write::write_i64(&mut out, b.seq as i64);
+        crate::json::write::write_u64(&mut out, b.seq);
         out.push_str(",\"normalizedFp\":");
         write_str(&mut out, &b.normalized_fp);
         out.push_str(",\"ops\":");
@@ -440,11 +437,32 @@ pub fn render_frames(frames: &[Frame]) -> String {
             }
         }
         out.push_str(",\"cv\":");
-        crate::json::write::write_i64(&mut out, b.cv as i64);
+        crate::json::write::write_u64(&mut out, b.cv);
         out.push_str("}}");
     }
     out.push(']');
     out
+}
+
+/// About how long [`write_ops`] makes the text of `ops`, so that a frame's text is
+/// allocated once: each op's envelope and twice its rows' packed bytes (a row's JSON is
+/// longer than its image: quotes, commas, digits).
+fn ops_text_estimate(ops: &[NetOp]) -> usize {
+    ops.iter()
+        .map(|op| {
+            let rows = op.before().map_or(0, crate::value::Row::heap_bytes)
+                + op.after().map_or(0, crate::value::Row::heap_bytes);
+            48 + op.table().len() + 2 * rows
+        })
+        .sum()
+}
+
+/// About how long [`render_frames`] makes its text: each frame's envelope and its ops.
+fn frames_text_estimate(frames: &[Frame]) -> usize {
+    64 + frames
+        .iter()
+        .map(|f| 128 + f.sub.len() + f.batch.normalized_fp.len() + ops_text_estimate(&f.batch.ops))
+        .sum::<usize>()
 }
 
 /// Renders a subscribe result.

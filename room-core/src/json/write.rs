@@ -169,7 +169,11 @@ pub fn write_i64(out: &mut String, v: i64) {
     if v < 0 {
         out.push('-');
     }
-    let mut n = v.unsigned_abs();
+    write_u64(out, v.unsigned_abs());
+}
+
+/// Appends an unsigned integer in decimal.
+pub fn write_u64(out: &mut String, mut n: u64) {
     if n < 10 {
         out.push(char::from(b'0' + n as u8));
         return;
