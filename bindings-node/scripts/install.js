@@ -13,9 +13,9 @@
 // on the Rust sources the package ships (native/: the crates the addon is made of, with
 // their Cargo.lock) and copies the library to rindle_room.node, which loader.js loads.
 // That needs a Rust toolchain (Rust >= 1.88, https://rustup.rs; cargo on PATH, in
-// ~/.cargo/bin or named by $CARGO), a C linker, and network access to crates.io (or a
-// vendored / offline cargo setup). Without cargo it fails, naming the platform and what
-// to install. Environment:
+// ~/.cargo/bin or named by $CARGO), a C compiler and linker (cc: the addon's allocator,
+// mimalloc, is C), and network access to crates.io (or a vendored / offline cargo
+// setup). Without cargo it fails, naming the platform and what to install. Environment:
 //   CARGO_TARGET_DIR                   where cargo builds (default: native/target, removed
 //                                      after the build)
 //   RINDLE_ROOM_NATIVE_PROFILE=debug   a debug build instead of release (tests)
@@ -96,8 +96,8 @@ const run = spawnSync(cargo.cargo, args, {
 if (run.error || run.status !== 0) {
   const why = run.error ? run.error.message : `exit ${run.status}`;
   console.error(
-    `@rindle/room-native: cargo failed (${why}); the messages above say why. A C linker ` +
-      "(cc) and access to crates.io are needed.",
+    `@rindle/room-native: cargo failed (${why}); the messages above say why. A C ` +
+      "compiler and linker (cc) and access to crates.io are needed.",
   );
   process.exit(1);
 }

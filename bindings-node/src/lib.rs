@@ -61,6 +61,10 @@ pub use node_room::NodeRoom;
 
 use boundary::{guard, Cx};
 
+/// The addon's allocations (rows, indexes, views) come from mimalloc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Module initialization: defines the `WasmRoom` class on the exports (the functions
 /// below are registered by napi-rs itself).
 #[napi(module_exports)]
