@@ -4,8 +4,8 @@
 //! Every row of a table has the table's width, and most share one offset width too,
 //! so most share one header. For a run of rows with the header of the first, where the
 //! cell's offset sits (and how wide it is) is fixed: [`scan`] is compiled once per
-//! offset width and reads, per row, the header (to check it), one offset, the tag and
-//! the payload. A row with another header, or whose cell is not a compact integer,
+//! offset width and integer tag and reads, per row, the header (to check it), one
+//! offset, the tag (to check it) and the payload. A row with another header, or whose cell is not a compact integer,
 //! ends the run; the next run starts at it (or just past it, once the caller has
 //! seen the cell).
 
@@ -45,17 +45,21 @@ pub fn compact_int_span(
             )
         };
         let run = &rows[at..];
-        let taken = match (shift, tag) {
-            (0, TAG_I8) => scan::<0, TAG_I8>(run, h, col, &mut span),
-            (0, TAG_I16) => scan::<0, TAG_I16>(run, h, col, &mut span),
-            (0, TAG_I32) => scan::<0, TAG_I32>(run, h, col, &mut span),
-            (1, TAG_I8) => scan::<1, TAG_I8>(run, h, col, &mut span),
-            (1, TAG_I16) => scan::<1, TAG_I16>(run, h, col, &mut span),
-            (1, TAG_I32) => scan::<1, TAG_I32>(run, h, col, &mut span),
-            (_, TAG_I8) => scan::<2, TAG_I8>(run, h, col, &mut span),
-            (_, TAG_I16) => scan::<2, TAG_I16>(run, h, col, &mut span),
-            (_, TAG_I32) => scan::<2, TAG_I32>(run, h, col, &mut span),
-            _ => 0,
+        // SAFETY: `h` is the header of the image just read, whose width `cell_start`
+        // checked against `col`, with offsets of `1 << shift` bytes.
+        let taken = unsafe {
+            match (shift, tag) {
+                (0, TAG_I8) => scan::<0, TAG_I8>(run, h, col, &mut span),
+                (0, TAG_I16) => scan::<0, TAG_I16>(run, h, col, &mut span),
+                (0, TAG_I32) => scan::<0, TAG_I32>(run, h, col, &mut span),
+                (1, TAG_I8) => scan::<1, TAG_I8>(run, h, col, &mut span),
+                (1, TAG_I16) => scan::<1, TAG_I16>(run, h, col, &mut span),
+                (1, TAG_I32) => scan::<1, TAG_I32>(run, h, col, &mut span),
+                (_, TAG_I8) => scan::<2, TAG_I8>(run, h, col, &mut span),
+                (_, TAG_I16) => scan::<2, TAG_I16>(run, h, col, &mut span),
+                (_, TAG_I32) => scan::<2, TAG_I32>(run, h, col, &mut span),
+                _ => 0,
+            }
         };
         if taken == 0 {
             // The cell is not a compact integer.
@@ -73,8 +77,13 @@ pub fn compact_int_span(
 /// integer tag `TAG`, empty slots skipped; returns how many slots it took (none when
 /// the first row's cell has another tag). No call in the loop and one tag to decode:
 /// kept out of line, the loop has the registers to itself.
+///
+/// # Safety
+///
+/// `h` is the header of a packed image with more than `col` cells and offsets of
+/// `1 << SHIFT` bytes (every row the loop reads past its header check is such an image).
 #[inline(never)]
-fn scan<const SHIFT: u32, const TAG: u8>(
+unsafe fn scan<const SHIFT: u32, const TAG: u8>(
     rows: &[Option<Row>],
     h: [u8; HEADER],
     col: usize,
@@ -92,8 +101,8 @@ fn scan<const SHIFT: u32, const TAG: u8>(
         };
         let Some(row) = slot else { continue };
         let b = row.0.as_ptr();
-        // SAFETY: the row's header is `h`: it has `width > col` cells and offsets of
-        // `1 << SHIFT` bytes, so the offset at `end_before` (when `col > 0`) is in its
+        // SAFETY: the row's header is `h`, so (as the caller promises of `h`) it has
+        // `width > col` cells and offsets of `1 << SHIFT` bytes: the offset at `end_before` (when `col > 0`) is in its
         // table; the cell it starts is in the image, its tag first, and the compact
         // tag `TAG` is followed by its 1, 2 or 4 payload bytes.
         let v = unsafe {
