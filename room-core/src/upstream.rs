@@ -380,13 +380,18 @@ impl Room {
             {
                 q.pop_front();
                 let last = q.is_empty();
+                // A later batch of the room's that carried the key has committed: the
+                // authority is past this image already.
+                let overtaken = q.iter().any(|e| e.committed);
                 if last {
                     w.echoes.remove(&k);
                 }
                 if let Some(d) = w.dirty.get_mut(&k) {
                     // A write of the room's no batch carries yet: the authority now
-                    // holds the echoed image, its CAS base.
-                    if d.sent.is_none() {
+                    // holds the echoed image, its CAS base — unless a later committed
+                    // batch of the room's wrote the key since (its `flushOk` made what it
+                    // wrote the base, and its echo is still to come).
+                    if d.sent.is_none() && !overtaken {
                         d.base = new.cloned();
                     }
                     return Ok(());

@@ -1230,3 +1230,105 @@ fn generator_reaches_every_path() {
         assert!(n > 0, "no {what}: {total:?}");
     }
 }
+
+/// Found by a 20,000-case soak: flush A writes `item` 1, the key is written again and
+/// flushed (B, committed), written back to A's image, and A's echo arrives late. The
+/// late echo must not become the CAS base (B's image is): else the write back flushes
+/// as a no-op and the room keeps an image the authority never got.
+#[test]
+fn a_late_echo_after_a_later_commit_leaves_room_and_authority_agreeing() {
+    use Step::*;
+    let s = Scenario {
+        mode: WriteMode::V2 { owned: false },
+        hot: true,
+        snapshot: vec![(0, 1, 0), (0, 1, 0), (0, 3, 0), (0, 1, 0)],
+        asts: vec![(0, 0, 0, 0, 0)],
+        steps: vec![
+            Authority {
+                table: 0,
+                key: 0,
+                val: 0,
+            },
+            Rewrite {
+                client: 0,
+                pick: 100,
+                val: 12,
+            },
+            BeginFlush,
+            Mutate {
+                client: 0,
+                kind: 134,
+                a: 29,
+                b: 49,
+                c: 0,
+            },
+            Settle {
+                with_cv: false,
+                feed: false,
+            },
+            BeginFlush,
+            Rewrite {
+                client: 0,
+                pick: 0,
+                val: 14,
+            },
+            Settle {
+                with_cv: false,
+                feed: false,
+            },
+            Decide,
+            Mutate {
+                client: 0,
+                kind: 0,
+                a: 0,
+                b: 0,
+                c: 0,
+            },
+            Deliver { count: 2 },
+            Mutate {
+                client: 0,
+                kind: 0,
+                a: 0,
+                b: 0,
+                c: 0,
+            },
+            Mutate {
+                client: 0,
+                kind: 5,
+                a: 0,
+                b: 0,
+                c: 0,
+            },
+            BeginFlush,
+            Authority {
+                table: 0,
+                key: 0,
+                val: 0,
+            },
+            Deliver { count: 1 },
+            Resend { client: 0, back: 0 },
+            Mutate {
+                client: 0,
+                kind: 0,
+                a: 0,
+                b: 0,
+                c: 0,
+            },
+            Mutate {
+                client: 0,
+                kind: 0,
+                a: 0,
+                b: 0,
+                c: 0,
+            },
+            Mutate {
+                client: 0,
+                kind: 0,
+                a: 0,
+                b: 0,
+                c: 0,
+            },
+        ],
+    };
+    run(&s).unwrap();
+}

@@ -557,3 +557,50 @@ fn a_begin_on_a_poisoned_store_says_a_transaction_is_open_before_the_store_is_no
     let e = fresh.begin_mutation("c", 1, None, None).unwrap_err();
     assert_eq!(e.message(), "store is not live");
 }
+
+/// A late echo of an earlier flush of a key, arriving after a later flush of it has
+/// committed and the key was written again, is no news: the next flush's CAS base stays
+/// what the later flush wrote. (It used to take the stale image as the base, so a write
+/// back to that image flushed as a no-op and the room kept an image the authority never
+/// got.)
+#[test]
+fn a_late_echo_of_an_earlier_flush_does_not_rewind_the_cas_base() {
+    let mut r = room();
+    r.enable_writes(&["slide"]).unwrap();
+    let pos = |p: f64| row(&[s("s1"), s("d1"), n(p)]);
+    let edit = |r: &mut Room, mid: u64, p: f64| {
+        r.begin_mutation("c", mid, None, None).unwrap();
+        r.tx_edit("slide", pos(p)).unwrap();
+        r.commit_mutation().unwrap();
+    };
+    // Flight 1 writes pos 5; written again (pos 6) while it flies.
+    edit(&mut r, 1, 5.0);
+    r.begin_flush().unwrap().unwrap();
+    edit(&mut r, 2, 6.0);
+    r.flush_ok().unwrap();
+    // Flight 2 writes pos 6 on base 5; written back to pos 5 while it flies.
+    r.begin_flush().unwrap().unwrap();
+    edit(&mut r, 3, 5.0);
+    r.flush_ok().unwrap();
+    // The authority holds pos 6. Flight 1's echo (pos 5) comes in late.
+    let t = Arc::<str>::from("slide");
+    upstream(
+        &mut r,
+        1,
+        vec![NetOp::Edit {
+            table: t.clone(),
+            old: row(&[s("s1"), s("d1"), n(1.0)]),
+            new: pos(5.0),
+        }],
+    );
+    let b = r.begin_flush().unwrap().unwrap();
+    assert_eq!(
+        b.changes[0],
+        crate::write::FlushChange::Edit {
+            table: t,
+            old: pos(6.0),
+            row: pos(5.0),
+        },
+        "the write back to pos 5 is flushed on the base flight 2 committed"
+    );
+}

@@ -1803,11 +1803,13 @@ impl Model {
             {
                 q.pop_front();
                 let last = q.is_empty();
+                // A later committed flush of the key: the authority is past this image.
+                let overtaken = q.iter().any(|(_, committed, _)| *committed);
                 if last {
                     self.echoes.remove(&(t, id));
                 }
                 if let Some(d) = self.dirty.get_mut(&(t, id)) {
-                    if d.sent.is_none() {
+                    if d.sent.is_none() && !overtaken {
                         d.base = new.clone();
                     }
                     continue;
