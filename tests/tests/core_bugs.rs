@@ -192,3 +192,83 @@ fn a_one_row_front_refills_after_a_removal_and_a_move_out_in_one_batch() {
         h.check_room().expect("oracle");
     }
 }
+
+/// `comment → r1 (comment by id) → r2 (issues with k = that id, by k, limit 1)` with
+/// one-row related fronts: the issues of `k` 1 all tie on their 8-byte sort prefix, so
+/// a read-on takes them together. After issue 1 (just moved into `k` 1) was removed,
+/// the emptied front read 7, 9, 10 and 15 one by one; entering 10 grew it past its
+/// maximum and the trim cut it back to 7 — and then 15 was still entered. The front
+/// held 7 and 15 but not 9 and 10 between them, so removing 7 showed 15 where 9
+/// belongs. A read-on now stops at the first row a trim cuts (found by a 100,000-case
+/// oracle soak; pre-existing).
+#[test]
+fn a_front_read_on_stops_where_a_trim_cut_it() {
+    let rows: Vec<(String, Vec<Value>)> = vec![
+        ("issue", vec![15, 1, 0, 0]),
+        ("comment", vec![0, 0]),
+        ("comment", vec![10, 0]),
+        ("issue", vec![5, 2, 0, 0]),
+        ("issue", vec![1, 2, 0, 0]),
+        ("issue", vec![9, 1, 0, 0]),
+        ("issue", vec![2, 2, 0, 0]),
+        ("issue", vec![3, 2, 0, 0]),
+        ("issue", vec![7, 1, 0, 0]),
+        ("issue", vec![13, 0, 0, 0]),
+        ("issue", vec![10, 1, 0, 0]),
+        ("issue", vec![14, 2, 0, 0]),
+        ("comment", vec![1, 0]),
+        ("issue", vec![0, 2, 0, 0]),
+        ("comment", vec![3, 0]),
+        ("comment", vec![4, 0]),
+        ("issue", vec![4, 2, 0, 0]),
+        ("comment", vec![11, 0]),
+        ("comment", vec![12, 0]),
+    ]
+    .into_iter()
+    .map(|(t, cells)| {
+        (
+            t.to_string(),
+            cells.into_iter().map(|c| n(c as f64)).collect(),
+        )
+    })
+    .collect();
+    let mut h = Harness::open(
+        vec![
+            TableSchema::new("issue", &["id", "k", "v", "w"], &[0]),
+            TableSchema::new("comment", &["id", "k"], &[0]),
+        ],
+        rows,
+    );
+    h.room.set_related_front_rows(1);
+    let ast = r#"{"related":[{"correlation":{"childField":["id"],"parentField":["id"]},"subquery":{"alias":"r1","related":[{"correlation":{"childField":["k"],"parentField":["id"]},"subquery":{"alias":"r2","limit":1,"orderBy":[["k","asc"]],"table":"issue"}}],"table":"comment"}}],"table":"comment"}"#;
+    let q = h.room.parse_query(ast).expect("valid AST");
+    h.subscribe("s0", 1, q).expect("subscribe");
+    h.check().expect("snapshot");
+    let issue = |cells: [i32; 4]| -> rindle_room_core::Row {
+        cells
+            .iter()
+            .map(|&c| n(f64::from(c)))
+            .collect::<Vec<_>>()
+            .into()
+    };
+    let steps: Vec<Vec<NetOp>> = vec![
+        vec![NetOp::Edit {
+            table: "issue".into(),
+            old: issue([1, 2, 0, 0]),
+            new: issue([1, 1, 0, 0]),
+        }],
+        vec![NetOp::Remove {
+            table: "issue".into(),
+            row: issue([1, 1, 0, 0]),
+        }],
+        vec![NetOp::Remove {
+            table: "issue".into(),
+            row: issue([7, 1, 0, 0]),
+        }],
+    ];
+    for (i, ops) in steps.into_iter().enumerate() {
+        h.upstream(ops).expect("live batch");
+        h.check_room()
+            .unwrap_or_else(|e| panic!("after step {i}: {e}"));
+    }
+}

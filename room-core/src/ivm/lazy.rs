@@ -145,17 +145,24 @@ impl Engine {
         let fresh = keyed_by_prefix(prefixes, |rid| table.row(rid), &node.order, &mut sk);
         self.scratch.set(sk);
         let t = node.table;
-        let read = fresh.len();
+        let mut trimmed = false;
         for (_, rid) in fresh {
-            if let Some(row) = store.row(t, rid) {
-                self.enter_part(store, n, rid, row.clone(), true);
+            let Some(row) = store.row(t, rid) else {
+                continue;
+            };
+            let before = self.node(n).parts.get(key).map_or(0, |p| p.len());
+            self.enter_part(store, n, rid, row.clone(), true);
+            // Rows that tie on their prefix are read together, so the front may grow
+            // past its maximum and have its tail dropped on the way
+            // ([`Engine::trim_part`]). The rows still to come sort after the one just
+            // read, past the trimmed front: holding them would leave out the rows the
+            // trim dropped between them and the front. The front is partial then.
+            if self.node(n).parts.get(key).map_or(0, |p| p.len()) <= before {
+                trimmed = true;
+                break;
             }
         }
         if let Some(p) = self.node_mut(n).parts.get_mut(key) {
-            // Rows that tie on their prefix are read together, so the front may have
-            // grown past its maximum and had its tail dropped on the way
-            // ([`Engine::trim_part`]): then it is partial, whoever read all the rows.
-            let trimmed = p.len() < held + read;
             p.set_partial(!whole || trimmed);
         }
     }
