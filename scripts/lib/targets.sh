@@ -74,6 +74,9 @@ aarch64_tools() {
   local need=() sudo=()
   aarch64_std_present || need+=(rustc-web cargo-web libstd-rust-web-dev:arm64)
   command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+  # The cross compiler only recommends its C library headers (and recommends are not
+  # installed below): without them it falls back on the host's and fails.
+  [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || need+=(libc6-dev-arm64-cross)
   if [ "${1:-}" = run ]; then
     command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
     [ -e /lib/ld-linux-aarch64.so.1 ] || need+=(libc6:arm64)
