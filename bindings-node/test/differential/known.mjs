@@ -574,6 +574,25 @@ function existsChildTables(ast, inOr = false) {
 }
 
 /** Whether an upstream batch of this incarnation touched a key a local commit wrote. */
+/** The key (table + key cells) a txAdd / txEdit / txRemove call writes, if it is one. */
+function stagedKey(c) {
+  const t = TABLE[c.a?.[0]];
+  if (!t || !Array.isArray(c.a?.[1]) || !/^tx(Add|Edit|Remove)$/.test(c.m)) return null;
+  return keyOf(t.name, c.m === "txRemove" ? c.a[1] : pkOf(t, c.a[1]));
+}
+
+/** The keys the ops of an `apply` call change (none for any other call). */
+function upstreamKeys(c) {
+  if (c.m !== "apply" || !Array.isArray(c.a?.[0]?.ops)) return [];
+  const keys = [];
+  for (const op of c.a[0].ops) {
+    const u = TABLE[op?.table];
+    const img = op?.row ?? op?.old;
+    if (u && Array.isArray(img) && img.length === u.columns.length) keys.push(keyOf(u.name, pkOf(u, img)));
+  }
+  return keys;
+}
+
 function upstreamTouchedWritten(runner) {
   const written = new Set();
   let touched = false;
@@ -583,17 +602,9 @@ function upstreamTouchedWritten(runner) {
       written.clear();
       touched = false;
     }
-    const t = TABLE[c.a?.[0]];
-    if (t && Array.isArray(c.a?.[1]) && /^tx(Add|Edit|Remove)$/.test(c.m)) {
-      written.add(keyOf(t.name, c.m === "txRemove" ? c.a[1] : pkOf(t, c.a[1])));
-    }
-    if (c.m === "apply" && Array.isArray(c.a?.[0]?.ops)) {
-      for (const op of c.a[0].ops) {
-        const u = TABLE[op?.table];
-        const img = op?.row ?? op?.old;
-        if (u && Array.isArray(img) && img.length === u.columns.length && written.has(keyOf(u.name, pkOf(u, img)))) touched = true;
-      }
-    }
+    const key = stagedKey(c);
+    if (key) written.add(key);
+    if (upstreamKeys(c).some((k) => written.has(k))) touched = true;
   }
   return touched;
 }
@@ -613,19 +624,10 @@ function upstreamRacedOpenTx(runner) {
   if (begin < 0) return false;
   const staged = new Set();
   const upstream = new Set();
-  for (let i = begin + 1; i < runner.calls.length; i++) {
-    const c = runner.calls[i];
-    const t = TABLE[c.a?.[0]];
-    if (t && Array.isArray(c.a?.[1]) && /^tx(Add|Edit|Remove)$/.test(c.m)) {
-      staged.add(keyOf(t.name, c.m === "txRemove" ? c.a[1] : pkOf(t, c.a[1])));
-    }
-    if (c.m === "apply" && Array.isArray(c.a?.[0]?.ops)) {
-      for (const op of c.a[0].ops) {
-        const u = TABLE[op?.table];
-        const img = op?.row ?? op?.old;
-        if (u && Array.isArray(img) && img.length === u.columns.length) upstream.add(keyOf(u.name, pkOf(u, img)));
-      }
-    }
+  for (const c of runner.calls.slice(begin + 1)) {
+    const key = stagedKey(c);
+    if (key) staged.add(key);
+    for (const k of upstreamKeys(c)) upstream.add(k);
   }
   return [...staged].some((k) => upstream.has(k));
 }
