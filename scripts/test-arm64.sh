@@ -69,12 +69,18 @@ aarch64_tools run
 qemu-aarch64-static --version | head -n 1
 
 step "artifacts: dist/ for $t"
+# dist.sh writes SHA256SUMS last: without it (an earlier build stopped half-way) the
+# artifacts there are not a finished build, so they are built again.
 if [ "$build" = 1 ] || [ ! -x "$server" ] || [ ! -s "$clib/lib/librindle_room.a" ] ||
-  [ ! -s "$arm_tgz" ] || [ ! -s "$main_tgz" ]; then
+  [ ! -s "$arm_tgz" ] || [ ! -s "$main_tgz" ] || [ ! -s "$dist/SHA256SUMS" ]; then
   echo "building them: scripts/dist.sh --target $t"
   scripts/dist.sh --target "$t"
 fi
-(cd "$dist" && grep -E "($T_TRIPLE|$T_NPM|native-$version\.tgz)" SHA256SUMS | sha256sum -c -)
+if ! (cd "$dist" && grep -E "($T_TRIPLE|$T_NPM|native-$version\.tgz)" SHA256SUMS | sha256sum -c -); then
+  echo "dist/ does not match its SHA256SUMS (artifacts from another build, or changed" \
+    "since): rebuild them with scripts/test-arm64.sh --build" >&2
+  exit 1
+fi
 for f in "$server" "$clib/lib/librindle_room.so.$version"; do check_glibc "$f"; done
 
 # --- 1 and 2: the server under qemu -------------------------------------------------
