@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The long soaks: what CI's case counts are too small to catch. Not part of
-# scripts/test-all.sh (about 15 minutes on a 2-core machine); run it nightly, or before a
+# scripts/test-all.sh (6–12 minutes on a 2-core machine); run it nightly, or before a
 # release, or after any change to the IVM, the write plane or the host.
 #
 #   scripts/soak.sh                    # every soak below, the differential on today's seed

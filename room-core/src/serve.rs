@@ -4,14 +4,15 @@
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::cmp::Ordering;
 
 use hashbrown::HashMap;
 
 use crate::ivm::PipelineId;
 pub use crate::net_op::NetOp;
 use crate::schema::TableSchema;
-use crate::store::Store;
+
+mod op_sort;
+pub(crate) use op_sort::sort_ops;
 
 /// One downstream `nbatch.batch`.
 #[derive(Clone, Debug)]
@@ -99,106 +100,6 @@ pub(crate) struct Server {
     /// Hello tables and their fingerprint per table set, shared by the queries over it.
     pub hellos: HashMap<Vec<usize>, SharedHello>,
     pub subs: BTreeMap<Arc<str>, Subscriber>,
-}
-
-/// Primary-key columns per table name, looked up once per sort (the first few tables
-/// without allocating: a drain rarely spans more).
-struct PkCols<'s> {
-    first: [(Option<Arc<str>>, &'s [usize]); 4],
-    more: Vec<(Arc<str>, &'s [usize])>,
-}
-
-impl<'s> PkCols<'s> {
-    fn new(store: &'s Store, ops: &[NetOp]) -> PkCols<'s> {
-        let mut pks = PkCols {
-            first: Default::default(),
-            more: Vec::new(),
-        };
-        for op in ops {
-            let t = op.table();
-            if pks.find(t).is_some() {
-                continue;
-            }
-            let pk: &'s [usize] = match store.table_id_shared(t) {
-                Some(i) => &store.table(i).schema.primary_key,
-                None => &[],
-            };
-            match pks.first.iter_mut().find(|(n, _)| n.is_none()) {
-                Some(slot) => *slot = (Some(t.clone()), pk),
-                None => pks.more.push((t.clone(), pk)),
-            }
-        }
-        pks
-    }
-
-    fn find(&self, table: &Arc<str>) -> Option<&'s [usize]> {
-        let same = |n: &Arc<str>| Arc::ptr_eq(n, table) || n == table;
-        if let Some((_, pk)) = self
-            .first
-            .iter()
-            .find(|(n, _)| n.as_ref().is_some_and(same))
-        {
-            return Some(pk);
-        }
-        self.more.iter().find(|(n, _)| same(n)).map(|(_, pk)| *pk)
-    }
-
-    #[inline]
-    fn get(&self, table: &Arc<str>) -> &'s [usize] {
-        // Most sorts see one table: its name is the first one's, the same `Arc`.
-        match &self.first[0] {
-            (Some(n), pk) if Arc::ptr_eq(n, table) => pk,
-            _ => self.find(table).unwrap_or(&[]),
-        }
-    }
-}
-
-/// The op order: table name (bytes), then primary key (comparator order).
-fn op_order(pks: &PkCols<'_>, a: &NetOp, b: &NetOp) -> Ordering {
-    // Ops of one table share its name (the room's own `Arc<str>`).
-    if !Arc::ptr_eq(a.table(), b.table()) {
-        let o = a.table().as_bytes().cmp(b.table().as_bytes());
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    let (ra, rb) = (a.image(), b.image());
-    for &c in pks.get(a.table()) {
-        let o = ra.compare_at(rb, c);
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
-}
-
-/// Orders ops and folds two ops on one key into one: a key removed and re-added
-/// within a drain gets a fresh row id, so it arrives as a remove of the old id and an
-/// add of the new one.
-pub(crate) fn sort_ops(store: &Store, mut ops: Vec<NetOp>) -> Vec<NetOp> {
-    if ops.len() < 2 {
-        return ops;
-    }
-    let pks = PkCols::new(store, &ops);
-    ops.sort_by(|a, b| op_order(&pks, a, b));
-    // Folded in place: `ops[..kept]` are the ops so far, the last one possibly merged.
-    let mut kept = 0;
-    for i in 0..ops.len() {
-        if kept > 0 && op_order(&pks, &ops[kept - 1], &ops[i]) == Ordering::Equal {
-            let (last, op) = (&ops[kept - 1], &ops[i]);
-            let before = last.before().cloned().or(op.before().cloned());
-            let after = op.after().cloned().or(last.after().cloned());
-            match NetOp::between(op.table(), before, after) {
-                Some(merged) => ops[kept - 1] = merged,
-                None => kept -= 1,
-            }
-            continue;
-        }
-        ops.swap(kept, i);
-        kept += 1;
-    }
-    ops.truncate(kept);
-    ops
 }
 
 impl Server {

@@ -60,6 +60,12 @@ impl Footprint {
         self.members.allocation_size() + self.dirty.allocation_size()
     }
 
+    /// Room for `additional` more members (and their dirty entries) without regrowing.
+    pub fn reserve(&mut self, additional: usize) {
+        self.members.reserve(additional);
+        self.dirty.reserve(additional);
+    }
+
     /// One more membership of `(table, rid)`.
     pub fn enter(&mut self, table: usize, rid: RowId, before: &Before<'_>) {
         let key = (table as u32, rid);

@@ -358,9 +358,34 @@ impl Engine {
         if let Some(w) = self.node_mut(n).window.as_mut() {
             w.complete = complete;
         }
+        self.reserve_for_rows(n, found.len());
         for (rid, row) in found {
             self.enter_part(store, n, rid, row, true);
         }
+    }
+
+    /// Room for `rows` more members of node `n` in every map they will enter: the
+    /// node's rows, its pipeline's footprint (each row and a row of each demanded
+    /// child), and each demanded child's demand and partitions. A window read enters
+    /// its rows one by one; without this the maps grow step by step (a first query of
+    /// limit 50 regrew them about twenty times).
+    fn reserve_for_rows(&mut self, n: NodeId, rows: usize) {
+        if rows < 2 {
+            return;
+        }
+        let node = self.node_mut(n);
+        node.rows.reserve(rows);
+        let pipeline = node.pipeline;
+        let children = node.demanded_children.len();
+        for i in 0..children {
+            let c = self.node(n).demanded_children[i];
+            let child = self.node_mut(c);
+            child.demand.reserve(rows);
+            child.parts.reserve(rows);
+        }
+        self.pipeline_mut(pipeline)
+            .footprint
+            .reserve(rows.saturating_mul(1 + children));
     }
 
     /// Drops a windowed level's held rows past [`Windowed::max`] back to

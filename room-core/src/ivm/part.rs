@@ -68,6 +68,14 @@ impl<T: Default> ByPart<T> {
         }
     }
 
+    /// Room for `additional` more partitions without regrowing the map (a level about
+    /// to gain one partition per row of a window being read).
+    pub fn reserve(&mut self, additional: usize) {
+        if let ByPart::Keyed(m) = self {
+            m.reserve(additional);
+        }
+    }
+
     /// The state of `key`, created empty if absent.
     pub fn get_or_default(&mut self, key: &[u8]) -> &mut T {
         match self {
