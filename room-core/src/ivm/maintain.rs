@@ -29,6 +29,9 @@ use super::node::{Filter, Node, Windowed};
 use super::part::WindowEvent;
 use super::{Engine, NodeId};
 
+/// The most rows of one window read that [`Engine::reserve_for_rows`] sizes maps for.
+const RESERVE_MAX_ROWS: usize = 256;
+
 impl Engine {
     /// Applies one base-row change (already written to `store`) to every query.
     pub(crate) fn on_change(
@@ -366,13 +369,16 @@ impl Engine {
 
     /// Room for `rows` more members of node `n` in every map they will enter: the
     /// node's rows, its pipeline's footprint (each row and a row of each demanded
-    /// child), and each demanded child's demand and partitions. A window read enters
+    /// child), and each demanded child's demand. A window read enters
     /// its rows one by one; without this the maps grow step by step (a first query of
-    /// limit 50 regrew them about twenty times).
+    /// limit 50 regrew them about twenty times). At most [`RESERVE_MAX_ROWS`] rows are
+    /// reserved for: children may bring fewer rows than their parents (or none), and a
+    /// large window's maps regrow only a few times past that.
     fn reserve_for_rows(&mut self, n: NodeId, rows: usize) {
         if rows < 2 {
             return;
         }
+        let rows = rows.min(RESERVE_MAX_ROWS);
         let node = self.node_mut(n);
         node.rows.reserve(rows);
         let pipeline = node.pipeline;
@@ -380,8 +386,8 @@ impl Engine {
         for i in 0..children {
             let c = self.node(n).demanded_children[i];
             let child = self.node_mut(c);
+            // Every demanded key gets a demand entry; a partition only if it has rows.
             child.demand.reserve(rows);
-            child.parts.reserve(rows);
         }
         self.pipeline_mut(pipeline)
             .footprint

@@ -68,8 +68,8 @@ impl<T: Default> ByPart<T> {
         }
     }
 
-    /// Room for `additional` more partitions without regrowing the map (a level about
-    /// to gain one partition per row of a window being read).
+    /// Room for `additional` more keys without regrowing the map (a level about to gain
+    /// a key per row of a window being read).
     pub fn reserve(&mut self, additional: usize) {
         if let ByPart::Keyed(m) = self {
             m.reserve(additional);
