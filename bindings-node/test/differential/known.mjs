@@ -382,6 +382,27 @@ function notExistsTables(ast) {
   return out;
 }
 
+/**
+ * Tables whose rows a NOT EXISTS can rule out: each level with a NOT EXISTS in its own
+ * condition, and every level related under it.
+ */
+function notExistsParents(ast) {
+  const out = new Set();
+  const hasNotExists = (c) =>
+    Boolean(c && typeof c === "object") &&
+    ((c.type === "correlatedSubquery" && c.op === "NOT EXISTS") ||
+      (Array.isArray(c.conditions) && c.conditions.some(hasNotExists)));
+  const subtree = (level) => {
+    if (!level || typeof level !== "object") return;
+    out.add(level.table);
+    for (const r of liveRelated(level)) subtree(r?.subquery);
+  };
+  walk(ast, (level) => {
+    if (hasNotExists(level.where)) subtree(level);
+  });
+  return out;
+}
+
 /** Whether some EXISTS / NOT EXISTS subquery has `limit: 0` (and flip if asked). */
 function existsLimitZero(ast, flipped = null) {
   let found = false;
@@ -753,10 +774,21 @@ export const KNOWN = [
     name: "null-key-witness",
     status: "intended",
     reason:
-      "an EXISTS witness whose primary key has a NULL cell (or, nested, the witness such a row needs): the native room ships it, the wasm room passes the parent but ships no such witness (a client re-evaluating the EXISTS then drops the parent)",
-    claims(diff, d) {
+      "an EXISTS witness whose primary key has a NULL cell (or, nested, the witness such a row needs): the native room ships it, the wasm room passes the parent but ships no such witness (a client re-evaluating the EXISTS then drops the parent); under the NOT EXISTS of a related level the same row rules its parent out, and the wasm room does not see it there (it does at the root) and passes the parent",
+    claims(diff, d, runner) {
       const delta = freshDelta(d);
-      if (!delta || delta.onlyW.length || !delta.onlyN.length) return false;
+      if (!delta) return false;
+      if (delta.onlyW.length && !delta.onlyN.length) {
+        // NOT EXISTS: the wasm room passes rows that a NULL-keyed row of a table read
+        // under the NOT EXISTS rules out (the native room and a plain reading agree).
+        const ast = astOf(d);
+        const ruledOut = notExistsParents(ast);
+        if (!delta.onlyW.every(([table]) => ruledOut.has(table))) return false;
+        const tables = notExistsTables(ast);
+        const head = replayModel(runner.calls, runner.outcomes).rows;
+        return [...head.values()].some(({ table, row }) => tables.has(table) && nullKey(d.fresh.n, table, row));
+      }
+      if (delta.onlyW.length || !delta.onlyN.length) return false;
       // The witness itself has a NULL key, or (nested EXISTS) it is the witness of one.
       const nullKeyed = [...d.fresh.n.rows.values()].some((r) => nullKey(d.fresh.n, r.table, r.row));
       const tables = existsChildTables(astOf(d));
