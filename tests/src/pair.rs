@@ -242,6 +242,8 @@ pub struct Options {
     pub ack_after_flush: bool,
     /// How long start-up retries, ms.
     pub startup_timeout_ms: u64,
+    /// The journal's group-commit window, ms.
+    pub group_commit_ms: u64,
 }
 
 impl Default for Options {
@@ -256,6 +258,7 @@ impl Default for Options {
             max_room_bytes: None,
             ack_after_flush: false,
             startup_timeout_ms: 60_000,
+            group_commit_ms: 5,
         }
     }
 }
@@ -289,7 +292,7 @@ pub fn config(o: &Options) -> HostConfig {
         cfg.writes = Some(WriteSettings {
             owned_tables: vec!["note".into(), "tally".into()],
             scopes: None,
-            group_commit_ms: 5,
+            group_commit_ms: o.group_commit_ms,
             flush_debounce_ms: 20,
             flush_dirty_max: 512,
             authority: o.authority,
@@ -683,11 +686,12 @@ impl Pair {
             };
         }
         let tables = &self.daemon.tables;
+        // The room's own tables: the ledger by client, an outcome by (client, mid).
         let pk = |table: &str, row: &Value| -> String {
-            if table == "_rindle_client_mutations" {
-                json!([row[0]]).to_string()
-            } else {
-                pk_of(tables, table, row)
+            match table {
+                "_rindle_client_mutations" => json!([row[0]]).to_string(),
+                "_rindle_room_mutation_outcomes" => json!([row[0], row[1]]).to_string(),
+                _ => pk_of(tables, table, row),
             }
         };
         let changes = v["changes"].as_array().cloned().unwrap_or_default();

@@ -96,6 +96,49 @@ fn with_ack_flushed_the_lmid_is_released_only_when_the_flush_commits() {
     );
 }
 
+/// The append of a mutation can be made after the flush that carried it (its data and
+/// its ledger row) committed: a group-commit window longer than the flush debounce, a
+/// slow fsync, a flush fired at once by many dirty keys. With `ack = "flushed"` the ack
+/// is the later of the two, so it comes with the append then — before, the commit found
+/// nothing journaled to release and the append found the flush already gone, and the
+/// author waited for the next write.
+#[test]
+fn with_ack_flushed_an_append_made_after_its_flush_committed_is_the_ack() {
+    let mut p = Pair::live(&Options {
+        group_commit_ms: 200,
+        ..options(true)
+    });
+    let author = p.subscriber("c1", "u1", true);
+    p.send(
+        author,
+        &push("c1", 1, "addNote", r#"{"id":10,"body":"ten"}"#),
+    );
+    p.advance(100); // the flush (debounce 20 ms) committed; no append made yet
+    let ledger = (
+        "_rindle_client_mutations".to_string(),
+        r#"["c1"]"#.to_string(),
+    );
+    assert!(p
+        .authority
+        .rows
+        .contains_key(&("note".into(), "[10]".into())));
+    assert!(p.authority.rows.contains_key(&ledger));
+    assert!(p.durable.is_empty());
+    let frames = p.drain(author);
+    assert!(
+        lmid_cv(&frames, 1).is_none(),
+        "no ack before the append: {frames:?}"
+    );
+    p.advance(1_000); // the append at 200 ms
+    assert_eq!(p.durable, [("c1".to_string(), 1)]);
+    let frames = p.drain(author);
+    let ledger_cv = lmid_cv(&frames, 1).expect("the lmid frame follows the append");
+    assert!(
+        released(&frames).is_some_and(|r| r >= ledger_cv),
+        "the append, after the commit, is the ack: {frames:?}"
+    );
+}
+
 #[test]
 fn with_ack_flushed_a_rejected_mutation_is_acked_by_the_flush_too() {
     let mut p = Pair::live(&options(true));

@@ -68,11 +68,21 @@ impl Host {
     /// A flush committed: forget what is durable now; with `ack = "flushed"` this is
     /// the ack — release the authors' holds and raise their progress.
     pub(super) fn on_durable(&mut self, driver: &dyn Driver) {
+        let authors = self.release_durable();
+        self.progress_to_authors(&authors, &[], driver);
+    }
+
+    /// Forgets the journaled mutations a committed flush has made durable; with `ack =
+    /// "flushed"` releases their authors' holds up to what is durable and returns those
+    /// authors (their progress is the caller's to send). An entry is here only once its
+    /// append is done, so a release needs both the append and the flush, whichever came
+    /// last.
+    pub(super) fn release_durable(&mut self) -> BTreeSet<String> {
+        let mut authors: BTreeSet<String> = BTreeSet::new();
         let Some(room) = self.inc.room.as_ref() else {
-            return;
+            return authors;
         };
         let room = room.room();
-        let mut authors: BTreeSet<String> = BTreeSet::new();
         self.writes.unconfirmed.retain(|u| {
             let durable = u.mid <= room.durable_lmid(&u.client_id);
             if durable {
@@ -81,7 +91,7 @@ impl Host {
             !durable
         });
         if !self.ack_after_flush() || authors.is_empty() {
-            return;
+            return BTreeSet::new();
         }
         let marks: Vec<(String, u64)> = authors
             .iter()
@@ -90,7 +100,7 @@ impl Host {
         for (a, durable) in marks {
             self.writes.release_holds(&a, durable);
         }
-        self.progress_to_authors(&authors, &[], driver);
+        authors
     }
 
     /// The room was fenced: with `ack = "journaled"`, every acknowledged entry the

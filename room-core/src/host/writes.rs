@@ -413,19 +413,22 @@ impl Host {
         }
         let after_flush = self.ack_after_flush();
         let mut authors: BTreeSet<String> = BTreeSet::new();
-        for (client, mid) in &entries {
-            if !after_flush {
+        if after_flush {
+            // The ack is the later of this append and the commit of a flush carrying the
+            // mutation. That flush may have committed already (it found nothing appended
+            // to release then): the append is the ack now.
+            authors = self.release_durable();
+        } else {
+            for (client, mid) in &entries {
                 self.writes.release_holds(client, *mid);
+                authors.insert(client.clone());
             }
-            authors.insert(client.clone());
         }
         let sent = if head.is_some() {
             self.drain_downstream(driver) // the lmid frames (+ progress to their receivers)
         } else {
             Vec::new()
         };
-        if !after_flush {
-            self.progress_to_authors(&authors, &sent, driver);
-        }
+        self.progress_to_authors(&authors, &sent, driver);
     }
 }
