@@ -97,11 +97,11 @@ fn with_ack_flushed_the_lmid_is_released_only_when_the_flush_commits() {
 }
 
 /// The append of a mutation can be made after the flush that carried it (its data and
-/// its ledger row) committed: a group-commit window longer than the flush debounce, a
-/// slow fsync, a flush fired at once by many dirty keys. With `ack = "flushed"` the ack
-/// is the later of the two, so it comes with the append then — before, the commit found
-/// nothing journaled to release and the append found the flush already gone, and the
-/// author waited for the next write.
+/// its ledger row) committed: a group-commit window longer than the flush debounce, or a
+/// flush fired at once by many dirty keys and answered before the append's fsync. With
+/// `ack = "flushed"` the ack is the later of the two, so it comes with the append then —
+/// before, the commit found nothing journaled to release and the append found the flush
+/// already gone, and the author waited for the next write.
 #[test]
 fn with_ack_flushed_an_append_made_after_its_flush_committed_is_the_ack() {
     let mut p = Pair::live(&Options {
