@@ -9,11 +9,19 @@
 //!   it, it was cut;
 //! - after a reboot, the room holds exactly the applied mutations the journal holds
 //!   (and those the authority committed), each once.
+//!
+//! And at the end of a sequence, once the disk and the authority are healthy (liveness):
+//!
+//! - with `ack = "flushed"`, every lmid frame is released by a progress frame;
+//! - every drain asked of the incarnation is answered;
+//! - after a reboot, a client that reconnects and re-sends what it pushed gets an lmid
+//!   covering every push; with an authority, its ledger row reaches the authority and
+//!   the room is left with nothing dirty or pending.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
-use rindle_room_core::host::{ControlRequest, Outcome};
+use rindle_room_core::host::{ControlReply, ControlRequest, Outcome};
 use rindle_room_tests::pair::*;
 use serde_json::json;
 
@@ -64,6 +72,15 @@ struct Model {
     durable: BTreeSet<(String, u64)>,
     /// The next unique tally id.
     next_tally: u64,
+    /// Every push of each client, `(mid, name, args)`: what it re-sends on reconnect.
+    pushes: BTreeMap<usize, Vec<(u64, &'static str, String)>>,
+    /// The highest lmid each client has seen released, on any connection.
+    seen_lmid: BTreeMap<usize, u64>,
+    /// The last mid pushed on each open connection.
+    last_push_on: BTreeMap<u64, u64>,
+    /// Drains asked of this incarnation, and how many it answered at once.
+    drains_asked: usize,
+    drains_answered: usize,
 }
 
 fn options(authority: bool, ack_after_flush: bool, group_commit_ms: u64) -> Options {
@@ -92,6 +109,20 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
             let tok = p.token(NOTES, sub, 600_000);
             p.send(c, &subscribe_frame(1, &tok));
             m.conns.insert(*i, c);
+            // As a client does on every connect: re-send what is not acknowledged yet.
+            let seen = m.seen_lmid.get(i).copied().unwrap_or(0);
+            let pending: Vec<_> = m
+                .pushes
+                .get(i)
+                .into_iter()
+                .flatten()
+                .filter(|(mid, ..)| *mid > seen)
+                .cloned()
+                .collect();
+            for (mid, name, args) in pending {
+                p.send(c, &push(client, mid, name, &args));
+                m.last_push_on.insert(c, mid);
+            }
         }
         Action::Push(i, kind) => {
             let Some(&c) = m.conns.get(i) else { return };
@@ -108,10 +139,13 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
                 _ => ("refuse", String::from("{}")),
             };
             p.send(c, &push(CLIENTS[*i].0, *mid, name, &args));
+            m.pushes.entry(*i).or_default().push((*mid, name, args));
+            m.last_push_on.insert(c, *mid);
             *mid += 1;
         }
         Action::Disconnect(i) => {
             if let Some(c) = m.conns.remove(i) {
+                m.last_push_on.remove(&c);
                 if p.clients.contains_key(&c) {
                     p.disconnect(c);
                 }
@@ -143,7 +177,10 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
         }
         Action::AuthorityDown(d) => p.authority.down = *d,
         Action::Drain => {
-            let _ = p.control(ControlRequest::Drain);
+            m.drains_asked += 1;
+            if p.control(ControlRequest::Drain).is_some() {
+                m.drains_answered += 1;
+            }
         }
         Action::Reboot => {
             for (c, mid) in p.durable.drain(..) {
@@ -157,6 +194,9 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
             *p = next;
             p.start();
             m.conns.clear();
+            m.last_push_on.clear();
+            m.drains_asked = 0;
+            m.drains_answered = 0;
             check_exactly_once(p);
         }
     }
@@ -203,7 +243,34 @@ fn check_exactly_once(p: &mut Pair) {
     );
 }
 
+/// What each client counts as acknowledged: an lmid frame a progress frame released
+/// (the client applies a batch once a `progress` covers its cv).
+fn note_acks(p: &Pair, m: &mut Model) {
+    for (&i, c) in &m.conns {
+        let Some(client) = p.clients.get(c) else {
+            continue;
+        };
+        let who = CLIENTS[i].0;
+        let released = client
+            .frames
+            .iter()
+            .filter(|f| f["t"] == "progress")
+            .filter_map(|f| f["frame"]["cvMin"].as_i64())
+            .max()
+            .unwrap_or(i64::MIN);
+        for f in &client.frames {
+            if let Some((w, lmid)) = lmid_of(f) {
+                if w == who && f["batch"]["cv"].as_i64().is_some_and(|cv| cv <= released) {
+                    let seen = m.seen_lmid.entry(i).or_insert(0);
+                    *seen = (*seen).max(lmid);
+                }
+            }
+        }
+    }
+}
+
 fn check_invariants(p: &Pair, m: &mut Model, ack_after_flush: bool) {
+    note_acks(p, m);
     for (c, mid) in &p.durable {
         m.durable.insert((c.clone(), *mid));
     }
@@ -284,10 +351,9 @@ fn released_lmids_are_committed(p: &Pair, client: &rindle_room_tests::pair::Clie
     }
 }
 
-/// `ack = "flushed"`, liveness: once the disk and the authority are healthy and every
-/// connection reads, every lmid frame a connection got is released by a later progress
-/// frame — an ack may wait for the flush, never for the next write.
-fn acks_come_through(p: &mut Pair, m: &Model) {
+/// The disk and the authority recover, every connection reads again, and ten seconds
+/// pass.
+fn heal(p: &mut Pair, m: &Model) {
     p.journal.failing = false;
     p.authority.down = false;
     p.release_journal();
@@ -297,6 +363,12 @@ fn acks_come_through(p: &mut Pair, m: &Model) {
         }
     }
     p.advance(10_000);
+}
+
+/// `ack = "flushed"`, liveness (after [`heal`]): every lmid frame a connection got is
+/// released by a later progress frame — an ack may wait for the flush, never for the
+/// next write.
+fn acks_come_through(p: &Pair) {
     if !p.host.is_live() {
         return;
     }
@@ -323,6 +395,136 @@ fn acks_come_through(p: &mut Pair, m: &Model) {
     }
 }
 
+/// Liveness (after [`heal`]): every drain asked of this incarnation was answered — done,
+/// or the error that says it could not quiesce — whether or not the room is still live.
+fn drains_are_answered(p: &Pair, m: &Model) {
+    let later = p
+        .replies
+        .values()
+        .filter(|r| matches!(r, ControlReply::Drained(_)))
+        .count();
+    assert_eq!(
+        m.drains_answered + later,
+        m.drains_asked,
+        "drains asked and answered, with the disk and the authority healthy"
+    );
+}
+
+/// The authority's lmid of `who` (0 without a ledger row).
+fn committed_lmid(p: &Pair, who: &str) -> u64 {
+    let key = (
+        "_rindle_client_mutations".to_string(),
+        format!("[\"{who}\"]"),
+    );
+    p.authority
+        .rows
+        .get(&key)
+        .map_or(0, |r| r[1].as_u64().unwrap())
+}
+
+/// Liveness (after [`heal`]): on a live room, every push on a connection still open is
+/// answered there — a client does not re-send on a socket it still holds. The answer is
+/// an lmid covering the connection's last push, or the refusal of a gap: a writer whose
+/// first frames waited out an authority outage is served from the room's own ledger
+/// (which, after a compacted journal, may not know it), its next mid refused as a gap —
+/// an error it sees, never a silent loss; its reconnect sets it right (checked at the
+/// end, [`pending_writes_are_answered`]).
+fn pushes_on_open_connections_are_answered(p: &Pair, m: &Model) {
+    if !p.host.is_live() {
+        return;
+    }
+    for (&i, &c) in &m.conns {
+        let (Some(client), Some(&last)) = (p.clients.get(&c), m.last_push_on.get(&c)) else {
+            continue;
+        };
+        if client.closed.is_some() {
+            continue;
+        }
+        let who = CLIENTS[i].0;
+        let seen = client
+            .frames
+            .iter()
+            .filter_map(lmid_of)
+            .filter(|(w, _)| w == who)
+            .map(|(_, lmid)| lmid)
+            .max()
+            .unwrap_or(0);
+        let gap = client.frames.iter().any(|f| {
+            f["t"] == "error"
+                && f["message"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(&format!("mutation gap for {who}:")))
+        });
+        assert!(
+            seen >= last || gap,
+            "{who} pushed mid {last} on open connection {c}, its lmid there reads {seen}"
+        );
+    }
+}
+
+/// Liveness with an authority (after [`heal`]): a live room has flushed everything —
+/// nothing dirty or pending, and every mutation an append ever made durable is covered
+/// by its client's ledger row at the authority (nothing a fence could strand).
+fn journal_reaches_the_authority(p: &Pair, m: &Model) {
+    let Some(room) = p.host.room().filter(|_| p.host.is_live()) else {
+        return;
+    };
+    assert_eq!(
+        (room.dirty_len(), room.pending_len()),
+        (0, 0),
+        "dirty keys and pending mutations left with the authority healthy"
+    );
+    for (who, mid) in &m.durable {
+        let committed = committed_lmid(p, who);
+        assert!(
+            committed >= *mid,
+            "{who}'s mid {mid} is journaled, the authority's ledger holds {committed}"
+        );
+    }
+}
+
+/// Liveness, on a freshly rebooted room: every client reconnects (re-sending what it has
+/// not seen acknowledged); ten seconds later each client's newest lmid covers its last push. With an
+/// authority, every client's ledger row there covers it too, and the room has nothing
+/// dirty or pending — nothing a fence could strand.
+fn pending_writes_are_answered(p: &mut Pair, m: &mut Model, o: &Options) {
+    assert!(p.host.is_live(), "the rebooted room is live: {:?}", p.logs);
+    let pushes = m.pushes.clone();
+    for &i in pushes.keys() {
+        step(p, m, &Action::Disconnect(i), o);
+        step(p, m, &Action::Connect(i), o);
+    }
+    p.advance(10_000);
+    for (&i, sent) in &pushes {
+        let who = CLIENTS[i].0;
+        let last = sent.last().map_or(0, |(mid, ..)| *mid);
+        let client = &p.clients[&m.conns[&i]];
+        assert_eq!(client.closed, None, "{who}'s new connection was closed");
+        let seen = client
+            .frames
+            .iter()
+            .filter_map(lmid_of)
+            .filter(|(w, _)| w == who)
+            .map(|(_, lmid)| lmid)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            seen >= last,
+            "{who} pushed up to mid {last}, its lmid reads {seen}"
+        );
+        if o.authority {
+            let committed = committed_lmid(p, who);
+            assert!(
+                committed >= last,
+                "{who} pushed up to mid {last}, the authority's ledger holds {committed}"
+            );
+        }
+    }
+    if o.authority {
+        journal_reaches_the_authority(p, m);
+    }
+}
+
 fn run(actions: &[Action], authority: bool, ack_after_flush: bool, group_commit_ms: u64) {
     let o = options(authority, ack_after_flush, group_commit_ms);
     let mut p = Pair::live(&o);
@@ -331,14 +533,24 @@ fn run(actions: &[Action], authority: bool, ack_after_flush: bool, group_commit_
         step(&mut p, &mut m, a, &o);
         check_invariants(&p, &mut m, ack_after_flush);
     }
+    heal(&mut p, &m);
+    check_invariants(&p, &mut m, ack_after_flush);
     if ack_after_flush {
-        acks_come_through(&mut p, &m);
-        check_invariants(&p, &mut m, ack_after_flush);
+        acks_come_through(&p);
     }
-    // Finally: heal everything, reboot, and check the journal's story once more.
-    p.journal.failing = false;
-    p.release_journal();
+    drains_are_answered(&p, &m);
+    pushes_on_open_connections_are_answered(&p, &m);
+    if authority {
+        journal_reaches_the_authority(&p, &m);
+    }
+    // Finally: reboot, check the journal's story once more, and let every client come
+    // back for what it pushed.
     step(&mut p, &mut m, &Action::Reboot, &o);
+    pending_writes_are_answered(&mut p, &mut m, &o);
+    check_invariants(&p, &mut m, ack_after_flush);
+    if ack_after_flush {
+        acks_come_through(&p);
+    }
 }
 
 /// Cases per property unless `PROPTEST_CASES` says otherwise (a soak).

@@ -232,6 +232,10 @@ impl Host {
                 Ok(None) => {}
                 Err(e) => return self.violation(&format!("durable seed failed: {e}")),
             }
+            // The authority holds this writer's mids up to `lmid`: with `ack = "flushed"`
+            // that is the ack of any this incarnation journaled again meanwhile (served
+            // from its own ledger during an outage), whether or not a flush follows.
+            self.on_durable(driver);
             self.log(
                 Level::Debug,
                 format!("clientID {client}: durable lmid {lmid} fetched from the authority"),
