@@ -175,6 +175,26 @@ impl Driver for PairDriver<'_> {
                 "tally",
                 &[("id".into(), id), ("mid".into(), cell(&args["mid"]))],
             ),
+            // Not idempotent: each run appends a `+` to the note's body (a duplicate run
+            // shows as a second `+`).
+            "bump" => match tx.row("note", &[("id".into(), id.clone())]) {
+                Ok(Some(row)) => {
+                    let body = row
+                        .iter()
+                        .find(|(c, _)| c == "body")
+                        .map(|(_, v)| v.clone());
+                    let body = match body {
+                        Some(Cell::Str(b)) => format!("{}+", b.as_str()),
+                        _ => String::from("+"),
+                    };
+                    tx.update(
+                        "note",
+                        &[("id".into(), id), ("body".into(), Cell::str(&body))],
+                    )
+                }
+                Ok(None) => return MutatorOutcome::Rejected("no such note".into()),
+                Err(e) => Err(e),
+            },
             "refuse" => return MutatorOutcome::Rejected("not allowed".into()),
             "needsQuery" => tx.query(),
             _ => return MutatorOutcome::Unknown,

@@ -155,56 +155,6 @@ fn with_ack_flushed_a_rejected_mutation_is_acked_by_the_flush_too() {
     assert!(released(&p.drain(author)).unwrap() >= ledger_cv);
 }
 
-/// A writer whose mid the authority already holds, but whom a rebooted room does not
-/// know (its journal was compacted) while the authority is unreachable: after the
-/// newcomer wait the room serves it from its own ledger, so the writer's re-sent mid
-/// runs again and is held. When the authority answers — the flush of that ledger row
-/// CAS-conflicts with the row it holds, the lmid fetch lands — the authority's row is
-/// the ack. Before, neither released the hold and the author waited for a flush that
-/// never came (nothing was left to flush).
-#[test]
-fn with_ack_flushed_a_mid_the_authority_already_held_is_released_when_it_answers() {
-    let o = options(true);
-    let mut p = Pair::live(&o);
-    let author = p.subscriber("c1", "u1", true);
-    p.send(author, &push("c1", 1, "noSuchMutator", "{}"));
-    p.advance(2_000);
-    assert!(released(&p.drain(author)).is_some_and(|r| r >= 101));
-    assert!(matches!(
-        p.control(rindle_room_core::host::ControlRequest::Drain),
-        Some(rindle_room_core::host::ControlReply::Drained(Ok(_)))
-    ));
-    assert!(
-        p.journal.entries.is_empty(),
-        "the drain compacted the journal"
-    );
-    let mut p = p.reboot(&o);
-    p.start();
-    p.authority.down = true;
-    // The writer did not see its ack before the reboot: it reconnects and re-sends.
-    let author = p.subscriber("c1", "u1", true);
-    assert_eq!(p.log_count("has not told clientID c1's durable lmid"), 1);
-    p.send(author, &push("c1", 1, "noSuchMutator", "{}"));
-    p.advance(10);
-    let frames = p.drain(author);
-    let ledger_cv = lmid_cv(&frames, 1).expect("the room's own ledger took the mid");
-    assert!(released(&frames).is_none_or(|r| r < ledger_cv));
-    p.authority.down = false;
-    p.advance(10_000);
-    let frames = p.drain(author);
-    assert!(
-        released(&frames).is_some_and(|r| r >= ledger_cv),
-        "the authority's ledger row is the ack: {frames:?}"
-    );
-    assert_eq!(
-        (
-            p.host.room().unwrap().dirty_len(),
-            p.host.room().unwrap().pending_len()
-        ),
-        (0, 0)
-    );
-}
-
 #[test]
 fn with_ack_journaled_the_lmid_is_released_after_the_fsync() {
     let mut p = Pair::live(&options(false));

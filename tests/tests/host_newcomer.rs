@@ -92,8 +92,21 @@ fn frames_wait_through_an_authority_outage_and_are_served_in_order() {
     assert_eq!(lmid_of(&lmid_frames[1]).map(|(_, l)| l), Some(1));
 }
 
+/// The error a refused mutation of an unconfirmed writer carries, and its close code.
+fn refused_unconfirmed(p: &mut Pair, c: u64) -> bool {
+    let frames = p.drain(c);
+    let told = frames.iter().any(|v| {
+        v["t"] == "error"
+            && v["message"]
+                .as_str()
+                .unwrap()
+                .contains("cannot run clientID `c1`'s mutations yet")
+    });
+    told && p.clients[&c].closed.as_ref().map(|(code, _)| *code) == Some(1013)
+}
+
 #[test]
-fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_its_ledger_answers() {
+fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_refuses_its_mutations() {
     let mut p = Pair::live(&with_authority());
     p.authority.rows.insert(
         ("_rindle_client_mutations".into(), r#"["c1"]"#.into()),
@@ -110,23 +123,85 @@ fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_its_ledger_answers
         "still waiting"
     );
     p.advance(1);
-    // Served from the room's empty ledger: a gap it is told about, nothing applied.
-    let frames = p.drain(c);
-    assert!(
-        frames
-            .iter()
-            .any(|v| v["t"] == "error" && v["message"].as_str().unwrap().contains("gap")),
-        "{frames:?}"
-    );
+    // Not run against the room's empty ledger (it could be a mid the authority already
+    // committed): refused, and the socket closed with 1013 (try again later).
+    assert!(refused_unconfirmed(&mut p, c));
     assert_eq!(p.host.counters().mutations_applied, 0);
     assert_eq!(p.log_count("has not told clientID c1's durable lmid"), 1);
+    // While the authority stays away a reconnect is answered at once: its lmid from the
+    // ledger, its mutations refused the same way.
+    let again = connect_writer(&mut p, "c1");
+    assert!(p
+        .drain(again)
+        .iter()
+        .any(|v| v["t"] == "nbatch" && v["queryId"] == 0));
+    p.send(
+        again,
+        &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#),
+    );
+    assert!(refused_unconfirmed(&mut p, again));
     // The fetch goes on; its answer seeds the ledger once the authority is back, and the
-    // re-sent mid applies.
+    // writer's re-sent mid applies after its reconnect.
     p.authority.down = false;
     p.advance(3_000);
     assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 4);
-    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
+    let back = connect_writer(&mut p, "c1");
+    p.send(back, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
     assert_eq!(p.host.counters().mutations_applied, 1);
+    assert_eq!(p.clients[&back].closed, None);
+}
+
+/// A writer re-sends a mid whose ack it never saw after the room rebooted with a
+/// compacted journal (so the room does not know the writer) while the authority is
+/// unreachable: that mid was committed before, so it must not run again — not at the
+/// room's head, not at the authority — however long the outage lasts. (Before, the
+/// room served the writer from its own ledger after the newcomer wait and ran the mid
+/// again; the flush CAS-conflicted on the ledger row only, and the rest of it — a
+/// second run of a non-idempotent edit — committed.)
+#[test]
+fn a_committed_mid_resent_during_an_outage_to_a_room_that_forgot_its_writer_runs_once() {
+    let o = with_authority();
+    let mut p = Pair::live(&o);
+    let author = p.subscriber("c1", "u1", true);
+    p.send(author, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
+    p.send(author, &push("c1", 2, "bump", r#"{"id":50}"#));
+    p.advance(2_000);
+    let body = |p: &Pair| p.authority.rows[&("note".to_string(), "[50]".to_string())][1].clone();
+    assert_eq!(body(&p), json!("x+"));
+    assert!(matches!(
+        p.control(rindle_room_core::host::ControlRequest::Drain),
+        Some(rindle_room_core::host::ControlReply::Drained(Ok(_)))
+    ));
+    assert!(
+        p.journal.entries.is_empty(),
+        "the drain compacted the journal"
+    );
+    let mut p = p.reboot(&o);
+    p.start();
+    p.authority.down = true;
+    let runs = p.mutators.runs.len();
+    // The writer saw no ack for mids 1 and 2: it re-sends both, on every reconnect.
+    for _ in 0..3 {
+        let c = connect_writer(&mut p, "c1");
+        p.send(c, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
+        p.send(c, &push("c1", 2, "bump", r#"{"id":50}"#));
+        p.advance(5_000);
+        assert!(refused_unconfirmed(&mut p, c));
+    }
+    assert_eq!(p.mutators.runs.len(), runs, "nothing ran during the outage");
+    p.authority.down = false;
+    p.advance(5_000);
+    let c = connect_writer(&mut p, "c1");
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
+    p.send(c, &push("c1", 2, "bump", r#"{"id":50}"#));
+    p.advance(5_000);
+    assert_eq!(p.mutators.runs.len(), runs, "both are duplicates now");
+    assert_eq!(body(&p), json!("x+"), "the authority applied mid 2 once");
+    assert!(p
+        .drain(c)
+        .iter()
+        .filter_map(lmid_of)
+        .any(|(_, lmid)| lmid == 2));
 }
 
 #[test]
@@ -144,6 +219,16 @@ fn past_the_fetch_limit_newcomers_are_served_from_the_ledger_at_once() {
         .any(|v| v["t"] == "nbatch" && v["queryId"] == 0);
     assert!(answered, "no fetch, no wait");
     assert_eq!(p.log_count("lmid fetches already under way"), 1);
+    // Its mutations are not run unconfirmed: refused until a fetch tells its lmid.
+    p.send(
+        late,
+        &push("late", 1, "addNote", r#"{"id":10,"body":"ten"}"#),
+    );
+    assert_eq!(p.host.counters().mutations_applied, 0);
+    assert_eq!(
+        p.clients[&late].closed.as_ref().map(|(code, _)| *code),
+        Some(1013)
+    );
 }
 
 #[test]

@@ -359,10 +359,6 @@ impl Host {
                             if out != "{\"headCv\":null}" {
                                 self.drain_downstream(driver); // the corrective frames
                             }
-                            // Converging may raise durable lmids (a ledger row the
-                            // authority already held): their holds are released now, not
-                            // at the next commit — there may be none.
-                            self.on_durable(driver);
                         }
                         Err(e) => {
                             self.violation(&format!("flushConflict failed: {e}"));

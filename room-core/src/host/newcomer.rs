@@ -11,10 +11,13 @@
 //!
 //! Only with an authority: without one there is nothing to ask, and the ledger is the
 //! room's own. An unreachable authority holds a newcomer's frames at most
-//! [`NEWCOMER_WAIT_MS`]: then they are served from the room's ledger (a writer new to the
-//! doc loses nothing; one that moved here sees lmid 0 and its next mid is refused as a
-//! gap — an error it sees, never a silent loss) while the fetch keeps retrying, and its
-//! answer is seeded whenever it comes.
+//! [`NEWCOMER_WAIT_MS`]. Then its lmid subscribes are served from the room's ledger,
+//! but its mutations are not run: a mutation the room cannot place against the
+//! authority's ledger may be one the authority already committed (a mid whose ack the
+//! writer never saw, re-sent), and running it again would apply it twice. Its
+//! connection is closed with `1013` (try again later) and the reason; the writer
+//! reconnects and re-sends. The fetch keeps retrying, and its answer is seeded whenever
+//! it comes; from then on the writer is served as any other.
 
 use alloc::format;
 use alloc::string::String;
@@ -29,16 +32,16 @@ use super::{AuthorityError, AuthorityReply, ConnId, Driver, Host, Level};
 /// Frames one clientID may have waiting on its lmid fetch (across its connections).
 pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
 
-/// Newcomer fetches in flight (or retrying) at once; past it, a newcomer is served
-/// from the room's own ledger at once. Bounds what a swarm of fresh clientIDs can make
+/// Newcomer fetches in flight (or retrying) at once; past it, a newcomer's lmid is
+/// served from the room's own ledger at once and its mutations are refused. Bounds what a swarm of fresh clientIDs can make
 /// the room hold during an authority outage.
 pub const MAX_NEWCOMER_FETCHES: usize = 256;
 
 /// clientIDs with no ledger row remembered as fetched (then forgotten all at once).
 pub const MAX_KNOWN_NEWCOMERS: usize = 65_536;
 
-/// How long a newcomer's frames wait for its lmid fetch before the room serves them
-/// from its own ledger, ms.
+/// How long a newcomer's frames wait for its lmid fetch before the room serves its lmid
+/// subscribes from its own ledger and refuses its mutations, ms.
 pub const NEWCOMER_WAIT_MS: u64 = 2_000;
 
 /// One fetch under way.
@@ -48,6 +51,9 @@ pub(crate) struct Fetch {
     waiting: Vec<(ConnId, Waiting)>,
     /// When the waiting frames are served anyway.
     serve_by: u64,
+    /// Past `serve_by` with no answer: lmid subscribes are served from the room's
+    /// ledger, mutations refused, until the fetch lands.
+    overdue: bool,
 }
 
 /// The newcomer gate's state.
@@ -115,6 +121,20 @@ impl Host {
             }
             return None;
         }
+        if self
+            .newcomers
+            .fetching
+            .get(&client)
+            .is_some_and(|f| f.overdue)
+        {
+            return match frame {
+                Waiting::Subscribe(_) => Some(frame),
+                Waiting::Mutation(_) => {
+                    self.refuse_unconfirmed(id, &client);
+                    None
+                }
+            };
+        }
         let busy = self.calls.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
         match self
             .newcomers
@@ -137,15 +157,24 @@ impl Host {
                 self.start_fetch(client, id, frame);
             }
             None if busy => {
-                self.log(
-                    Level::Warn,
-                    format!(
-                        "{MAX_NEWCOMER_FETCHES} lmid fetches already under way: serving \
-                         clientID {client} from this room's ledger"
-                    ),
-                );
-                self.newcomers.known.insert(client);
-                return Some(frame);
+                // No fetch for it: its lmid subscribes are answered from the room's
+                // ledger; its mutations wait for a fetch slot (refused meanwhile).
+                return match frame {
+                    Waiting::Subscribe(_) => {
+                        self.log(
+                            Level::Warn,
+                            format!(
+                                "{MAX_NEWCOMER_FETCHES} lmid fetches already under way: \
+                                 serving clientID {client}'s lmid from this room's ledger"
+                            ),
+                        );
+                        Some(frame)
+                    }
+                    Waiting::Mutation(_) => {
+                        self.refuse_unconfirmed(id, &client);
+                        None
+                    }
+                };
             }
             None => self.start_fetch(client, id, frame),
         }
@@ -157,6 +186,7 @@ impl Host {
         let fetch = Fetch {
             waiting: alloc::vec![(id, frame)],
             serve_by,
+            overdue: false,
         };
         self.newcomers.fetching.insert(client.clone(), fetch);
         let next = self.timers.newcomer.map_or(serve_by, |t| t.min(serve_by));
@@ -232,10 +262,6 @@ impl Host {
                 Ok(None) => {}
                 Err(e) => return self.violation(&format!("durable seed failed: {e}")),
             }
-            // The authority holds this writer's mids up to `lmid`: with `ack = "flushed"`
-            // that is the ack of any this incarnation journaled again meanwhile (served
-            // from its own ledger during an outage), whether or not a flush follows.
-            self.on_durable(driver);
             self.log(
                 Level::Debug,
                 format!("clientID {client}: durable lmid {lmid} fetched from the authority"),
@@ -247,6 +273,8 @@ impl Host {
         self.serve_waiting(waiting, driver);
     }
 
+    /// Serves frames that waited on a fetch, in arrival order (a mutation of a writer
+    /// still unconfirmed goes back through the gate and is refused there).
     fn serve_waiting(&mut self, waiting: Vec<(ConnId, Waiting)>, driver: &mut dyn Driver) {
         for (id, frame) in waiting {
             if !self.is_open(id) {
@@ -259,6 +287,27 @@ impl Host {
         }
     }
 
+    /// A mutation of `client`, whose durable lmid the authority has not told: not run
+    /// (it may be a mid the authority already committed); the connection is closed with
+    /// `1013` so the writer reconnects and re-sends once the authority answers.
+    fn refuse_unconfirmed(&mut self, id: ConnId, client: &str) {
+        if !self.is_open(id) {
+            return;
+        }
+        let message = format!(
+            "the room cannot run clientID `{client}`'s mutations yet: the authority has not \
+             told its durable lmid (unreachable); reconnect and re-send later"
+        );
+        self.log(Level::Info, format!("conn {id}: {message}"));
+        self.send(id, super::frames::error(None, &message));
+        self.close_conn(
+            id,
+            1013,
+            "authority unreachable: writer not confirmed",
+            false,
+        );
+    }
+
     /// The authority has not answered some newcomers' fetches in time: serve their
     /// frames from the room's own ledger; the fetches go on and seed when they land.
     pub(super) fn serve_overdue_newcomers(&mut self, driver: &mut dyn Driver) {
@@ -267,24 +316,24 @@ impl Host {
             .newcomers
             .fetching
             .iter()
-            .filter(|(_, f)| f.serve_by <= now)
+            .filter(|(_, f)| !f.overdue && f.serve_by <= now)
             .map(|(c, _)| c.clone())
             .collect();
         for client in overdue {
-            let Some(fetch) = self.newcomers.fetching.remove(&client) else {
+            let Some(fetch) = self.newcomers.fetching.get_mut(&client) else {
                 continue;
             };
+            fetch.overdue = true;
+            let waiting = core::mem::take(&mut fetch.waiting);
             self.log(
                 Level::Warn,
                 format!(
                     "the authority has not told clientID {client}'s durable lmid within \
-                     {NEWCOMER_WAIT_MS} ms: serving it from this room's ledger (a writer that \
-                     moved here sees lmid 0 and its next mid is refused as a gap until the \
-                     answer lands)"
+                     {NEWCOMER_WAIT_MS} ms: its lmid is served from this room's ledger and \
+                     its mutations are refused until the answer lands"
                 ),
             );
-            self.newcomers.known.insert(client);
-            self.serve_waiting(fetch.waiting, driver);
+            self.serve_waiting(waiting, driver);
         }
         // Connections that never presented a lease: their lmid subscribes are answered
         // from the ledger (no authority call on an anonymous socket's behalf).
@@ -310,7 +359,9 @@ impl Host {
                 }
             }
         }
-        let fetches = self.newcomers.fetching.values().map(|f| f.serve_by);
+        let fetches = (self.newcomers.fetching.values())
+            .filter(|f| !f.overdue)
+            .map(|f| f.serve_by);
         let conns = self
             .down
             .conns
