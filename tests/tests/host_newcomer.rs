@@ -13,6 +13,14 @@ fn with_authority() -> Options {
     }
 }
 
+/// With an authority and `ack = "flushed"`.
+fn flushed() -> Options {
+    Options {
+        ack_after_flush: true,
+        ..with_authority()
+    }
+}
+
 /// A writer `client` connected as `u1`: init, the lmid query, a lease subscribe.
 fn connect_writer(p: &mut Pair, client: &str) -> u64 {
     let c = p.connect();
@@ -106,8 +114,46 @@ fn refused_unconfirmed(p: &mut Pair, c: u64) -> bool {
 }
 
 #[test]
-fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_refuses_its_mutations() {
+fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_its_ledger_answers() {
     let mut p = Pair::live(&with_authority());
+    p.authority.rows.insert(
+        ("_rindle_client_mutations".into(), r#"["c1"]"#.into()),
+        json!(["c1", 4]),
+    );
+    p.authority.down = true;
+    let c = connect_writer(&mut p, "c1");
+    // It moved here with mids 1–4 committed: its next is 5.
+    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
+    let wait = rindle_room_core::host::NEWCOMER_WAIT_MS;
+    p.advance(wait - 1);
+    assert!(
+        p.drain(c).iter().all(|v| v["t"] != "error"),
+        "still waiting"
+    );
+    p.advance(1);
+    // Served from the room's empty ledger: a gap it is told about, nothing applied.
+    let frames = p.drain(c);
+    assert!(
+        frames
+            .iter()
+            .any(|v| v["t"] == "error" && v["message"].as_str().unwrap().contains("gap")),
+        "{frames:?}"
+    );
+    assert_eq!(p.host.counters().mutations_applied, 0);
+    assert_eq!(p.log_count("has not told clientID c1's durable lmid"), 1);
+    // The fetch goes on; its answer seeds the ledger once the authority is back, and the
+    // re-sent mid applies.
+    p.authority.down = false;
+    p.advance(3_000);
+    assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 4);
+    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
+    assert_eq!(p.host.counters().mutations_applied, 1);
+}
+
+#[test]
+fn with_ack_flushed_an_unreachable_authority_holds_a_newcomer_two_seconds_then_refuses_its_mutations(
+) {
+    let mut p = Pair::live(&flushed());
     p.authority.rows.insert(
         ("_rindle_client_mutations".into(), r#"["c1"]"#.into()),
         json!(["c1", 4]),
@@ -151,16 +197,18 @@ fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_refuses_its_mutati
     assert_eq!(p.clients[&back].closed, None);
 }
 
-/// A writer re-sends a mid whose ack it never saw after the room rebooted with a
-/// compacted journal (so the room does not know the writer) while the authority is
-/// unreachable: that mid was committed before, so it must not run again — not at the
-/// room's head, not at the authority — however long the outage lasts. (Before, the
-/// room served the writer from its own ledger after the newcomer wait and ran the mid
-/// again; the flush CAS-conflicted on the ledger row only, and the rest of it — a
-/// second run of a non-idempotent edit — committed.)
+/// With `ack = "flushed"`, a writer re-sends mids whose ack it never saw (the room died
+/// between the commit and the ack) after the room rebooted with a compacted journal (so
+/// it does not know the writer) while the authority is unreachable: those mids were
+/// committed, so they must not run again — not at the room's head, not at the
+/// authority — however long the outage lasts. (Before, the room served the writer from
+/// its own ledger after the newcomer wait and ran them again; the flush CAS-conflicted
+/// on the ledger row only, and the rest of it — a second run of a non-idempotent edit —
+/// committed.)
 #[test]
-fn a_committed_mid_resent_during_an_outage_to_a_room_that_forgot_its_writer_runs_once() {
-    let o = with_authority();
+fn with_ack_flushed_a_committed_mid_resent_during_an_outage_to_a_room_that_forgot_its_writer_runs_once(
+) {
+    let o = flushed();
     let mut p = Pair::live(&o);
     let author = p.subscriber("c1", "u1", true);
     p.send(author, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
@@ -219,7 +267,27 @@ fn past_the_fetch_limit_newcomers_are_served_from_the_ledger_at_once() {
         .any(|v| v["t"] == "nbatch" && v["queryId"] == 0);
     assert!(answered, "no fetch, no wait");
     assert_eq!(p.log_count("lmid fetches already under way"), 1);
-    // Its mutations are not run unconfirmed: refused until a fetch tells its lmid.
+    // With `ack = "journaled"` its mutations run unconfirmed too (one warning, once).
+    p.send(
+        late,
+        &push("late", 1, "addNote", r#"{"id":10,"body":"ten"}"#),
+    );
+    assert_eq!(p.host.counters().mutations_applied, 1);
+    assert_eq!(p.log_count("lmid fetches already under way"), 1);
+}
+
+#[test]
+fn with_ack_flushed_past_the_fetch_limit_a_newcomers_mutations_are_refused() {
+    let mut p = Pair::live(&flushed());
+    p.authority.down = true;
+    for i in 0..rindle_room_core::host::MAX_NEWCOMER_FETCHES {
+        connect_writer(&mut p, &format!("w{i}"));
+    }
+    let late = connect_writer(&mut p, "late");
+    assert!(p
+        .drain(late)
+        .iter()
+        .any(|v| v["t"] == "nbatch" && v["queryId"] == 0));
     p.send(
         late,
         &push("late", 1, "addNote", r#"{"id":10,"body":"ten"}"#),
@@ -298,4 +366,39 @@ fn a_connection_that_never_presents_a_lease_gets_the_ledgers_lmid_without_an_aut
         .any(|v| v["t"] == "nbatch" && v["queryId"] == 0);
     assert!(answered, "answered from the room's ledger after the wait");
     assert_eq!(p.host.counters().authority_retries, 0, "never called");
+}
+
+/// With `ack = "journaled"` acks must not wait for the authority, so a writer the room
+/// does not know is served from its own ledger after the newcomer wait, mutations
+/// included. A mid the writer re-sends because it lost the ack of a committed one then
+/// runs again; the room cannot tell it from a new writer's first mid, but once the
+/// authority answers it reports the overlap, loudly, instead of keeping it silent.
+#[test]
+fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_is_reported() {
+    let o = with_authority();
+    let mut p = Pair::live(&o);
+    let author = p.subscriber("c1", "u1", true);
+    p.send(author, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
+    p.advance(2_000);
+    assert!(matches!(
+        p.control(rindle_room_core::host::ControlRequest::Drain),
+        Some(rindle_room_core::host::ControlReply::Drained(Ok(_)))
+    ));
+    let mut p = p.reboot(&o);
+    p.start();
+    p.authority.down = true;
+    let c = connect_writer(&mut p, "c1");
+    p.send(c, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
+    p.advance(rindle_room_core::host::NEWCOMER_WAIT_MS + 100);
+    assert_eq!(p.mutators.runs.len(), 1, "run from the room's own ledger");
+    assert_eq!(p.log_count("may have been applied twice"), 0);
+    p.authority.down = false;
+    p.advance(5_000);
+    assert_eq!(
+        p.log_count("may have been applied twice"),
+        1,
+        "{:?}",
+        p.logs
+    );
+    assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 1);
 }

@@ -11,13 +11,18 @@
 //!
 //! Only with an authority: without one there is nothing to ask, and the ledger is the
 //! room's own. An unreachable authority holds a newcomer's frames at most
-//! [`NEWCOMER_WAIT_MS`]. Then its lmid subscribes are served from the room's ledger,
-//! but its mutations are not run: a mutation the room cannot place against the
-//! authority's ledger may be one the authority already committed (a mid whose ack the
-//! writer never saw, re-sent), and running it again would apply it twice. Its
-//! connection is closed with `1013` (try again later) and the reason; the writer
-//! reconnects and re-sends. The fetch keeps retrying, and its answer is seeded whenever
-//! it comes; from then on the writer is served as any other.
+//! [`NEWCOMER_WAIT_MS`]; then they are served from the room's own ledger while the
+//! fetch keeps retrying, and its answer is seeded whenever it comes. A writer that
+//! moved here sees lmid 0 meanwhile, and its next mid is refused as a gap. A mutation
+//! served that way may be a mid the authority already committed and whose ack the
+//! writer lost (re-sent); it would run twice. So:
+//!
+//! - with `ack = "flushed"` — where no ack can come before the authority answers anyway
+//!   — the newcomer's mutations are not run: its connection gets the reason and is
+//!   closed with `1013` (try again later); the writer reconnects and re-sends;
+//! - with `ack = "journaled"` acks must not wait for the authority, so they run; when
+//!   the answer lands and shows the authority already held mids the room ran, the room
+//!   says so in an error log line (detected and reported, never silent).
 
 use alloc::format;
 use alloc::string::String;
@@ -127,13 +132,7 @@ impl Host {
             .get(&client)
             .is_some_and(|f| f.overdue)
         {
-            return match frame {
-                Waiting::Subscribe(_) => Some(frame),
-                Waiting::Mutation(_) => {
-                    self.refuse_unconfirmed(id, &client);
-                    None
-                }
-            };
+            return self.serve_unconfirmed(id, &client, frame);
         }
         let busy = self.calls.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
         match self
@@ -157,24 +156,18 @@ impl Host {
                 self.start_fetch(client, id, frame);
             }
             None if busy => {
-                // No fetch for it: its lmid subscribes are answered from the room's
-                // ledger; its mutations wait for a fetch slot (refused meanwhile).
-                return match frame {
-                    Waiting::Subscribe(_) => {
-                        self.log(
-                            Level::Warn,
-                            format!(
-                                "{MAX_NEWCOMER_FETCHES} lmid fetches already under way: \
-                                 serving clientID {client}'s lmid from this room's ledger"
-                            ),
-                        );
-                        Some(frame)
-                    }
-                    Waiting::Mutation(_) => {
-                        self.refuse_unconfirmed(id, &client);
-                        None
-                    }
-                };
+                // No fetch for it: served unconfirmed, from the room's own ledger.
+                self.log(
+                    Level::Warn,
+                    format!(
+                        "{MAX_NEWCOMER_FETCHES} lmid fetches already under way: serving \
+                         clientID {client} from this room's ledger"
+                    ),
+                );
+                if !self.ack_after_flush() {
+                    self.newcomers.known.insert(client.clone());
+                }
+                return self.serve_unconfirmed(id, &client, frame);
             }
             None => self.start_fetch(client, id, frame),
         }
@@ -224,12 +217,11 @@ impl Host {
         if call.incarnation != self.inc.number {
             return; // the incarnation died: its waiters were closed with it
         }
-        let waiting = self
+        let (waiting, overdue) = self
             .newcomers
             .fetching
             .remove(&client)
-            .map(|f| f.waiting)
-            .unwrap_or_default();
+            .map_or((Vec::new(), false), |f| (f.waiting, f.overdue));
         let lmid = match result {
             Ok(AuthorityReply::Lmids(lmids)) => lmids.get(&client).copied().unwrap_or(0),
             other => {
@@ -252,6 +244,25 @@ impl Host {
             }
         };
         if lmid > 0 {
+            let Some(room) = self.inc.room.as_mut() else {
+                return;
+            };
+            let ran = room.room().acked_lmid(&client);
+            if overdue && ran > 0 {
+                // Served from this room's ledger meanwhile (`ack = "journaled"`): the
+                // mids it ran that the authority already held may have run twice.
+                self.log(
+                    Level::Error,
+                    format!(
+                        "clientID {client}: the authority holds its mids up to {lmid}, and this \
+                         room ran mids up to {ran} of it from its own ledger while the \
+                         authority was unreachable — mids up to {} may have been applied \
+                         twice (a writer re-sending a committed mid whose ack it lost; \
+                         ack = \"flushed\" refuses such writes instead)",
+                        ran.min(lmid)
+                    ),
+                );
+            }
             let Some(room) = self.inc.room.as_mut() else {
                 return;
             };
@@ -287,9 +298,24 @@ impl Host {
         }
     }
 
-    /// A mutation of `client`, whose durable lmid the authority has not told: not run
-    /// (it may be a mid the authority already committed); the connection is closed with
-    /// `1013` so the writer reconnects and re-sends once the authority answers.
+    /// A frame of `client`, whose durable lmid the authority has not told, served from
+    /// the room's own ledger: an lmid subscribe always; a mutation only with `ack =
+    /// "journaled"` (acks must not wait for the authority there). With `ack = "flushed"`
+    /// — where no ack can come before the authority answers anyway — a mutation is not
+    /// run: it may be a mid the authority already committed, whose ack the writer lost.
+    fn serve_unconfirmed(&mut self, id: ConnId, client: &str, frame: Waiting) -> Option<Waiting> {
+        match frame {
+            Waiting::Mutation(_) if self.ack_after_flush() => {
+                self.refuse_unconfirmed(id, client);
+                None
+            }
+            frame => Some(frame),
+        }
+    }
+
+    /// A mutation of `client` not run (see [`Host::serve_unconfirmed`]): the connection
+    /// gets the reason and is closed with `1013`, so the writer reconnects and re-sends
+    /// once the authority answers.
     fn refuse_unconfirmed(&mut self, id: ConnId, client: &str) {
         if !self.is_open(id) {
             return;
@@ -325,12 +351,17 @@ impl Host {
             };
             fetch.overdue = true;
             let waiting = core::mem::take(&mut fetch.waiting);
+            let mutations = if self.ack_after_flush() {
+                "its mutations are refused"
+            } else {
+                "so are its mutations (ack = journaled; one may be a mid the authority holds)"
+            };
             self.log(
                 Level::Warn,
                 format!(
                     "the authority has not told clientID {client}'s durable lmid within \
                      {NEWCOMER_WAIT_MS} ms: its lmid is served from this room's ledger and \
-                     its mutations are refused until the answer lands"
+                     {mutations} until the answer lands"
                 ),
             );
             self.serve_waiting(waiting, driver);
