@@ -487,3 +487,45 @@ fn a_read_only_room_boot_placement_goes_live_without_a_mint() {
     assert!(p.host.is_live(), "{:?}", p.logs);
     assert_eq!((p.daemon.mints, p.daemon.leases.len()), (0, 1));
 }
+
+/// A flush an incarnation died with (journaled, never answered: the upstream link
+/// dropped) is settled by the next incarnation's boot under the same placement epoch —
+/// committed *after* the snapshot that boot started from, so the snapshot lacks what it
+/// wrote, while the durable lmids say its mutations are in (the replay skips them). The
+/// boot takes its images in first: the next write of one of its keys is made on top of
+/// them and kept. (Before, that write was made on the stale image, its flush
+/// CAS-conflicted, and the room converged to the authority — the write lost.)
+#[test]
+fn a_flush_settled_at_boot_is_taken_in_so_the_next_write_of_its_key_is_kept() {
+    let o = with_authority();
+    let mut p = Pair::new(&o, Default::default(), Default::default());
+    let key = ("note".to_string(), "[60]".to_string());
+    p.daemon.rows.insert(key.clone(), json!([60, "", "u"]));
+    p.authority.rows.insert(key.clone(), json!([60, "", "u"]));
+    p.start();
+    let c = p.subscriber("c1", "u1", true);
+    p.authority.down = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(100); // journaled and acked; its flush, journaled first, waits
+    assert_eq!(p.journal.flushes.len(), 1);
+    p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
+    p.advance(100); // journaled and acked; no flush carries it yet
+                    // The incarnation dies; the next one gets its snapshot while the authority is still
+                    // away, and settles the flush once it is back.
+    p.drop_upstream();
+    p.advance(1_000);
+    assert_eq!(p.log_count("upstream snapshot"), 2);
+    p.authority.down = false;
+    p.advance(5_000);
+    // (The dead incarnation's own retry may commit it first: then the boot finds it
+    // "already applied", and the snapshot still predates it.)
+    assert_eq!(p.log_count("flush 1 settled at boot"), 1, "{:#?}", p.logs);
+    assert_eq!(
+        p.authority.rows[&key][1],
+        json!("++"),
+        "both bumps at the authority, once each"
+    );
+    assert_eq!(p.log_count("taken in ahead of the daemon's feed"), 1);
+    let room = p.host.room().unwrap();
+    assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
+}

@@ -298,6 +298,10 @@ impl Host {
                     "already applied"
                 };
                 self.log(Level::Info, format!("flush {seq} settled at boot: {how}"));
+                // The snapshot this boot started from predates that commit (or the
+                // daemon had not seen it yet): take its images in before the replay,
+                // which the durable lmids will tell to skip its mutations.
+                self.adopt_settled(seq, &record.body);
             }
             Ok(AuthorityReply::Applied(ApplyResult::Conflict { .. })) => {
                 self.log(
@@ -335,6 +339,36 @@ impl Host {
         let io = self.confirm_boot_flush(seq);
         if let Some(boot) = self.boot.io.as_mut() {
             boot.stage = Stage::Confirming(io);
+        }
+    }
+
+    /// Takes a flush settled at boot into the head ([`crate::Room::adopt_committed`]).
+    /// A body that does not parse is this room's own record gone bad after the
+    /// authority accepted it: said loudly, and the boot goes on (the daemon's feed brings
+    /// the images later; a write to one of those keys meanwhile may conflict).
+    fn adopt_settled(&mut self, seq: u64, body: &str) {
+        let adopted = crate::write::committed_changes(body).and_then(|changes| {
+            let room =
+                self.inc.room.as_mut().ok_or_else(|| {
+                    crate::Error::new(crate::ErrorCode::Internal, "no room at boot")
+                })?;
+            room.room_mut().adopt_committed(&changes)
+        });
+        match adopted {
+            Ok(0) => {}
+            Ok(n) => {
+                if let Some(room) = self.inc.room.as_mut() {
+                    room.room_mut().commit_all(); // no subscriber yet: nothing to send
+                }
+                self.log(
+                    Level::Info,
+                    format!("flush {seq}: {n} change(s) taken in ahead of the daemon's feed"),
+                );
+            }
+            Err(e) => self.log(
+                Level::Error,
+                format!("flush {seq}: its journaled body cannot be taken in: {e}"),
+            ),
         }
     }
 

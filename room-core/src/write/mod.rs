@@ -28,6 +28,7 @@
 //! [`Room::flush_ok`]: crate::Room::flush_ok
 //! [`Room::flush_conflict`]: crate::Room::flush_conflict
 
+mod adopt;
 mod flush;
 pub mod keyed;
 mod keyed_json;
@@ -43,6 +44,7 @@ use crate::keys::Key;
 use crate::store::Row;
 use crate::value::Value;
 
+pub use adopt::{committed_changes, CommittedChange};
 pub use flush::{Conflict, FlushBatch, FlushChange, FlushOk};
 pub(crate) use scope::{Mode, TableScope, Writable};
 pub use staging::{Begin, Commit, Deopt};
@@ -303,5 +305,7 @@ impl WritePlane {
 
 mod ledger;
 
+#[cfg(test)]
+mod adopt_tests;
 #[cfg(test)]
 mod tests;
