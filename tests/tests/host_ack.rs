@@ -269,3 +269,82 @@ fn the_stranded_output_renders_for_json_drivers() {
     assert_eq!(v["mutations"][0]["mid"], 7);
     assert_eq!(v["mutations"][0]["name"], "addNote");
 }
+
+/// A drain whose flush is fenced is answered, and so is one asked of the room after it
+/// stopped: not as drained — the room moved with an acknowledged mutation it will never
+/// flush (reported stranded, kept by the journal) — and without starting a journal
+/// compaction it would never hear back from. Before, the first waited for that
+/// compaction forever and the second got no answer at all.
+#[test]
+fn a_drain_of_a_fenced_room_is_answered_and_says_what_it_kept() {
+    use rindle_room_core::host::{ControlReply, ControlRequest, DrainError};
+    let mut p = Pair::live(&options(false));
+    let c = p.subscriber("c1", "u1", true);
+    p.authority.epoch += 1; // another placement claimed the doc
+    p.send(c, &push("c1", 1, "tally", r#"{"id":1,"mid":1}"#));
+    p.advance(5); // journaled and acknowledged
+    let stopped = |r: &Option<ControlReply>| {
+        matches!(
+            r,
+            Some(ControlReply::Drained(Err(DrainError::Stopped {
+                moved: true,
+                pending: 1,
+                ..
+            })))
+        )
+    };
+    let first = p.control(ControlRequest::Drain);
+    assert!(p.host.is_moved() && p.host.is_stopped());
+    assert!(stopped(&first), "{first:?}");
+    let again = p.control(ControlRequest::Drain);
+    assert!(stopped(&again), "{again:?}");
+    assert_eq!(stranded(&p), [("c1".to_string(), 1, "tally".to_string())]);
+    assert_eq!(
+        p.journal.entries.len(),
+        1,
+        "the journal keeps what it stranded"
+    );
+    assert_eq!(
+        p.control(ControlRequest::Health),
+        Some(ControlReply::Health(false))
+    );
+}
+
+/// A drain waiting on a flush that is still in flight when its incarnation dies, whose
+/// room is then fenced at the next boot's settlement, is answered — with what the room
+/// left to the journal — though the dead incarnation's flight never settles. Before,
+/// the drain waited on that flight forever, and the acknowledged mutation it carried
+/// was not reported stranded (the dead incarnation's list was cleared before the next
+/// boot could list it again).
+#[test]
+fn a_drain_is_answered_when_the_room_is_fenced_between_incarnations() {
+    use rindle_room_core::host::{ControlReply, ControlRequest, DrainError};
+    let mut p = Pair::live(&options(false));
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 1, "tally", r#"{"id":1,"mid":1}"#));
+    p.authority.down = true;
+    p.advance(700); // acknowledged; its flush retries
+    assert_eq!(
+        p.control(ControlRequest::Drain),
+        None,
+        "waits for the flush"
+    );
+    p.authority.epoch += 1; // another placement claimed the doc
+    p.drop_upstream();
+    p.authority.down = false;
+    p.advance(10_000);
+    assert!(p.host.is_moved());
+    let replies: Vec<_> = p.replies.values().cloned().collect();
+    assert!(
+        matches!(
+            replies.as_slice(),
+            [ControlReply::Drained(Err(DrainError::Stopped {
+                moved: true,
+                pending: 1,
+                ..
+            }))]
+        ),
+        "{replies:?}"
+    );
+    assert_eq!(stranded(&p), [("c1".to_string(), 1, "tally".to_string())]);
+}

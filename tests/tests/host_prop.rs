@@ -49,6 +49,9 @@ enum Action {
     AuthorityDown(bool),
     Reboot,
     Drain,
+    /// Another placement claims the doc (the authority's epoch moves on): this room's
+    /// next flush is fenced.
+    Fence,
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -65,6 +68,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => any::<bool>().prop_map(Action::AuthorityDown),
         1 => Just(Action::Reboot),
         1 => Just(Action::Drain),
+        1 => Just(Action::Fence),
     ]
 }
 
@@ -188,6 +192,7 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
             }
         }
         Action::AuthorityDown(d) => p.authority.down = *d,
+        Action::Fence => p.authority.epoch += 1,
         Action::Drain => {
             m.drains_asked += 1;
             if p.control(ControlRequest::Drain).is_some() {
@@ -432,6 +437,43 @@ fn released_lmids_are_committed(p: &Pair, client: &rindle_room_tests::pair::Clie
     }
 }
 
+/// Whether the room serves as the doc's placement: live, not stopped, not moved (a
+/// fenced room owes its flushes to nobody; its journal does, at the next boot).
+fn serving(p: &Pair) -> bool {
+    p.host.is_live() && !p.host.is_moved() && !p.host.is_stopped()
+}
+
+/// A fenced room (`ack = "journaled"`): every mutation its client saw acknowledged that
+/// the authority's ledger does not cover was reported stranded — never dropped
+/// silently. (One journaled but never acknowledged — its incarnation died first — is
+/// owed to nobody: the client re-sends it, and the journal replays it at the doc's next
+/// boot here.)
+fn fenced_rooms_report_what_they_owe(p: &Pair, m: &Model, ack_after_flush: bool) {
+    if !p.host.is_moved() {
+        return;
+    }
+    let stranded: BTreeSet<(String, u64)> = (p.stranded.iter())
+        .map(|s| (s.client_id.clone(), s.mid))
+        .collect();
+    if ack_after_flush {
+        assert!(
+            stranded.is_empty(),
+            "with ack = flushed nothing is stranded: {stranded:?}"
+        );
+        return;
+    }
+    for (i, (who, _)) in CLIENTS.iter().enumerate() {
+        let acked = m.seen_lmid.get(&i).copied().unwrap_or(0);
+        for mid in committed_lmid(p, who) + 1..=acked {
+            assert!(
+                stranded.contains(&(who.to_string(), mid)),
+                "{who}'s mid {mid} was acknowledged, is not at the authority, and was not \
+                 reported stranded: {stranded:?}"
+            );
+        }
+    }
+}
+
 /// The disk and the authority recover, every connection reads again, and ten seconds
 /// pass.
 fn heal(p: &mut Pair, m: &Model) {
@@ -450,7 +492,7 @@ fn heal(p: &mut Pair, m: &Model) {
 /// released by a later progress frame — an ack may wait for the flush, never for the
 /// next write.
 fn acks_come_through(p: &Pair) {
-    if !p.host.is_live() {
+    if !serving(p) {
         return;
     }
     for (conn, client) in &p.clients {
@@ -512,7 +554,7 @@ fn committed_lmid(p: &Pair, who: &str) -> u64 {
 /// reconnect sets it right (checked at the end, [`pending_writes_are_answered`]). With
 /// `ack = "flushed"` such a writer's mutations close its socket instead (1013).
 fn pushes_on_open_connections_are_answered(p: &Pair, m: &Model, ack_after_flush: bool) {
-    if !p.host.is_live() {
+    if !serving(p) {
         return;
     }
     for (&i, &c) in &m.conns {
@@ -549,7 +591,7 @@ fn pushes_on_open_connections_are_answered(p: &Pair, m: &Model, ack_after_flush:
 /// nothing dirty or pending, and every mutation an append ever made durable is covered
 /// by its client's ledger row at the authority (nothing a fence could strand).
 fn journal_reaches_the_authority(p: &Pair, m: &Model) {
-    let Some(room) = p.host.room().filter(|_| p.host.is_live()) else {
+    let Some(room) = p.host.room().filter(|_| serving(p)) else {
         return;
     };
     assert_eq!(
@@ -622,6 +664,7 @@ fn run(actions: &[Action], authority: bool, ack_after_flush: bool, group_commit_
         acks_come_through(&p);
     }
     drains_are_answered(&p, &m);
+    fenced_rooms_report_what_they_owe(&p, &m, ack_after_flush);
     pushes_on_open_connections_are_answered(&p, &m, ack_after_flush);
     if authority {
         journal_reaches_the_authority(&p, &m);

@@ -111,6 +111,7 @@ impl Host {
         if entries.is_empty() {
             return;
         }
+        self.flushing.left_to_journal += entries.len();
         if self.ack_after_flush() {
             self.log(
                 Level::Info,

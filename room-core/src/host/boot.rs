@@ -482,6 +482,8 @@ impl Host {
             self.log(Level::Info, format!("durable seed: {}", list.join(", ")));
         }
         let entries = contents.entries;
+        // What an earlier incarnation acknowledged is listed again from the journal.
+        self.writes.unconfirmed.clear();
         for entry in &entries {
             self.writes.known_clients.insert(entry.client_id.clone());
             let input = MutationInput {

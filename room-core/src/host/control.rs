@@ -114,6 +114,22 @@ impl ControlRoute {
 }
 
 impl Host {
+    /// A control request to a stopped host: answered from what it knows, nothing started.
+    pub(super) fn on_control_stopped(&mut self, id: u64, request: ControlRequest) {
+        let reply = match request {
+            ControlRequest::Stats => ControlReply::Stats(self.stats_json()),
+            ControlRequest::Health => ControlReply::Health(false),
+            ControlRequest::Ready => ControlReply::Ready(false),
+            ControlRequest::Revoke { .. } => ControlReply::Revoked(0),
+            ControlRequest::Drain => ControlReply::Drained(self.drained()),
+            ControlRequest::FlushNow => ControlReply::Flushed,
+            ControlRequest::Shutdown | ControlRequest::Abort | ControlRequest::Close => {
+                ControlReply::Stopped
+            }
+        };
+        self.push(Output::ControlReply { id, reply });
+    }
+
     pub(super) fn on_control(&mut self, id: u64, request: ControlRequest, _: &mut dyn Driver) {
         let reply = |me: &mut Host, reply| me.push(Output::ControlReply { id, reply });
         match request {

@@ -209,6 +209,18 @@ pub enum DrainError {
     },
     /// The room could not be asked (its task is gone): the driver's words.
     Unavailable(String),
+    /// The room stopped (moved to another placement, shut down or aborted) with work it
+    /// will never flush from here; its journal keeps it for the doc's next boot.
+    Stopped {
+        /// The document.
+        doc: String,
+        /// Whether it stopped because another placement owns the doc now.
+        moved: bool,
+        /// Dirty keys left.
+        dirty: usize,
+        /// Pending mutations left.
+        pending: usize,
+    },
 }
 
 impl fmt::Display for DrainError {
@@ -225,6 +237,21 @@ impl fmt::Display for DrainError {
                  (dirty={dirty}, pending={pending})"
             ),
             DrainError::Unavailable(m) => f.write_str(m),
+            DrainError::Stopped {
+                doc,
+                moved,
+                dirty,
+                pending,
+            } => write!(
+                f,
+                "drain: room {doc} {} with work it will not flush (dirty={dirty}, \
+                 pending={pending}); its journal keeps it for the doc's next boot",
+                if *moved {
+                    "moved to another placement"
+                } else {
+                    "stopped"
+                }
+            ),
         }
     }
 }

@@ -117,6 +117,9 @@ pub(super) struct Flushing {
     pub(super) ok_since_compact: u64,
     /// Entries appended since the last compaction.
     pub(super) appended_since_compact: u64,
+    /// Journaled mutations the authority never confirmed, left to the journal when the
+    /// room moved (the stranded report's length).
+    pub(super) left_to_journal: usize,
     /// When the last compaction started (ms; `None`: never in this host).
     pub(super) last_compact_ms: Option<u64>,
     /// The compaction in flight.
@@ -134,6 +137,7 @@ impl Default for Flushing {
             drains: Vec::new(),
             shutdown_reply: None,
             ok_since_compact: 0,
+            left_to_journal: 0,
             appended_since_compact: 0,
             last_compact_ms: None,
             compact_io: None,
@@ -477,7 +481,19 @@ impl Host {
     /// flush (at most [`DRAIN_MAX_ITERATIONS`]).
     pub(super) fn poll_drains(&mut self) {
         loop {
-            if self.flushing.drains.is_empty() || self.flushing.in_flight.is_some() {
+            if self.flushing.drains.is_empty() {
+                return;
+            }
+            if self.closed() {
+                // Moved or stopped: nothing more is flushed from here, whatever is still
+                // in flight, and no compaction is started; every drain is answered now.
+                let result = self.drained();
+                for w in core::mem::take(&mut self.flushing.drains) {
+                    self.finish_drain(w, result.clone());
+                }
+                return;
+            }
+            if self.flushing.in_flight.is_some() {
                 return;
             }
             if !self.drain_active() {
@@ -493,9 +509,9 @@ impl Host {
                         return;
                     }
                 }
-                let done = self.flushing.last_committed_seq;
+                let result = self.drained();
                 for w in core::mem::take(&mut self.flushing.drains) {
-                    self.finish_drain(w, Ok(done));
+                    self.finish_drain(w, result.clone());
                 }
                 return;
             }
@@ -520,6 +536,27 @@ impl Host {
                 return;
             }
         }
+    }
+
+    /// A drain's answer once nothing more will be flushed: the last committed flush seq,
+    /// or — for a room that stopped (moved, shut down, aborted) with dirty keys or
+    /// pending mutations — why it is not drained (a drain-before-downgrade must not take
+    /// a room that keeps unflushed writes for a drained one).
+    pub(super) fn drained(&self) -> Result<u64, DrainError> {
+        let room = self.inc.room.as_ref().map(|r| r.room());
+        let (dirty, pending) = room.map_or((0, 0), |r| (r.dirty_len(), r.pending_len()));
+        // The room's pending mutations and what it left to the journal overlap: the
+        // larger is the count of mutations not at the authority.
+        let pending = pending.max(self.flushing.left_to_journal);
+        if self.closed() && dirty + pending > 0 {
+            return Err(DrainError::Stopped {
+                doc: self.cfg.doc_id.clone(),
+                moved: self.moved,
+                dirty,
+                pending,
+            });
+        }
+        Ok(self.flushing.last_committed_seq)
     }
 
     fn finish_drain(&mut self, w: DrainWaiter, result: Result<u64, DrainError>) {

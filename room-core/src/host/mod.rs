@@ -221,6 +221,11 @@ impl Host {
     pub fn handle(&mut self, now: u64, input: Input<'_>, driver: &mut dyn Driver) {
         self.now = self.now.max(now);
         if self.phase == Phase::Stopped {
+            // Nothing reaches a stopped host but its control requests, which it still
+            // answers (a driver may ask before it learns of the stop).
+            if let Input::Control { id, request } = input {
+                self.on_control_stopped(id, request);
+            }
             return;
         }
         match input {

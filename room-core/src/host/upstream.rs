@@ -315,7 +315,9 @@ impl Host {
             c.held_mutes = 0;
         }
         self.writes.unacked.clear();
-        self.writes.unconfirmed.clear(); // the next incarnation's replay lists them again
+        // `unconfirmed` stays until the next incarnation's replay lists them again: a
+        // flush of this one still in flight may be fenced before that, and the room
+        // then owes its authors the stranded report.
         self.writes.outcomes.clear();
         self.writes.ack_queue.clear();
         self.timers.group_commit = None;
