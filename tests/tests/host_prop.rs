@@ -52,6 +52,9 @@ enum Action {
     /// Another placement claims the doc (the authority's epoch moves on): this room's
     /// next flush is fenced.
     Fence,
+    /// Someone else adds, at the authority, the note the next `addNote` will add: the
+    /// room's flush of it CAS-conflicts.
+    ForeignAdd,
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -69,6 +72,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::Reboot),
         1 => Just(Action::Drain),
         1 => Just(Action::Fence),
+        1 => Just(Action::ForeignAdd),
     ]
 }
 
@@ -193,6 +197,15 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
         }
         Action::AuthorityDown(d) => p.authority.down = *d,
         Action::Fence => p.authority.epoch += 1,
+        Action::ForeignAdd => {
+            let id = 1000 + m.next_tally;
+            let key = ("note".to_string(), format!("[{id}]"));
+            let row = json!([id, "foreign", "z"]);
+            if !p.authority.rows.contains_key(&key) {
+                p.authority.rows.insert(key.clone(), row.clone());
+                p.daemon.rows.insert(key, row);
+            }
+        }
         Action::Drain => {
             m.drains_asked += 1;
             if p.control(ControlRequest::Drain).is_some() {
