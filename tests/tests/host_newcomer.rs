@@ -21,6 +21,10 @@ fn flushed() -> Options {
     }
 }
 
+fn lmids(frames: &[serde_json::Value]) -> Vec<u64> {
+    frames.iter().filter_map(lmid_of).map(|(_, l)| l).collect()
+}
+
 /// A writer `client` connected as `u1`: init, the lmid query, a lease subscribe.
 fn connect_writer(p: &mut Pair, client: &str) -> u64 {
     let c = p.connect();
@@ -370,16 +374,23 @@ fn a_connection_that_never_presents_a_lease_gets_the_ledgers_lmid_without_an_aut
 
 /// With `ack = "journaled"` acks must not wait for the authority, so a writer the room
 /// does not know is served from its own ledger after the newcomer wait, mutations
-/// included. A mid the writer re-sends because it lost the ack of a committed one then
-/// runs again; the room cannot tell it from a new writer's first mid, but once the
-/// authority answers it reports the overlap, loudly, instead of keeping it silent.
+/// included — and a mid it re-sends because it never saw the ack of a committed one
+/// runs again. The room cannot tell it from a new writer's first mid, so no flush goes
+/// out while such a writer is unconfirmed; when the authority's answer shows the
+/// overlap, the room rebuilds its head from the journal with that lmid seeded, and the
+/// mid applies once — at the head and at the authority.
 #[test]
-fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_is_reported() {
+fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_applies_once() {
     let o = with_authority();
-    let mut p = Pair::live(&o);
+    let mut p = Pair::new(&o, Default::default(), Default::default());
+    let key = ("note".to_string(), "[60]".to_string());
+    p.daemon.rows.insert(key.clone(), json!([60, "", "u"]));
+    p.authority.rows.insert(key.clone(), json!([60, "", "u"]));
+    p.start();
     let author = p.subscriber("c1", "u1", true);
-    p.send(author, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
+    p.send(author, &push("c1", 1, "bump", r#"{"id":60}"#));
     p.advance(2_000);
+    assert_eq!(p.authority.rows[&key][1], json!("+"));
     assert!(matches!(
         p.control(rindle_room_core::host::ControlRequest::Drain),
         Some(rindle_room_core::host::ControlReply::Drained(Ok(_)))
@@ -387,18 +398,31 @@ fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_is_reported() {
     let mut p = p.reboot(&o);
     p.start();
     p.authority.down = true;
+    // The writer never saw its ack: it re-sends mid 1, and writes mid 2.
     let c = connect_writer(&mut p, "c1");
-    p.send(c, &push("c1", 1, "addNote", r#"{"id":50,"body":"x"}"#));
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
     p.advance(rindle_room_core::host::NEWCOMER_WAIT_MS + 100);
-    assert_eq!(p.mutators.runs.len(), 1, "run from the room's own ledger");
-    assert_eq!(p.log_count("may have been applied twice"), 0);
+    assert_eq!(
+        p.mutators.runs.len(),
+        2,
+        "both run from the room's own ledger"
+    );
+    assert!(lmids(&p.drain(c)).contains(&2), "and are acknowledged");
     p.authority.down = false;
     p.advance(5_000);
     assert_eq!(
-        p.log_count("may have been applied twice"),
+        p.authority.rows[&key][1],
+        json!("++"),
+        "mid 1 once, mid 2 once"
+    );
+    assert_eq!(
+        p.log_count("incarnation dead: clientID c1: the authority holds its mids up to 1"),
         1,
-        "{:?}",
+        "{:#?}",
         p.logs
     );
-    assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 1);
+    let room = p.host.room().expect("the rebuilt incarnation is live");
+    assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
+    assert_eq!(room.durable_lmid("c1"), 2);
 }

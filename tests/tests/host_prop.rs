@@ -89,9 +89,6 @@ struct Model {
     next_tally: u64,
     /// Every push of each client, `(mid, name, args)`: what it re-sends on reconnect.
     pushes: BTreeMap<usize, Vec<(u64, &'static str, String)>>,
-    /// Clients a room reported as having had mids it ran while unconfirmed (`ack =
-    /// "journaled"`, an authority outage) that the authority already held.
-    overlaps: BTreeSet<String>,
     /// The highest lmid each client has seen released, on any connection.
     seen_lmid: BTreeMap<usize, u64>,
     /// The last mid pushed on each open connection.
@@ -216,7 +213,6 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
             for (c, mid) in p.durable.drain(..) {
                 m.durable.insert((c, mid));
             }
-            note_overlaps(p, m);
             let old = std::mem::replace(p, Pair::new(o, Default::default(), Default::default()));
             let mut next = old.reboot(o);
             // The disk and the authority recover.
@@ -275,32 +271,12 @@ fn check_exactly_once(p: &mut Pair, m: &Model) {
     );
 }
 
-/// The clients a room reported overlaps for (see [`Model::overlaps`]).
-fn note_overlaps(p: &Pair, m: &mut Model) {
-    for (_, line) in &p.logs {
-        if line.contains("may have been applied twice") {
-            if let Some((who, _)) = CLIENTS
-                .iter()
-                .find(|(c, _)| line.starts_with(&format!("clientID {c}:")))
-            {
-                m.overlaps.insert((*who).to_string());
-            }
-        }
-    }
-}
-
 /// After a reboot (live): each client's counter holds one `+` per distinct `bump` mid
 /// that is journaled as applied or that the authority's ledger covers (a bump always
-/// applies) — a mid run twice would show as one more. A client a room reported an
-/// overlap for is left out: with `ack = "journaled"` a writer the room could not
-/// confirm during an outage is served anyway, and a committed mid it re-sent may run
-/// twice — the documented trade-off, detected and logged (`host_newcomer.rs`).
+/// applies) — a mid run twice would show as one more.
 fn bumps_ran_once(p: &Pair, m: &Model) {
     let room = p.host.room().expect("live");
     for (i, (who, _)) in CLIENTS.iter().enumerate() {
-        if m.overlaps.contains(*who) {
-            continue;
-        }
         let committed = committed_lmid(p, who);
         let mut expected: BTreeSet<u64> = (m.pushes.get(&i).into_iter().flatten())
             .filter(|(mid, name, _)| *name == "bump" && *mid <= committed)

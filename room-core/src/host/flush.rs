@@ -193,6 +193,10 @@ impl Host {
         if self.closed() || !self.inc.live {
             return false;
         }
+        if self.flush_held_for_newcomers() {
+            self.debug(|| String::from("flush held: a writer is unconfirmed"));
+            return false;
+        }
         let Some(room) = self.inc.room.as_mut() else {
             return false;
         };

@@ -20,9 +20,13 @@
 //! - with `ack = "flushed"` — where no ack can come before the authority answers anyway
 //!   — the newcomer's mutations are not run: its connection gets the reason and is
 //!   closed with `1013` (try again later); the writer reconnects and re-sends;
-//! - with `ack = "journaled"` acks must not wait for the authority, so they run; when
-//!   the answer lands and shows the authority already held mids the room ran, the room
-//!   says so in an error log line (detected and reported, never silent).
+//! - with `ack = "journaled"` acks must not wait for the authority, so they run — but no
+//!   flush goes out while such a writer is unconfirmed ([`Host::flush_held_for_newcomers`]).
+//!   When the answer lands and shows the authority already held mids the room ran, the
+//!   incarnation is torn down and the next one replays the journal with that lmid
+//!   seeded: each of those mids applies once, at the head and at the authority.
+//!   (A newcomer served past [`MAX_NEWCOMER_FETCHES`] has no fetch to wait for and is not
+//!   covered.)
 
 use alloc::format;
 use alloc::string::String;
@@ -247,21 +251,21 @@ impl Host {
             let Some(room) = self.inc.room.as_mut() else {
                 return;
             };
-            let ran = room.room().acked_lmid(&client);
+            let ran = room.room().applied_mid(&client);
             if overdue && ran > 0 {
-                // Served from this room's ledger meanwhile (`ack = "journaled"`): the
-                // mids it ran that the authority already held may have run twice.
-                self.log(
-                    Level::Error,
-                    format!(
-                        "clientID {client}: the authority holds its mids up to {lmid}, and this \
-                         room ran mids up to {ran} of it from its own ledger while the \
-                         authority was unreachable — mids up to {} may have been applied \
-                         twice (a writer re-sending a committed mid whose ack it lost; \
-                         ack = \"flushed\" refuses such writes instead)",
-                        ran.min(lmid)
-                    ),
+                // Served from this room's ledger meanwhile (`ack = "journaled"`), from
+                // mid 1: mids up to min(ran, lmid) ran again here. No flush carried them
+                // (flushes wait while such a writer is unconfirmed), and the journal
+                // holds them: a new incarnation replays it with this writer's lmid
+                // seeded, so each applies once.
+                let why = format!(
+                    "clientID {client}: the authority holds its mids up to {lmid}, and this \
+                     room ran mids up to {ran} of it from its own ledger while the authority \
+                     was unreachable: rebuilding the head from the journal so each applies \
+                     once"
                 );
+                self.log(Level::Warn, why.clone());
+                return self.violation(&why);
             }
             let Some(room) = self.inc.room.as_mut() else {
                 return;
@@ -282,6 +286,20 @@ impl Host {
             self.newcomers.known.insert(client); // with a row, the ledger itself says so
         }
         self.serve_waiting(waiting, driver);
+        self.schedule_flush(); // held while this writer was unconfirmed
+    }
+
+    /// Whether flushes wait: a writer whose lmid fetch went overdue has had mutations
+    /// run from the room's own ledger (`ack = "journaled"`), and until the authority
+    /// tells its lmid the room cannot know they are not mids it already committed. A
+    /// flush then could commit such a mid twice; held, the overlap is undone by a
+    /// replay when the answer shows one.
+    pub(super) fn flush_held_for_newcomers(&self) -> bool {
+        let Some(room) = self.inc.room.as_ref() else {
+            return false;
+        };
+        (self.newcomers.fetching.iter())
+            .any(|(client, f)| f.overdue && room.room().applied_mid(client) > 0)
     }
 
     /// Serves frames that waited on a fetch, in arrival order (a mutation of a writer
