@@ -130,8 +130,12 @@ fn an_authority_outage_loses_nothing() {
         // Acks do not wait for the authority: the journal is the ack gate.
         acked(&mut c, 5).await;
         sleep(400).await;
+        // c1 is new to the room, and the authority could not confirm it: its writes run
+        // and are acknowledged, but no flush goes out before the authority answers (one
+        // of them could be a mid it already committed; docs/fleet.md).
         let stats = server.stats().await.unwrap();
-        assert!(stats.contains("\"flushInFlight\":true"), "{stats}");
+        assert!(stats.contains("\"dirtyKeys\":5"), "{stats}");
+        assert!(stats.contains("\"flushInFlight\":false"), "{stats}");
         assert!(auth.rows("_rindle_client_mutations").is_empty());
         auth.set_down(false);
         let (status, _) = control(&server, "POST", "/drain", "").await;

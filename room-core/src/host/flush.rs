@@ -497,8 +497,8 @@ impl Host {
                 }
                 return;
             }
-            if self.flushing.in_flight.is_some() {
-                return;
+            if self.flushing.in_flight.is_some() || self.flush_held_for_newcomers() {
+                return; // the flight settling, or the lmid fetch landing, polls again
             }
             if !self.drain_active() {
                 // Drained: the journal is compacted to what is unconfirmed (nothing, or

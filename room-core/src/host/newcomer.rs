@@ -41,16 +41,17 @@ use super::{AuthorityError, AuthorityReply, ConnId, Driver, Host, Level};
 /// Frames one clientID may have waiting on its lmid fetch (across its connections).
 pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
 
-/// Newcomer fetches in flight (or retrying) at once; past it, a newcomer's lmid is
-/// served from the room's own ledger at once and its mutations are refused. Bounds what a swarm of fresh clientIDs can make
-/// the room hold during an authority outage.
+/// Newcomer fetches in flight (or retrying) at once; past it, a newcomer is served from
+/// the room's own ledger at once (with `ack = "flushed"` its mutations are refused).
+/// Bounds what a swarm of fresh clientIDs can make the room hold during an authority
+/// outage.
 pub const MAX_NEWCOMER_FETCHES: usize = 256;
 
 /// clientIDs with no ledger row remembered as fetched (then forgotten all at once).
 pub const MAX_KNOWN_NEWCOMERS: usize = 65_536;
 
-/// How long a newcomer's frames wait for its lmid fetch before the room serves its lmid
-/// subscribes from its own ledger and refuses its mutations, ms.
+/// How long a newcomer's frames wait for its lmid fetch before the room serves them from
+/// its own ledger (with `ack = "flushed"`, refuses its mutations instead), ms.
 pub const NEWCOMER_WAIT_MS: u64 = 2_000;
 
 /// One fetch under way.
@@ -60,8 +61,9 @@ pub(crate) struct Fetch {
     waiting: Vec<(ConnId, Waiting)>,
     /// When the waiting frames are served anyway.
     serve_by: u64,
-    /// Past `serve_by` with no answer: lmid subscribes are served from the room's
-    /// ledger, mutations refused, until the fetch lands.
+    /// Past `serve_by` with no answer: until the fetch lands, the writer is served from
+    /// the room's ledger — its mutations refused with `ack = "flushed"`, run with every
+    /// flush held with `ack = "journaled"`.
     overdue: bool,
 }
 
@@ -287,6 +289,7 @@ impl Host {
         }
         self.serve_waiting(waiting, driver);
         self.schedule_flush(); // held while this writer was unconfirmed
+        self.poll_drains();
     }
 
     /// Whether flushes wait: a writer whose lmid fetch went overdue has had mutations
