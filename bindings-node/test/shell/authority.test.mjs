@@ -73,7 +73,12 @@ test("an authority outage loses nothing", async () => {
   // Acks do not wait for the authority: the journal is the ack gate.
   await acked(c, 5);
   await sleep(400);
-  assert.equal((await stats(shell)).flushInFlight, true);
+  // c1 is new to the room, and the authority could not confirm it: its writes run and
+  // are acknowledged, but no flush goes out before the authority answers (one of them
+  // could be a mid it already committed; docs/fleet.md).
+  const held = await stats(shell);
+  assert.equal(held.flushInFlight, false);
+  assert.equal(held.dirtyKeys, 5);
   assert.deepEqual(auth.rows("_rindle_client_mutations"), []);
   auth.setDown(false);
   assert.equal((await control(shell, "POST", "/drain", "")).status, 200);

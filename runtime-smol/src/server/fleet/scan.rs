@@ -106,7 +106,7 @@ async fn settle_one(rooms: &Arc<Rooms>, u: &Unsettled, log: &Logger) {
     // step cannot answer, and then its `moved` flag says why.
     let (tx, rx) = async_channel::bounded(1);
     let still_up = match room.events.send(Event::Control(Control::Health(tx))).await {
-        Ok(()) => rx.recv().await.is_ok(),
+        Ok(()) => rx.recv().await.unwrap_or(false), // a stopped room answers `false`
         Err(_) => false,
     };
     if !still_up && room.moved.load(Ordering::SeqCst) {
