@@ -9,11 +9,13 @@
 # It runs, in release builds:
 #   1. the property suites of the cross-face tests (the IVM oracle, windows, the write
 #      plane against its reference model, crash replay) at SOAK_CASES cases each;
-#   2. the room host's random input sequences (host_prop) at SOAK_HOST_CASES cases;
+#   2. the room host's random input sequences (host_prop) at SOAK_HOST_CASES cases, then
+#      a fifth as many sessions of up to SOAK_HOST_STEPS steps (CI's are up to 60);
 #   3. the differential soak of the Node face against the published @rindle/room 0.9.0
 #      (bindings-node/test/differential) for SOAK_CALLS calls from SOAK_SEED.
 #
-# Environment: SOAK_CASES (100000), SOAK_HOST_CASES (20000), SOAK_CALLS (400000),
+# Environment: SOAK_CASES (100000), SOAK_HOST_CASES (100000), SOAK_HOST_STEPS (250),
+# SOAK_CALLS (400000),
 # SOAK_SEED (default: today's date as YYYYMMDD, so each night explores new sequences),
 # SOAK_SKIP_DIFFERENTIAL=1 (skip step 3, which needs npm and the registry).
 #
@@ -26,13 +28,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 cases="${SOAK_CASES:-100000}"
-host_cases="${SOAK_HOST_CASES:-20000}"
+host_cases="${SOAK_HOST_CASES:-100000}"
+host_steps="${SOAK_HOST_STEPS:-250}"
 calls="${SOAK_CALLS:-400000}"
 seed="${SOAK_SEED:-$(date -u +%Y%m%d)}"
-for v in "$cases" "$host_cases" "$calls" "$seed"; do
+for v in "$cases" "$host_cases" "$host_steps" "$calls" "$seed"; do
   case "$v" in
     '' | *[!0-9]*)
-      echo "soak.sh: SOAK_CASES, SOAK_HOST_CASES, SOAK_CALLS and SOAK_SEED must be whole numbers (got '$v')" >&2
+      echo "soak.sh: SOAK_CASES, SOAK_HOST_CASES, SOAK_HOST_STEPS, SOAK_CALLS and SOAK_SEED must be whole numbers (got '$v')" >&2
       exit 2
       ;;
   esac
@@ -58,6 +61,10 @@ run "property suites" env PROPTEST_CASES="$cases" cargo test --release --locked 
 
 step "room host random sequences at $host_cases cases (release): host_prop"
 run "host_prop" env PROPTEST_CASES="$host_cases" cargo test --release --locked \
+  -p rindle-room-tests --test host_prop
+step "room host long sessions: $((host_cases / 5)) cases of up to $host_steps steps (release)"
+run "host_prop (long sessions)" env HOST_PROP_STEPS="$host_steps" \
+  PROPTEST_CASES="$((host_cases / 5))" cargo test --release --locked \
   -p rindle-room-tests --test host_prop
 
 if [ "${SOAK_SKIP_DIFFERENTIAL:-}" = 1 ]; then

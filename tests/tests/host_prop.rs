@@ -668,6 +668,16 @@ fn run(actions: &[Action], authority: bool, ack_after_flush: bool, group_commit_
     }
 }
 
+/// The longest sequence, exclusive: 60 unless `HOST_PROP_STEPS` says otherwise (a soak
+/// of longer sessions).
+fn max_steps() -> usize {
+    std::env::var("HOST_PROP_STEPS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n >= 2)
+        .unwrap_or(60)
+}
+
 /// Cases per property unless `PROPTEST_CASES` says otherwise (a soak).
 const DEFAULT_CASES: u32 = 96;
 
@@ -683,13 +693,13 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn random_sessions_keep_the_host_invariants(actions in prop::collection::vec(action(), 1..60)) {
+    fn random_sessions_keep_the_host_invariants(actions in prop::collection::vec(action(), 1..max_steps())) {
         run(&actions, false, false, 5);
     }
 
     #[test]
     fn random_sessions_with_an_authority_keep_the_host_invariants(
-        actions in prop::collection::vec(action(), 1..60)
+        actions in prop::collection::vec(action(), 1..max_steps())
     ) {
         run(&actions, true, false, 5);
     }
@@ -698,7 +708,7 @@ proptest! {
     /// longer one, appends are made after the flush that carried their mutations.
     #[test]
     fn random_sessions_acking_after_the_flush_release_only_committed_lmids_and_all_of_them(
-        actions in prop::collection::vec(action(), 1..60),
+        actions in prop::collection::vec(action(), 1..max_steps()),
         group_commit_ms in prop_oneof![Just(5u64), Just(60u64)],
     ) {
         run(&actions, true, true, group_commit_ms);

@@ -244,6 +244,30 @@ fn a_stalled_socket_is_cut_past_the_send_budget_and_its_queue_dropped() {
     assert_eq!(p.host.counters().budget_terminations, 1);
 }
 
+/// A client that keeps sending frames the room answers (here, pushes refused as gaps)
+/// while it reads nothing piles up answers that are not live frames; the send budget
+/// bounds them too: the socket is cut once its unread bytes pass it.
+#[test]
+fn a_socket_that_sends_and_never_reads_is_cut_past_the_send_budget() {
+    let mut p = Pair::live(&Options {
+        send_budget: 2_000,
+        ..Options::default()
+    });
+    let c = p.subscriber("c1", "u1", true);
+    p.stall(c, true);
+    let mut mid = 1;
+    while p.clients[&c].closed.is_none() {
+        mid += 1; // every mid past 1 is a gap: an error frame each
+        p.send(c, &push("c1", mid, "addNote", r#"{"id":10,"body":"ten"}"#));
+        assert!(mid < 200, "the socket was never cut");
+    }
+    let (code, reason) = p.clients[&c].closed.clone().unwrap();
+    assert_eq!(code, 1008);
+    assert!(reason.starts_with("send budget exceeded: "), "{reason}");
+    assert!(p.clients[&c].unread.is_empty(), "its queue was dropped");
+    assert!(mid > 20, "not before the budget: {mid}");
+}
+
 #[test]
 fn a_snapshot_larger_than_the_send_budget_is_served() {
     let mut p = Pair::new(

@@ -332,6 +332,26 @@ impl Host {
                 self.debug(|| format!("conn {id}: ignored frame: not a JSON object"));
             }
         }
+        self.budget_answers(id, driver);
+    }
+
+    /// The answers a client frame gets (errors, outcomes, hellos) are not live frames,
+    /// but a client that keeps sending while it reads nothing piles them up all the
+    /// same: once its unread bytes pass the send budget, the socket is cut as for live
+    /// frames ([`Host::send_live`]).
+    fn budget_answers(&mut self, id: ConnId, driver: &dyn Driver) {
+        if !self.is_open(id) {
+            return;
+        }
+        let budget = self.cfg.send_budget_bytes;
+        let (unread, _) = self.backlog(id, driver);
+        if unread > budget {
+            let why = format!(
+                "send budget exceeded: {unread} bytes unread (downstream.send_budget_bytes = \
+                 {budget})"
+            );
+            self.cut(id, &why);
+        }
     }
 
     fn handle_client_frame(&mut self, id: ConnId, frame: ClientFrame, driver: &mut dyn Driver) {
