@@ -381,6 +381,14 @@ impl Pair {
         }
     }
 
+    /// Before [`Pair::start`]: a row both the daemon and the authority hold (the
+    /// database the two follow), keyed as the daemon keys `table`.
+    pub fn seed_row(&mut self, table: &str, row: Value) {
+        let key = (table.to_string(), pk_of(&self.daemon.tables, table, &row));
+        self.daemon.rows.insert(key.clone(), row.clone());
+        self.authority.rows.insert(key, row);
+    }
+
     /// Starts the host and settles.
     pub fn start(&mut self) {
         self.host.start(self.now);

@@ -104,6 +104,26 @@ fn frames_wait_through_an_authority_outage_and_are_served_in_order() {
     assert_eq!(lmid_of(&lmid_frames[1]).map(|(_, l)| l), Some(1));
 }
 
+/// A writer that moved here with mids 1–4 committed pushes mid 5 while the authority is
+/// unreachable: its frames wait the whole newcomer wait, no longer.
+fn moved_writer_waits_out_an_outage(o: &Options) -> (Pair, u64) {
+    let mut p = Pair::live(o);
+    p.authority.rows.insert(
+        ("_rindle_client_mutations".into(), r#"["c1"]"#.into()),
+        json!(["c1", 4]),
+    );
+    p.authority.down = true;
+    let c = connect_writer(&mut p, "c1");
+    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
+    p.advance(rindle_room_core::host::NEWCOMER_WAIT_MS - 1);
+    assert!(
+        p.drain(c).iter().all(|v| v["t"] != "error"),
+        "still waiting"
+    );
+    p.advance(1);
+    (p, c)
+}
+
 /// The error a refused mutation of an unconfirmed writer carries, and its close code.
 fn refused_unconfirmed(p: &mut Pair, c: u64) -> bool {
     let frames = p.drain(c);
@@ -119,22 +139,7 @@ fn refused_unconfirmed(p: &mut Pair, c: u64) -> bool {
 
 #[test]
 fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_its_ledger_answers() {
-    let mut p = Pair::live(&with_authority());
-    p.authority.rows.insert(
-        ("_rindle_client_mutations".into(), r#"["c1"]"#.into()),
-        json!(["c1", 4]),
-    );
-    p.authority.down = true;
-    let c = connect_writer(&mut p, "c1");
-    // It moved here with mids 1–4 committed: its next is 5.
-    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
-    let wait = rindle_room_core::host::NEWCOMER_WAIT_MS;
-    p.advance(wait - 1);
-    assert!(
-        p.drain(c).iter().all(|v| v["t"] != "error"),
-        "still waiting"
-    );
-    p.advance(1);
+    let (mut p, c) = moved_writer_waits_out_an_outage(&with_authority());
     // Served from the room's empty ledger: a gap it is told about, nothing applied.
     let frames = p.drain(c);
     assert!(
@@ -157,22 +162,7 @@ fn an_unreachable_authority_holds_a_newcomer_two_seconds_then_its_ledger_answers
 #[test]
 fn with_ack_flushed_an_unreachable_authority_holds_a_newcomer_two_seconds_then_refuses_its_mutations(
 ) {
-    let mut p = Pair::live(&flushed());
-    p.authority.rows.insert(
-        ("_rindle_client_mutations".into(), r#"["c1"]"#.into()),
-        json!(["c1", 4]),
-    );
-    p.authority.down = true;
-    let c = connect_writer(&mut p, "c1");
-    // It moved here with mids 1–4 committed: its next is 5.
-    p.send(c, &push("c1", 5, "addNote", r#"{"id":10,"body":"ten"}"#));
-    let wait = rindle_room_core::host::NEWCOMER_WAIT_MS;
-    p.advance(wait - 1);
-    assert!(
-        p.drain(c).iter().all(|v| v["t"] != "error"),
-        "still waiting"
-    );
-    p.advance(1);
+    let (mut p, c) = moved_writer_waits_out_an_outage(&flushed());
     // Not run against the room's empty ledger (it could be a mid the authority already
     // committed): refused, and the socket closed with 1013 (try again later).
     assert!(refused_unconfirmed(&mut p, c));
@@ -384,8 +374,7 @@ fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_applies_once() 
     let o = with_authority();
     let mut p = Pair::new(&o, Default::default(), Default::default());
     let key = ("note".to_string(), "[60]".to_string());
-    p.daemon.rows.insert(key.clone(), json!([60, "", "u"]));
-    p.authority.rows.insert(key.clone(), json!([60, "", "u"]));
+    p.seed_row("note", json!([60, "", "u"]));
     p.start();
     let author = p.subscriber("c1", "u1", true);
     p.send(author, &push("c1", 1, "bump", r#"{"id":60}"#));

@@ -308,10 +308,7 @@ fn bumps_ran_once(p: &Pair, m: &Model) {
 fn live_pair(o: &Options) -> Pair {
     let mut p = Pair::new(o, Default::default(), Default::default());
     for i in 0..CLIENTS.len() as u64 {
-        let row = json!([COUNTER + i, "", "u"]);
-        let key = ("note".to_string(), format!("[{}]", COUNTER + i));
-        p.daemon.rows.insert(key.clone(), row.clone());
-        p.authority.rows.insert(key, row);
+        p.seed_row("note", json!([COUNTER + i, "", "u"]));
     }
     p.start();
     assert!(p.host.is_live());
@@ -522,6 +519,15 @@ fn drains_are_answered(p: &Pair, m: &Model) {
     );
 }
 
+/// The highest lmid of `who` a connection got (released or not; 0: none).
+fn newest_lmid(client: &rindle_room_tests::pair::Client, who: &str) -> u64 {
+    (client.frames.iter().filter_map(lmid_of))
+        .filter(|(w, _)| w == who)
+        .map(|(_, lmid)| lmid)
+        .max()
+        .unwrap_or(0)
+}
+
 /// The authority's lmid of `who` (0 without a ledger row).
 fn committed_lmid(p: &Pair, who: &str) -> u64 {
     let key = (
@@ -554,14 +560,7 @@ fn pushes_on_open_connections_are_answered(p: &Pair, m: &Model, ack_after_flush:
             continue;
         }
         let who = CLIENTS[i].0;
-        let seen = client
-            .frames
-            .iter()
-            .filter_map(lmid_of)
-            .filter(|(w, _)| w == who)
-            .map(|(_, lmid)| lmid)
-            .max()
-            .unwrap_or(0);
+        let seen = newest_lmid(client, who);
         let gap = !ack_after_flush
             && client.frames.iter().any(|f| {
                 f["t"] == "error"
@@ -614,14 +613,7 @@ fn pending_writes_are_answered(p: &mut Pair, m: &mut Model, o: &Options) {
         let last = sent.last().map_or(0, |(mid, ..)| *mid);
         let client = &p.clients[&m.conns[&i]];
         assert_eq!(client.closed, None, "{who}'s new connection was closed");
-        let seen = client
-            .frames
-            .iter()
-            .filter_map(lmid_of)
-            .filter(|(w, _)| w == who)
-            .map(|(_, lmid)| lmid)
-            .max()
-            .unwrap_or(0);
+        let seen = newest_lmid(client, who);
         assert!(
             seen >= last,
             "{who} pushed up to mid {last}, its lmid reads {seen}"

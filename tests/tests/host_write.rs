@@ -500,8 +500,7 @@ fn a_flush_settled_at_boot_is_taken_in_so_the_next_write_of_its_key_is_kept() {
     let o = with_authority();
     let mut p = Pair::new(&o, Default::default(), Default::default());
     let key = ("note".to_string(), "[60]".to_string());
-    p.daemon.rows.insert(key.clone(), json!([60, "", "u"]));
-    p.authority.rows.insert(key.clone(), json!([60, "", "u"]));
+    p.seed_row("note", json!([60, "", "u"]));
     p.start();
     let c = p.subscriber("c1", "u1", true);
     p.authority.down = true;
