@@ -12,6 +12,14 @@
 //! synced before it is acknowledged, a crash can only damage the **tail**: the last
 //! append may be partially written, or the file may end in garbage or zeroes.
 //!
+//! One record is not written when it is made: a flush **confirmation**
+//! ([`Journal::confirm_flush`]) is kept in memory and written at the front of the
+//! journal's next write, synced with it (or taken into the next compaction, or written
+//! unsynced when the journal is dropped). Losing one in a crash loses nothing: the next
+//! boot resubmits the flush it confirms, and the authority answers a flush it already
+//! committed as applied. Reads and compactions see it as if it were written. This
+//! saves a sync per flush; a journal never holds more than that one unsynced write.
+//!
 //! [`FileJournal::open`] first checks the 16-byte file header ([`FILE_HEADER`]): a file
 //! that does not start with it is not a journal and is refused untouched (a prefix of
 //! it, or nothing, is a journal whose creation did not finish: it holds no record and
@@ -53,6 +61,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub use super::record::{crc32c, RecordKind, FILE_HEADER, HEADER_LEN, MAGIC, MAX_PAYLOAD, VERSION};
 
 use super::group_sync::GroupSync;
+use super::group_writer::{GroupDone, GroupJob};
 use super::payload::{
     decode, decode_binding, decode_entry, encode_binding, encode_doc, encode_entry,
     push_json_string, validate, DocWire, EntryKey, FlushWire, SeqOnly, Snapshot,
@@ -61,7 +70,7 @@ use super::record::{
     frame, invalid, is_torn_tail, not_a_journal, open_to_read, read_head, require_regular, scan,
     survey, with_path, Head,
 };
-use super::{FlushRecord, Journal, JournalEntry};
+use super::{FlushRecord, GroupedWrite, Journal, JournalEntry};
 
 /// The journal holds damage followed by intact records: it cannot be a torn tail, so
 /// the journal refuses to open (and leaves the file as it is).
@@ -205,6 +214,9 @@ struct Inner {
     len: u64,
     /// Why the journal refuses writes, once a write, sync or compaction failed.
     poisoned: Option<String>,
+    /// Confirmation records made but not written yet (payloads): the next write carries
+    /// them (see the module docs).
+    carried: Vec<Vec<u8>>,
 }
 
 impl FileJournal {
@@ -304,6 +316,7 @@ impl FileJournal {
                 file,
                 len: end.valid_len,
                 poisoned: None,
+                carried: Vec::new(),
             }),
             path,
             compact_path,
@@ -414,34 +427,77 @@ impl FileJournal {
         Ok(inner)
     }
 
-    /// THE write path: every append-type call (`append`, `append_flush`,
-    /// `confirm_flush`) goes through here — one `write_all` of the whole batch, then one
-    /// `sync_data` (or the box's group sync, which returns after a `syncfs` that began
-    /// after the write), both under the lock, so batches never interleave and nothing
-    /// returns `Ok` before it is on disk.
+    /// THE write path: every append-type call (`append`, `append_flush`) goes through
+    /// here — one `write_all` of the whole batch (after the confirmations it carries),
+    /// then one `sync_data` (or the box's group sync, which returns after a `syncfs`
+    /// that began after the write), both under the lock, so batches never interleave and
+    /// nothing returns `Ok` before it is on disk.
     fn commit(&self, op: &str, frames: &[u8]) -> io::Result<()> {
         if frames.is_empty() {
             return Ok(());
         }
         let mut inner = self.lock_writable()?;
-        let result = (&inner.file)
-            .write_all(frames)
-            .and_then(|()| match &self.group {
-                // The lock stays held: this journal's batches never interleave.
-                Some(group) => group.sync(),
-                None => inner.file.sync_data(),
-            });
-        match result {
+        self.write_locked(&mut inner, op, frames)?;
+        let result = match &self.group {
+            // The lock stays held: this journal's batches never interleave.
+            Some(group) => group.sync(),
+            None => inner.file.sync_data(),
+        };
+        result.map_err(|e| self.poison(&mut inner, op, e))
+    }
+
+    /// Writes the carried confirmations and `frames` in one `write_all`, unsynced.
+    fn write_locked(&self, inner: &mut Inner, op: &str, frames: &[u8]) -> io::Result<()> {
+        let carried;
+        let bytes = if inner.carried.is_empty() {
+            frames
+        } else {
+            let mut all = Vec::with_capacity(frames.len() + 64 * inner.carried.len());
+            for payload in &inner.carried {
+                frame(&self.path, &mut all, RecordKind::Confirm, payload)?;
+            }
+            all.extend_from_slice(frames);
+            carried = all;
+            &carried
+        };
+        match (&inner.file).write_all(bytes) {
             Ok(()) => {
-                inner.len += frames.len() as u64;
+                inner.len += bytes.len() as u64;
+                inner.carried.clear();
                 Ok(())
             }
-            Err(e) => {
-                let e = with_path(&self.path, op, e);
-                inner.poisoned = Some(e.to_string());
-                Err(e)
-            }
+            Err(e) => Err(self.poison(inner, op, e)),
         }
+    }
+
+    /// Refuses writes from now on, for `e` (returned, with the path).
+    fn poison(&self, inner: &mut Inner, op: &str, e: io::Error) -> io::Error {
+        let e = with_path(&self.path, op, e);
+        inner.poisoned = Some(e.to_string());
+        e
+    }
+
+    /// For the box's writer ([`crate::group_writer`]): writes `frames` (after the
+    /// carried confirmations) without syncing them; the writer's sync covers them, and
+    /// a failed sync comes back through [`FileJournal::sync_failed`].
+    pub(crate) fn write_unsynced(&self, op: &str, frames: &[u8]) -> io::Result<()> {
+        let mut inner = self.lock_writable()?;
+        self.write_locked(&mut inner, op, frames)
+    }
+
+    /// The box's sync that was to cover this journal's last write failed: the journal
+    /// refuses writes from now on, as after its own failed `fdatasync`.
+    pub(crate) fn sync_failed(&self, op: &str, e: &io::Error) -> io::Error {
+        let copy = io::Error::new(e.kind(), e.to_string());
+        match self.lock() {
+            Ok(mut inner) => self.poison(&mut inner, op, copy),
+            Err(lock) => lock,
+        }
+    }
+
+    /// The box's shared sync covering this journal, if any.
+    pub(crate) fn group(&self) -> Option<&Arc<GroupSync>> {
+        self.group.as_ref()
     }
 
     /// Reads every record of the synced prefix through the journal's own handle.
@@ -463,6 +519,12 @@ impl FileJournal {
                 end.valid_len,
                 "record damaged after it was written and synced".to_string(),
             ));
+        }
+        // The confirmations not written yet read as if they were, after the rest.
+        let mut offset = inner.len;
+        for payload in &inner.carried {
+            records.push((offset, RecordKind::Confirm, payload.clone()));
+            offset += (HEADER_LEN + payload.len()) as u64;
         }
         Ok(records)
     }
@@ -566,6 +628,8 @@ impl FileJournal {
         sync_dir(&parent_dir(&self.path))?;
         inner.file = file;
         inner.len = frames.len() as u64;
+        // The compacted file holds what the carried confirmations said.
+        inner.carried.clear();
         Ok(())
     }
 
@@ -590,8 +654,9 @@ impl FileJournal {
     }
 }
 
-impl Journal for FileJournal {
-    fn append(&self, entries: &[JournalEntry]) -> io::Result<()> {
+impl FileJournal {
+    /// `entries` as records.
+    fn entry_frames(&self, entries: &[JournalEntry]) -> io::Result<Vec<u8>> {
         let mut frames = Vec::new();
         for entry in entries {
             frame(
@@ -601,6 +666,31 @@ impl Journal for FileJournal {
                 encode_entry(entry).as_bytes(),
             )?;
         }
+        Ok(frames)
+    }
+
+    /// `record` as a record.
+    fn flush_frames(&self, record: &FlushRecord) -> io::Result<Vec<u8>> {
+        let mut payload = format!(
+            "{{\"seq\":{},\"epoch\":{},\"body\":",
+            record.seq, record.epoch
+        );
+        push_json_string(&mut payload, &record.body);
+        payload.push('}');
+        let mut frames = Vec::new();
+        frame(
+            &self.path,
+            &mut frames,
+            RecordKind::Flush,
+            payload.as_bytes(),
+        )?;
+        Ok(frames)
+    }
+}
+
+impl Journal for FileJournal {
+    fn append(&self, entries: &[JournalEntry]) -> io::Result<()> {
+        let frames = self.entry_frames(entries)?;
         self.commit("append", &frames)
     }
 
@@ -616,32 +706,42 @@ impl Journal for FileJournal {
     }
 
     fn append_flush(&self, record: &FlushRecord) -> io::Result<()> {
-        let mut payload = format!(
-            "{{\"seq\":{},\"epoch\":{},\"body\":",
-            record.seq, record.epoch
-        );
-        push_json_string(&mut payload, &record.body);
-        payload.push('}');
-        let mut frames = Vec::new();
-        frame(
-            &self.path,
-            &mut frames,
-            RecordKind::Flush,
-            payload.as_bytes(),
-        )?;
+        let frames = self.flush_frames(record)?;
         self.commit("append_flush", &frames)
     }
 
+    fn submit_grouped(
+        self: Arc<Self>,
+        write: GroupedWrite,
+        done: GroupDone,
+    ) -> Result<(), (GroupedWrite, GroupDone)> {
+        let Some(group) = self.group.clone() else {
+            return Err((write, done));
+        };
+        let (op, frames) = match &write {
+            GroupedWrite::Entries(entries) => ("append", self.entry_frames(entries)),
+            GroupedWrite::Flush(record) => ("append_flush", self.flush_frames(record)),
+        };
+        match frames {
+            Ok(frames) if !frames.is_empty() => group.submit(GroupJob {
+                journal: self,
+                op,
+                frames,
+                done,
+            }),
+            Ok(_) => done(Ok(())),
+            Err(e) => done(Err(e)),
+        }
+        Ok(())
+    }
+
     fn confirm_flush(&self, seq: u64) -> io::Result<()> {
-        let payload = format!("{{\"seq\":{seq}}}");
-        let mut frames = Vec::new();
-        frame(
-            &self.path,
-            &mut frames,
-            RecordKind::Confirm,
-            payload.as_bytes(),
-        )?;
-        self.commit("confirm_flush", &frames)
+        // Carried by the next write (module docs): no I/O here.
+        let mut inner = self.lock_writable()?;
+        inner
+            .carried
+            .push(format!("{{\"seq\":{seq}}}").into_bytes());
+        Ok(())
     }
 
     fn replay_flushes(&self) -> io::Result<(Vec<FlushRecord>, u64)> {
@@ -696,6 +796,18 @@ impl Journal for FileJournal {
             inner.poisoned = Some(format!("compaction failed: {e}"));
         }
         result
+    }
+}
+
+impl Drop for FileJournal {
+    /// Writes the carried confirmations (unsynced, best effort), so that a journal
+    /// opened again in this process sees them.
+    fn drop(&mut self) {
+        if let Ok(mut inner) = self.lock_writable() {
+            if !inner.carried.is_empty() {
+                let _ = self.write_locked(&mut inner, "write carried confirmations", &[]);
+            }
+        }
     }
 }
 

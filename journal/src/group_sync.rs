@@ -23,7 +23,10 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+
+use crate::group_writer::{self, GroupJob};
 
 /// The operation that makes a filesystem's written data durable (`syncfs` on a
 /// descriptor of it; a stand-in in tests).
@@ -39,6 +42,9 @@ pub struct GroupSync {
     op: SyncOp,
     state: Mutex<State>,
     finished: Condvar,
+    /// The box's journal writer ([`crate::group_writer`]), started at the first
+    /// grouped append.
+    writer: OnceLock<Sender<GroupJob>>,
 }
 
 #[derive(Default)]
@@ -97,6 +103,7 @@ impl GroupSync {
             op,
             state: Mutex::new(State::default()),
             finished: Condvar::new(),
+            writer: OnceLock::new(),
         })
     }
 
@@ -123,13 +130,18 @@ impl GroupSync {
     /// Returns once everything the caller wrote before calling is durable: after a sync
     /// that started after this call began. The error names the failed sync.
     pub fn sync(&self) -> io::Result<()> {
+        self.sync_covering(1)
+    }
+
+    /// [`GroupSync::sync`] for `appends` appends written before the call (metrics).
+    pub(crate) fn sync_covering(&self, appends: u64) -> io::Result<()> {
         let mut st = self.lock();
         // A sync that runs now may have started before the caller's write.
         let ticket = match st.running {
             Some(g) => g + 1,
             None => st.done + 1,
         };
-        st.covered += 1;
+        st.covered += appends;
         loop {
             if st.done >= ticket {
                 return match st.failed.get(&ticket) {
@@ -156,6 +168,26 @@ impl GroupSync {
                 continue;
             }
             st = self.finished.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl GroupSync {
+    /// Hands `job` to the box's journal writer, starting it if needed; on failure to
+    /// start, the job is told at once.
+    pub(crate) fn submit(&self, job: GroupJob) {
+        let sender = match self.writer.get() {
+            Some(s) => s,
+            None => match group_writer::start() {
+                // Another caller may have started one meanwhile: theirs is kept, and
+                // this one's thread ends with its sender.
+                Ok(s) => self.writer.get_or_init(|| s),
+                Err(e) => return (job.done)(Err(e)),
+            },
+        };
+        if let Err(failed) = sender.send(job) {
+            // The thread is gone (it only ends with its sender: never while we hold it).
+            (failed.0.done)(Err(io::Error::other("the box's journal writer stopped")));
         }
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod file;
 pub mod group_sync;
+pub mod group_writer;
 pub mod memory;
 mod payload;
 mod record;
@@ -20,15 +21,27 @@ pub mod salvage;
 
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::Arc;
+
+pub use group_writer::GroupDone;
 
 /// The journal's records are the host's types (room-core): the host outputs them and
 /// reads them back at boot.
 pub use rindle_room_core::host::{FlushRecord, JournalContents, JournalEntry, Outcome};
 
-/// A durable journal. Every method is blocking and returns only once its effect is
-/// durable (the file journal fsyncs); the runtime calls them off the executor
-/// (`smol::unblock`). An `Err` is fatal to the incarnation: an ack that might not survive
-/// must never be sent.
+/// An append the box's journal writer can make durable ([`Journal::submit_grouped`]).
+#[derive(Debug)]
+pub enum GroupedWrite {
+    /// [`Journal::append`]'s entries.
+    Entries(Vec<JournalEntry>),
+    /// [`Journal::append_flush`]'s record.
+    Flush(FlushRecord),
+}
+
+/// A durable journal. Every method but [`Journal::confirm_flush`] is blocking and
+/// returns only once its effect is durable (the file journal fsyncs); the runtime calls
+/// them off the executor (`smol::unblock`). An `Err` is fatal to the incarnation: an ack
+/// that might not survive must never be sent.
 pub trait Journal: Send + Sync + 'static {
     /// Appends entries durably, in order.
     fn append(&self, entries: &[JournalEntry]) -> io::Result<()>;
@@ -36,8 +49,23 @@ pub trait Journal: Send + Sync + 'static {
     fn replay(&self) -> io::Result<Vec<JournalEntry>>;
     /// Journals one built flush batch before its first send.
     fn append_flush(&self, record: &FlushRecord) -> io::Result<()>;
-    /// The authority settled flush `seq`: drop it.
+    /// The authority settled flush `seq`: drop it. Need not be durable when it returns
+    /// and must not wait on a disk: a confirmation lost in a crash only makes the next
+    /// boot resubmit the flush, which the authority answers as already applied (the
+    /// file journal writes it with its next append).
     fn confirm_flush(&self, seq: u64) -> io::Result<()>;
+    /// Hands an append to the box's journal writer ([`group_writer`]), which writes it
+    /// and calls `done` once a sync covering it finished. `Err` gives both back: this
+    /// journal has no box-level writer (the default), and the caller makes the append
+    /// itself with [`Journal::append`] or [`Journal::append_flush`].
+    #[allow(clippy::type_complexity)]
+    fn submit_grouped(
+        self: Arc<Self>,
+        write: GroupedWrite,
+        done: GroupDone,
+    ) -> Result<(), (GroupedWrite, GroupDone)> {
+        Err((write, done))
+    }
     /// Unconfirmed flush records in seq order, and the highest seq ever appended (0 =
     /// none).
     fn replay_flushes(&self) -> io::Result<(Vec<FlushRecord>, u64)>;

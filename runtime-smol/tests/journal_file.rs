@@ -140,6 +140,7 @@ fn payloads_are_json_shaped_like_the_published_shells_records() {
     .unwrap();
     j.append_flush(&flush(5)).unwrap();
     j.confirm_flush(5).unwrap();
+    drop(j); // writes the confirmation it carried
 
     let inspection = read_records(&path).unwrap();
     assert_eq!(inspection.valid_len, inspection.file_len);

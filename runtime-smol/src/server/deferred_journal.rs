@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::journal::file::FileJournal;
 use crate::journal::group_sync::GroupSync;
-use crate::journal::{FlushRecord, Journal, JournalContents, JournalEntry};
+use crate::journal::{
+    FlushRecord, GroupDone, GroupedWrite, Journal, JournalContents, JournalEntry,
+};
 use crate::server::error::JournalOpenError;
 
 /// A file journal created at its first write (see the module docs).
@@ -105,6 +107,18 @@ impl Journal for DeferredFileJournal {
     fn confirm_flush(&self, seq: u64) -> io::Result<()> {
         // Without a file there is no flush record to confirm.
         self.existing().map_or(Ok(()), |f| f.confirm_flush(seq))
+    }
+
+    fn submit_grouped(
+        self: Arc<Self>,
+        write: GroupedWrite,
+        done: GroupDone,
+    ) -> Result<(), (GroupedWrite, GroupDone)> {
+        // The first write creates the file: the caller makes it on a thread of its own.
+        match self.existing() {
+            Some(f) => f.submit_grouped(write, done),
+            None => Err((write, done)),
+        }
     }
 
     fn replay_flushes(&self) -> io::Result<(Vec<FlushRecord>, u64)> {

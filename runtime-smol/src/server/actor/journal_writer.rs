@@ -1,8 +1,13 @@
 //! The serial journal writer: the host's journal operations run one at a time, in the
-//! order it output them, off the executor (`smol::unblock`), their results back as
-//! events. Appends that queue up behind an operation in flight are written and fsynced
-//! together (one group of group commits, one `fdatasync`); each still gets its own
-//! result, in order.
+//! order it output them, off the executor, their results back as events. Appends that
+//! queue up behind an operation in flight are written and fsynced together (one group
+//! of group commits, one `fdatasync`); each still gets its own result, in order.
+//!
+//! An append goes to the box's journal writer when the journal has one
+//! (`fleet.journal_sync = "box"`: one thread writes every room's appends and covers
+//! them with one sync), else to a blocking thread (`smol::unblock`). A flush
+//! confirmation does no I/O (the journal writes it with its next append), so it runs
+//! here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,7 +17,7 @@ use async_channel::Sender;
 use rindle_room_core::host::IoId;
 
 use super::Event;
-use crate::journal::{FlushRecord, Journal, JournalEntry};
+use crate::journal::{FlushRecord, GroupedWrite, Journal, JournalEntry};
 use crate::server::clock::Env;
 use crate::server::metrics::Metrics;
 
@@ -87,7 +92,7 @@ pub(crate) fn spawn(
                         }
                     }
                     let start = Instant::now();
-                    let result = smol::unblock(move || j.append(&entries)).await;
+                    let result = durably(j, GroupedWrite::Entries(entries)).await;
                     metrics.journal_append.observe(start.elapsed());
                     let result = result.map_err(Arc::new);
                     ios.into_iter()
@@ -102,15 +107,14 @@ pub(crate) fn spawn(
                     vec![Event::JournalRead { io, result }]
                 }
                 JournalJob::AppendFlush { io, record } => {
-                    let result = smol::unblock(move || j.append_flush(&record))
+                    let result = durably(j, GroupedWrite::Flush(record))
                         .await
                         .map_err(Arc::new);
                     vec![Event::JournalWritten { io, result }]
                 }
                 JournalJob::ConfirmFlush { io, seq } => {
-                    let result = smol::unblock(move || j.confirm_flush(seq))
-                        .await
-                        .map_err(Arc::new);
+                    // No I/O (the trait's contract): no thread hand-off either.
+                    let result = j.confirm_flush(seq).map_err(Arc::new);
                     vec![Event::JournalWritten { io, result }]
                 }
                 JournalJob::Compact { io, durable } => {
@@ -128,4 +132,28 @@ pub(crate) fn spawn(
         }
     });
     tx
+}
+
+/// Makes `write` durable: through the box's journal writer when the journal has one,
+/// else on a blocking thread.
+async fn durably(journal: Arc<dyn Journal>, write: GroupedWrite) -> std::io::Result<()> {
+    let (tx, rx) = async_channel::bounded(1);
+    let done = Box::new(move |result| {
+        // A fresh channel of one: the send cannot find it full.
+        let _ = tx.try_send(result);
+    });
+    match journal.clone().submit_grouped(write, done) {
+        Ok(()) => rx.recv().await.unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the box's journal writer dropped an append unanswered",
+            ))
+        }),
+        Err((write, _)) => {
+            smol::unblock(move || match write {
+                GroupedWrite::Entries(entries) => journal.append(&entries),
+                GroupedWrite::Flush(record) => journal.append_flush(&record),
+            })
+            .await
+        }
+    }
 }
