@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rindle_room_core::host::{apply_reply, claim_body, claim_reply, lmids_body, lmids_reply};
@@ -102,9 +103,9 @@ impl std::error::Error for AuthorityConfigError {
 /// `claim-room-epoch` and `room-lmids` endpoints.
 ///
 /// Every request is a `POST` with `content-type: application/json` plus the configured
-/// extra headers (the flush credential), on a fresh connection, bounded by
-/// [`HttpAuthority::timeout`]. Calls are independent; the type is cheap to share by
-/// reference across tasks.
+/// extra headers (the flush credential), over a kept-alive connection of its
+/// [`http::Pool`] when one is idle, bounded by [`HttpAuthority::timeout`]. Calls are
+/// independent; the type is cheap to share by reference across tasks.
 #[derive(Clone)]
 pub struct HttpAuthority {
     apply_url: String,
@@ -112,6 +113,7 @@ pub struct HttpAuthority {
     lmids_url: String,
     headers: Vec<(String, String)>,
     timeout: Duration,
+    pool: Arc<http::Pool>,
 }
 
 impl fmt::Debug for HttpAuthority {
@@ -174,7 +176,15 @@ impl HttpAuthority {
             lmids_url: cfg.lmids_url.clone(),
             headers,
             timeout: DEFAULT_TIMEOUT,
+            pool: Arc::default(),
         })
+    }
+
+    /// Keeps connections alive in `pool` (a box shares one between its rooms' clients)
+    /// instead of a pool of its own.
+    pub fn with_pool(mut self, pool: Arc<http::Pool>) -> HttpAuthority {
+        self.pool = pool;
+        self
     }
 
     /// Replace the per-request timeout.
@@ -218,7 +228,9 @@ impl HttpAuthority {
 
     /// POSTs `body`: the status and the body text, or a retryable network failure.
     async fn post(&self, url: &str, body: &str) -> Result<(u16, String), AuthorityError> {
-        let resp = http::request("POST", url, &self.headers, body.as_bytes(), self.timeout)
+        let resp = self
+            .pool
+            .request("POST", url, &self.headers, body.as_bytes(), self.timeout)
             .await
             .map_err(|e| AuthorityError::Retryable(e.to_string()))?;
         Ok((resp.status, resp.body_text()))

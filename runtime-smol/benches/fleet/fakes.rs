@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_tungstenite::tungstenite::Message;
-use futures_lite::{FutureExt, StreamExt};
+use futures_lite::{AsyncWriteExt, FutureExt, StreamExt};
 use rindle_room_core::fingerprint::normalized_fp;
 use rindle_room_core::TableSchema;
 use rindle_room_smol::http;
@@ -50,12 +50,30 @@ async fn serve_api(
     epochs: Arc<Mutex<HashMap<String, u64>>>,
 ) {
     let _ = stream.set_nodelay(true);
-    let Ok(Some(req)) = http::read_request(&mut stream, 1 << 24).await else {
-        return;
-    };
+    // Connections kept alive between requests, as the API server's (Node's) are.
+    while let Ok(Some(req)) = http::read_request(&mut stream, 1 << 24).await {
+        let (status, text) = answer(&req, &upstream_ws, &stats, &epochs);
+        let wire = format!(
+            "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}",
+            http::reason_phrase(status),
+            text.len()
+        );
+        if stream.write_all(wire.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The status and body the fake API server answers `req` with.
+fn answer(
+    req: &http::Request,
+    upstream_ws: &str,
+    stats: &FakeStats,
+    epochs: &Mutex<HashMap<String, u64>>,
+) -> (u16, String) {
     let body: serde_json::Value = serde_json::from_str(&req.body_text()).unwrap_or_default();
     let doc = body["doc"].as_str().unwrap_or("").to_string();
-    let (status, text) = match req.path.as_str() {
+    match req.path.as_str() {
         "/api/rindle/room-boot" => {
             if req.header("authorization") != Some(format!("Bearer {SECRET}").as_str()) {
                 (
@@ -90,8 +108,7 @@ async fn serve_api(
         "/api/rindle/room-lmids" => (200, String::from("{\"lmids\":{}}")),
         "/api/rindle/claim-room-epoch" => (200, String::from("{\"epoch\":1}")),
         _ => (404, String::from("{\"error\":\"unknown route\"}")),
-    };
-    let _ = http::write_response(&mut stream, status, "application/json", text.as_bytes()).await;
+    }
 }
 
 /// The room's tables: `note(id, body, owner)`.

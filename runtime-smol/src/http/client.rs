@@ -72,20 +72,26 @@ pub async fn request(
     timeout: Duration,
 ) -> io::Result<Response> {
     let u = parse_url(url)?;
-    let shown = redact(url);
-    let limit_ms = timeout.as_millis();
     with_timeout(timeout, request_inner(method, &u, headers, body))
         .await
-        .map_err(|e| {
-            if e.get_ref().is_some_and(|r| r.is::<TimeoutMarker>()) {
-                io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("{method} {shown}: timed out after {limit_ms} ms"),
-                )
-            } else {
-                io::Error::new(e.kind(), format!("{method} {shown}: {e}"))
-            }
-        })
+        .map_err(|e| named(e, method, url, timeout))
+}
+
+/// `e` with the method and (redacted) URL in front; the request's own deadline as
+/// `TimedOut` with the limit.
+pub(super) fn named(e: io::Error, method: &str, url: &str, timeout: Duration) -> io::Error {
+    let shown = redact(url);
+    if e.get_ref().is_some_and(|r| r.is::<TimeoutMarker>()) {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "{method} {shown}: timed out after {} ms",
+                timeout.as_millis()
+            ),
+        )
+    } else {
+        io::Error::new(e.kind(), format!("{method} {shown}: {e}"))
+    }
 }
 
 async fn request_inner(
@@ -94,6 +100,57 @@ async fn request_inner(
     headers: &[(String, String)],
     body: &[u8],
 ) -> io::Result<Response> {
+    let wire = request_wire(method, u, headers, body, false)?;
+    let mut stream = connect(u).await?;
+    let head_request = method.eq_ignore_ascii_case("HEAD");
+    exchange(&mut stream, &wire, head_request, &mut false)
+        .await
+        .map(|e| e.response)
+}
+
+/// Sends `wire` on `stream` and reads the response. A server may answer early (say
+/// 413) and close before taking the whole body: when the write fails, its response is
+/// preferred, if one arrived (and the connection is not reusable).
+pub(super) async fn exchange(
+    stream: &mut TcpStream,
+    wire: &[u8],
+    head_request: bool,
+    head_seen: &mut bool,
+) -> io::Result<Exchange> {
+    if let Err(write_err) = send(stream, wire).await {
+        return match read_exchange(stream, head_request, head_seen).await {
+            Ok(e) => Ok(Exchange {
+                reusable: false,
+                ..e
+            }),
+            Err(_) => Err(write_err),
+        };
+    }
+    read_exchange(stream, head_request, head_seen).await
+}
+
+/// Opens a connection to `u`'s host, Nagle off.
+pub(super) async fn connect(u: &HttpUrl) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect((u.host.as_str(), u.port)).await?;
+    // Best effort: a failure to disable Nagle only costs latency.
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+/// Writes a whole request.
+async fn send(stream: &mut TcpStream, wire: &[u8]) -> io::Result<()> {
+    stream.write_all(wire).await?;
+    stream.flush().await
+}
+
+/// A request's bytes: head (with `Connection: close`, or `keep-alive`) and body.
+pub(super) fn request_wire(
+    method: &str,
+    u: &HttpUrl,
+    headers: &[(String, String)],
+    body: &[u8],
+    keep_alive: bool,
+) -> io::Result<Vec<u8>> {
     if method.is_empty() || !method.bytes().all(is_token_byte) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -111,32 +168,15 @@ async fn request_inner(
         }
         head.push_str(&format!("{name}: {value}\r\n"));
     }
+    let connection = if keep_alive { "keep-alive" } else { "close" };
     head.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        "Content-Length: {}\r\nConnection: {connection}\r\n\r\n",
         body.len()
     ));
     let mut wire = Vec::with_capacity(head.len() + body.len());
     wire.extend_from_slice(head.as_bytes());
     wire.extend_from_slice(body);
-
-    let mut stream = TcpStream::connect((u.host.as_str(), u.port)).await?;
-    // Best effort: a failure to disable Nagle only costs latency.
-    let _ = stream.set_nodelay(true);
-    let head_request = method.eq_ignore_ascii_case("HEAD");
-    let sent = async {
-        stream.write_all(&wire).await?;
-        stream.flush().await
-    }
-    .await;
-    if let Err(write_err) = sent {
-        // A server may answer early (say 413) and close before taking the whole body:
-        // prefer its response, if one arrived, over the write error.
-        return match read_response(&mut stream, head_request).await {
-            Ok(resp) => Ok(resp),
-            Err(_) => Err(write_err),
-        };
-    }
-    read_response(&mut stream, head_request).await
+    Ok(wire)
 }
 
 /// Read one response from `stream` (the client half of [`request`], exposed for callers
@@ -147,6 +187,26 @@ pub async fn read_response<S: AsyncRead + Unpin>(
     stream: &mut S,
     head_request: bool,
 ) -> io::Result<Response> {
+    read_exchange(stream, head_request, &mut false)
+        .await
+        .map(|e| e.response)
+}
+
+/// A response, and whether its connection can carry another request.
+pub(super) struct Exchange {
+    pub(super) response: Response,
+    /// The body ended by its length (not by the close), the server did not say
+    /// `Connection: close`, and nothing followed the response.
+    pub(super) reusable: bool,
+}
+
+/// [`read_response`], telling whether the connection can be reused; `head_seen` is set
+/// once a response head arrived.
+pub(super) async fn read_exchange<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    head_request: bool,
+    head_seen: &mut bool,
+) -> io::Result<Exchange> {
     let mut r = Reader::new(stream);
     let mut interim = 0;
     loop {
@@ -154,6 +214,7 @@ pub async fn read_response<S: AsyncRead + Unpin>(
             Some(h) => h,
             None => return Err(io::ErrorKind::UnexpectedEof.into()),
         };
+        *head_seen = true;
         let status = head.status;
         if (100..200).contains(&status) && status != 101 {
             interim += 1;
@@ -164,6 +225,7 @@ pub async fn read_response<S: AsyncRead + Unpin>(
         }
         let no_body =
             head_request || (100..200).contains(&status) || status == 204 || status == 304;
+        let mut delimited = true;
         let body = if no_body {
             Vec::new()
         } else {
@@ -175,13 +237,24 @@ pub async fn read_response<S: AsyncRead + Unpin>(
                     r.read_exact_vec(n as usize).await?
                 }
                 Framing::Chunked => r.read_chunked(MAX_RESPONSE_BODY, too_big_response).await?,
-                Framing::Close => r.read_to_end(MAX_RESPONSE_BODY, too_big_response).await?,
+                Framing::Close => {
+                    delimited = false;
+                    r.read_to_end(MAX_RESPONSE_BODY, too_big_response).await?
+                }
             }
         };
-        return Ok(Response {
-            status,
-            headers: head.headers,
-            body,
+        let closing = find_header(&head.headers, "connection").is_some_and(|v| {
+            v.split(',')
+                .any(|token| token.trim().eq_ignore_ascii_case("close"))
+        });
+        let reusable = delimited && !closing && status != 101 && r.available().is_empty();
+        return Ok(Exchange {
+            response: Response {
+                status,
+                headers: head.headers,
+                body,
+            },
+            reusable,
         });
     }
 }

@@ -1,15 +1,16 @@
 //! A small HTTP/1.1 client and server framing over smol sockets, with `httparse`.
 //!
-//! The client sends one request and reads the whole [`Response`] ([`request`]); the server
-//! side reads one [`Request`] ([`read_request`]) and writes one response
-//! ([`write_response`]).
+//! The client sends one request and reads the whole [`Response`] ([`request`]), or
+//! sends it over a kept-alive connection of a [`Pool`]; the server side reads one
+//! [`Request`] ([`read_request`]) and writes one response ([`write_response`]).
 //!
 //!
 //! # Scope
 //!
 //! This is deliberately the smallest HTTP/1.1 that the room needs: one request per
-//! connection (`Connection: close` both ways), `Content-Length` bodies, `chunked`
-//! transfer-coding on receive, and hard caps on head and body sizes. No keep-alive, no
+//! connection (`Connection: close` both ways) except through a [`Pool`] (the write
+//! authority's client: kept-alive connections, bounded), `Content-Length` bodies,
+//! `chunked` transfer-coding on receive, and hard caps on head and body sizes. No
 //! pipelining, no redirects, no compression, no proxies.
 //!
 //! **TLS is out of scope.** The room's HTTP peers (the write authority, `rindled`'s
@@ -31,6 +32,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `client.rs` | [`request`], [`read_response`], [`Response`] |
+//! | `pool.rs` | [`Pool`]: kept-alive connections for repeated calls |
 //! | `server.rs` | [`read_request`], [`write_response`], [`Request`], [`reason_phrase`] |
 //! | `url.rs` | [`parse_url`]: which URLs the client accepts |
 //! | `framing.rs` | both sides: head parsing, body delimiting, header checks |
@@ -48,6 +50,7 @@ mod client;
 mod error;
 mod framing;
 mod limits;
+mod pool;
 mod reader;
 mod server;
 mod url;
@@ -55,6 +58,7 @@ mod url;
 pub use client::{read_response, request, Response, MAX_RESPONSE_BODY};
 pub use error::{error_status, http_error, HttpError};
 pub use limits::{MAX_HEADERS, MAX_HEAD_BYTES};
+pub use pool::{Pool, IDLE_FOR, MAX_IDLE_PER_ORIGIN};
 pub use server::{
     read_request, read_request_continue, reason_phrase, write_response, write_response_with,
     Request,

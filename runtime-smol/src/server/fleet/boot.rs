@@ -115,7 +115,9 @@ pub(crate) async fn start_room(
                 .cloned()
                 .collect::<BTreeMap<_, _>>(),
         };
-        let client = HttpAuthority::new(&cfg).map_err(StartError::FlushEndpoints)?;
+        let client = HttpAuthority::new(&cfg)
+            .map_err(StartError::FlushEndpoints)?
+            .with_pool(shared.authority_pool.clone());
         Some(Arc::new(client))
     } else {
         None

@@ -81,6 +81,8 @@ pub(crate) struct Shared {
     pub ticket_refusal_logged: Arc<std::sync::atomic::AtomicBool>,
     /// The box-level journal sync (`fleet.journal_sync = "box"` with a `data_dir`).
     pub group_sync: Option<Arc<GroupSync>>,
+    /// The kept-alive connections every room's authority client shares.
+    pub authority_pool: Arc<crate::http::Pool>,
 }
 
 /// The box's counters the room table does not keep (`/stats`, `/metrics`).
@@ -249,6 +251,7 @@ impl FleetServerBuilder {
             stranded_total: std::sync::atomic::AtomicU64::new(0),
             ticket_refusal_logged: Arc::default(),
             group_sync,
+            authority_pool: Arc::default(),
         });
         let rooms = Rooms::new(shared.clone());
         let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
