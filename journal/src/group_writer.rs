@@ -1,5 +1,6 @@
 //! The box's journal writer: one thread that writes the appends of every room's journal
-//! on a [`GroupSync`](crate::group_sync::GroupSync)'s filesystem and covers each batch of them with one sync.
+//! on one filesystem and covers each batch of them with one sync of it
+//! ([`GroupSync`](crate::group_sync::GroupSync)).
 //!
 //! Without it, each room's append ran on a thread of its own (the runtime's blocking
 //! pool), wrote, and waited on the shared sync: two thread hand-offs and a wake-up per
