@@ -415,3 +415,45 @@ fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_applies_once() 
     assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
     assert_eq!(room.durable_lmid("c1"), 2);
 }
+
+/// The same past the fetch limit: a writer the room cannot even start a fetch for is
+/// served at once (`ack = "journaled"`), its fetch starts when a slot frees, and flushes
+/// wait for it as for one gone overdue — so a committed mid it re-sent applies once.
+#[test]
+fn with_ack_journaled_past_the_fetch_limit_a_committed_mid_run_again_applies_once() {
+    let o = with_authority();
+    let mut p = Pair::new(&o, Default::default(), Default::default());
+    let key = ("note".to_string(), "[60]".to_string());
+    p.seed_row("note", json!([60, "", "u"]));
+    p.start();
+    let author = p.subscriber("c1", "u1", true);
+    p.send(author, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(2_000);
+    assert_eq!(p.authority.rows[&key][1], json!("+"));
+    assert!(matches!(
+        p.control(rindle_room_core::host::ControlRequest::Drain),
+        Some(rindle_room_core::host::ControlReply::Drained(Ok(_)))
+    ));
+    let mut p = p.reboot(&o);
+    p.start();
+    p.authority.down = true;
+    for i in 0..rindle_room_core::host::MAX_NEWCOMER_FETCHES {
+        connect_writer(&mut p, &format!("w{i}"));
+    }
+    let c = connect_writer(&mut p, "c1");
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
+    assert_eq!(p.mutators.runs.len(), 2, "served at once");
+    p.advance(rindle_room_core::host::NEWCOMER_WAIT_MS + 100);
+    assert!(lmids(&p.drain(c)).contains(&2), "and acknowledged");
+    p.authority.down = false;
+    p.advance(10_000);
+    assert_eq!(
+        p.authority.rows[&key][1],
+        json!("++"),
+        "mid 1 once, mid 2 once"
+    );
+    let room = p.host.room().expect("the rebuilt incarnation is live");
+    assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
+    assert_eq!(room.durable_lmid("c1"), 2);
+}

@@ -100,7 +100,8 @@ pub use limits::{
 };
 pub use metrics::{render_prometheus, Counters, SocketCounts};
 pub use newcomer::{
-    MAX_FRAMES_AWAITING_LMID, MAX_KNOWN_NEWCOMERS, MAX_NEWCOMER_FETCHES, NEWCOMER_WAIT_MS,
+    MAX_DEFERRED_FETCHES, MAX_FRAMES_AWAITING_LMID, MAX_KNOWN_NEWCOMERS, MAX_NEWCOMER_FETCHES,
+    NEWCOMER_WAIT_MS,
 };
 
 /// The reserved lmid system query, subscribed by name.

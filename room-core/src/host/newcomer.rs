@@ -25,8 +25,12 @@
 //!   When the answer lands and shows the authority already held mids the room ran, the
 //!   incarnation is torn down and the next one replays the journal with that lmid
 //!   seeded: each of those mids applies once, at the head and at the authority.
-//!   (A newcomer served past [`MAX_NEWCOMER_FETCHES`] has no fetch to wait for and is not
-//!   covered.)
+//!
+//! Past [`MAX_NEWCOMER_FETCHES`] fetches under way, a newcomer is served from the
+//! room's ledger at once, as if its fetch had gone overdue: with `ack = "flushed"` its
+//! mutations are refused; with `ack = "journaled"` they run, its fetch is queued (at
+//! most [`MAX_DEFERRED_FETCHES`]; past that its mutations are refused too) and starts
+//! when one under way ends, and flushes wait for it like for an overdue one.
 
 use alloc::format;
 use alloc::string::String;
@@ -47,6 +51,10 @@ pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
 /// outage.
 pub const MAX_NEWCOMER_FETCHES: usize = 256;
 
+/// Newcomers served past [`MAX_NEWCOMER_FETCHES`] whose fetch waits for a free slot
+/// (`ack = "journaled"`); past it such a newcomer's mutations are refused (`1013`).
+pub const MAX_DEFERRED_FETCHES: usize = 65_536;
+
 /// clientIDs with no ledger row remembered as fetched (then forgotten all at once).
 pub const MAX_KNOWN_NEWCOMERS: usize = 65_536;
 
@@ -65,6 +73,8 @@ pub(crate) struct Fetch {
     /// the room's ledger — its mutations refused with `ack = "flushed"`, run with every
     /// flush held with `ack = "journaled"`.
     overdue: bool,
+    /// The authority call was made (false: queued in [`Newcomers::deferred`]).
+    started: bool,
 }
 
 /// The newcomer gate's state.
@@ -74,6 +84,9 @@ pub(super) struct Newcomers {
     pub(super) known: HashSet<String>,
     /// Lmid fetches under way, with what waits on them.
     pub(super) fetching: Fetching,
+    /// Newcomers served past the fetch limit whose fetch waits for a free slot, oldest
+    /// first (each also in `fetching`, overdue, not started).
+    pub(super) deferred: alloc::collections::VecDeque<String>,
 }
 
 impl Host {
@@ -162,7 +175,7 @@ impl Host {
                 self.start_fetch(client, id, frame);
             }
             None if busy => {
-                // No fetch for it: served unconfirmed, from the room's own ledger.
+                // No fetch for it now: served unconfirmed, from the room's own ledger.
                 self.log(
                     Level::Warn,
                     format!(
@@ -170,9 +183,22 @@ impl Host {
                          clientID {client} from this room's ledger"
                     ),
                 );
-                if !self.ack_after_flush() {
-                    self.newcomers.known.insert(client.clone());
+                if self.ack_after_flush() {
+                    // Its mutations are refused: the next frame asks for a fetch again.
+                    return self.serve_unconfirmed(id, &client, frame);
                 }
+                if self.newcomers.deferred.len() >= MAX_DEFERRED_FETCHES {
+                    return self.refuse_mutation(id, &client, frame);
+                }
+                // Its fetch waits for a slot; flushes wait for its answer.
+                let fetch = Fetch {
+                    waiting: Vec::new(),
+                    serve_by: self.now,
+                    overdue: true,
+                    started: false,
+                };
+                self.newcomers.fetching.insert(client.clone(), fetch);
+                self.newcomers.deferred.push_back(client.clone());
                 return self.serve_unconfirmed(id, &client, frame);
             }
             None => self.start_fetch(client, id, frame),
@@ -186,6 +212,7 @@ impl Host {
             waiting: alloc::vec![(id, frame)],
             serve_by,
             overdue: false,
+            started: true,
         };
         self.newcomers.fetching.insert(client.clone(), fetch);
         let next = self.timers.newcomer.map_or(serve_by, |t| t.min(serve_by));
@@ -207,8 +234,36 @@ impl Host {
         }
     }
 
-    /// The authority answered a newcomer's lmid fetch: seed it, then serve what waited.
+    /// The authority answered a newcomer's lmid fetch: seed it, serve what waited, and
+    /// start a queued fetch in the slot it freed.
     pub(super) fn on_newcomer_lmid(
+        &mut self,
+        call: Call,
+        result: Result<AuthorityReply, AuthorityError>,
+        driver: &mut dyn Driver,
+    ) {
+        self.settle_newcomer_lmid(call, result, driver);
+        self.start_deferred_fetches();
+    }
+
+    /// Starts queued fetches while slots are free (a live incarnation only).
+    fn start_deferred_fetches(&mut self) {
+        while self.inc.room.is_some()
+            && !self.closed()
+            && self.calls.newcomer_fetches() < MAX_NEWCOMER_FETCHES
+        {
+            let Some(client) = self.newcomers.deferred.pop_front() else {
+                return;
+            };
+            match self.newcomers.fetching.get_mut(&client) {
+                Some(f) if !f.started => f.started = true,
+                _ => continue,
+            }
+            self.call(Purpose::Newcomer, Request::Lmids(alloc::vec![client]));
+        }
+    }
+
+    fn settle_newcomer_lmid(
         &mut self,
         call: Call,
         result: Result<AuthorityReply, AuthorityError>,
@@ -325,8 +380,17 @@ impl Host {
     /// — where no ack can come before the authority answers anyway — a mutation is not
     /// run: it may be a mid the authority already committed, whose ack the writer lost.
     fn serve_unconfirmed(&mut self, id: ConnId, client: &str, frame: Waiting) -> Option<Waiting> {
+        if self.ack_after_flush() {
+            return self.refuse_mutation(id, client, frame);
+        }
+        Some(frame)
+    }
+
+    /// `frame` served from the room's own ledger, unless it is a mutation: refused
+    /// ([`Host::refuse_unconfirmed`]).
+    fn refuse_mutation(&mut self, id: ConnId, client: &str, frame: Waiting) -> Option<Waiting> {
         match frame {
-            Waiting::Mutation(_) if self.ack_after_flush() => {
+            Waiting::Mutation(_) => {
                 self.refuse_unconfirmed(id, client);
                 None
             }
@@ -427,6 +491,7 @@ impl Host {
     /// (`1012`); they re-send after reconnecting.
     pub(super) fn drop_fetches(&mut self) {
         self.newcomers.known.clear();
+        self.newcomers.deferred.clear();
         self.timers.newcomer = None;
         let ids: Vec<ConnId> = core::mem::take(&mut self.newcomers.fetching)
             .into_values()
