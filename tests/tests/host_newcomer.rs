@@ -362,15 +362,9 @@ fn a_connection_that_never_presents_a_lease_gets_the_ledgers_lmid_without_an_aut
     assert_eq!(p.host.counters().authority_retries, 0, "never called");
 }
 
-/// With `ack = "journaled"` acks must not wait for the authority, so a writer the room
-/// does not know is served from its own ledger after the newcomer wait, mutations
-/// included — and a mid it re-sends because it never saw the ack of a committed one
-/// runs again. The room cannot tell it from a new writer's first mid, so no flush goes
-/// out while such a writer is unconfirmed; when the authority's answer shows the
-/// overlap, the room rebuilds its head from the journal with that lmid seeded, and the
-/// mid applies once — at the head and at the authority.
-#[test]
-fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_applies_once() {
+/// `c1`'s mid 1 (`bump` of note 60) committed at the authority and the journal compacted
+/// by a drain; then a reboot, with the authority down. Returns the note's authority key.
+fn bumped_then_rebooted_into_an_outage() -> (Pair, (String, String)) {
     let o = with_authority();
     let mut p = Pair::new(&o, Default::default(), Default::default());
     let key = ("note".to_string(), "[60]".to_string());
@@ -387,6 +381,19 @@ fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_applies_once() 
     let mut p = p.reboot(&o);
     p.start();
     p.authority.down = true;
+    (p, key)
+}
+
+/// With `ack = "journaled"` acks must not wait for the authority, so a writer the room
+/// does not know is served from its own ledger after the newcomer wait, mutations
+/// included — and a mid it re-sends because it never saw the ack of a committed one
+/// runs again. The room cannot tell it from a new writer's first mid, so no flush goes
+/// out while such a writer is unconfirmed; when the authority's answer shows the
+/// overlap, the room rebuilds its head from the journal with that lmid seeded, and the
+/// mid applies once — at the head and at the authority.
+#[test]
+fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_applies_once() {
+    let (mut p, key) = bumped_then_rebooted_into_an_outage();
     // The writer never saw its ack: it re-sends mid 1, and writes mid 2.
     let c = connect_writer(&mut p, "c1");
     p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
@@ -421,22 +428,7 @@ fn with_ack_journaled_a_committed_mid_run_again_during_an_outage_applies_once() 
 /// wait for it as for one gone overdue — so a committed mid it re-sent applies once.
 #[test]
 fn with_ack_journaled_past_the_fetch_limit_a_committed_mid_run_again_applies_once() {
-    let o = with_authority();
-    let mut p = Pair::new(&o, Default::default(), Default::default());
-    let key = ("note".to_string(), "[60]".to_string());
-    p.seed_row("note", json!([60, "", "u"]));
-    p.start();
-    let author = p.subscriber("c1", "u1", true);
-    p.send(author, &push("c1", 1, "bump", r#"{"id":60}"#));
-    p.advance(2_000);
-    assert_eq!(p.authority.rows[&key][1], json!("+"));
-    assert!(matches!(
-        p.control(rindle_room_core::host::ControlRequest::Drain),
-        Some(rindle_room_core::host::ControlReply::Drained(Ok(_)))
-    ));
-    let mut p = p.reboot(&o);
-    p.start();
-    p.authority.down = true;
+    let (mut p, key) = bumped_then_rebooted_into_an_outage();
     for i in 0..rindle_room_core::host::MAX_NEWCOMER_FETCHES {
         connect_writer(&mut p, &format!("w{i}"));
     }
