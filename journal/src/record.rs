@@ -125,6 +125,7 @@ pub(crate) fn frame(
                 ),
             )
         })?;
+    out.reserve(HEADER_LEN + payload.len());
     let mut header = [0u8; HEADER_LEN];
     header[0] = MAGIC;
     header[1] = VERSION;

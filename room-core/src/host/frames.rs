@@ -106,7 +106,9 @@ impl OpsCache {
 
 /// `{"t":"progress","frame":{"cvMin":N,"upstreamCv"?:X,"upstreamBoot"?:"…"}}`.
 pub fn progress(cv_min: i64, upstream_cv: Option<f64>, upstream_boot: Option<&str>) -> String {
-    let mut s = String::from("{\"t\":\"progress\",\"frame\":{\"cvMin\":");
+    // Sized once: the frame goes out after every drain of every writer's commit.
+    let mut s = String::with_capacity(96 + upstream_boot.map_or(0, str::len));
+    s.push_str("{\"t\":\"progress\",\"frame\":{\"cvMin\":");
     write_i64(&mut s, cv_min);
     if let Some(cv) = upstream_cv {
         s.push_str(",\"upstreamCv\":");
