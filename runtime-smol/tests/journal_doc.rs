@@ -8,25 +8,17 @@ use std::io::ErrorKind;
 use std::path::PathBuf;
 
 use rindle_room_smol::journal::file::{read_records, FileJournal, RecordKind};
-use rindle_room_smol::journal::{Journal, JournalEntry, Outcome};
+use rindle_room_smol::journal::{Journal, JournalEntry};
+
+#[path = "common/journal.rs"]
+mod journal_helpers;
 
 fn dir(test: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("journal_doc-{}-{test}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+    journal_helpers::fresh_dir("journal_doc", test)
 }
 
 fn entry(client: &str, mid: u64) -> JournalEntry {
-    JournalEntry {
-        client_id: client.to_string(),
-        mid,
-        name: "addNote".to_string(),
-        args: format!(r#"{{"id":{mid}}}"#),
-        sub: "u1".to_string(),
-        outcome: Outcome::Applied,
-    }
+    journal_helpers::applied(client, mid, "addNote")
 }
 
 #[test]

@@ -3,7 +3,6 @@
 //! appends, one sync covering them).
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -12,25 +11,17 @@ use std::time::Duration;
 
 use rindle_room_smol::journal::file::{read_records, FileJournal, RecordKind};
 use rindle_room_smol::journal::group_sync::GroupSync;
-use rindle_room_smol::journal::{FlushRecord, GroupedWrite, Journal, JournalEntry, Outcome};
+use rindle_room_smol::journal::{FlushRecord, GroupedWrite, Journal, JournalEntry};
+
+#[path = "common/journal.rs"]
+mod journal_helpers;
 
 fn dir(test: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("journal_group-{}-{test}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+    journal_helpers::fresh_dir("journal_group", test)
 }
 
 fn entry(client: &str, mid: u64) -> JournalEntry {
-    JournalEntry {
-        client_id: client.to_string(),
-        mid,
-        name: "note.insert".to_string(),
-        args: format!(r#"{{"id":{mid}}}"#),
-        sub: "u1".to_string(),
-        outcome: Outcome::Applied,
-    }
+    journal_helpers::applied(client, mid, "note.insert")
 }
 
 fn flush(seq: u64) -> FlushRecord {
