@@ -264,6 +264,8 @@ pub struct Options {
     pub startup_timeout_ms: u64,
     /// The journal's group-commit window, ms.
     pub group_commit_ms: u64,
+    /// Newcomer lmid fetches under way at once, and queued behind them.
+    pub newcomer_fetch_limits: (usize, usize),
 }
 
 impl Default for Options {
@@ -279,6 +281,10 @@ impl Default for Options {
             ack_after_flush: false,
             startup_timeout_ms: 60_000,
             group_commit_ms: 5,
+            newcomer_fetch_limits: (
+                rindle_room_core::host::MAX_NEWCOMER_FETCHES,
+                rindle_room_core::host::MAX_DEFERRED_FETCHES,
+            ),
         }
     }
 }
@@ -308,6 +314,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.revoked = o.revoked.clone();
     cfg.max_room_bytes = o.max_room_bytes;
     cfg.startup_timeout_ms = o.startup_timeout_ms;
+    (cfg.max_newcomer_fetches, cfg.max_deferred_fetches) = o.newcomer_fetch_limits;
     if o.writes {
         cfg.writes = Some(WriteSettings {
             owned_tables: vec!["note".into(), "tally".into()],

@@ -449,3 +449,52 @@ fn with_ack_journaled_past_the_fetch_limit_a_committed_mid_run_again_applies_onc
     assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
     assert_eq!(room.durable_lmid("c1"), 2);
 }
+
+/// With `ack = "journaled"` the queue of fetches waiting for a slot is bounded too: past
+/// it a newcomer's mutations are refused with `1013` (its lmid is still answered from the
+/// ledger), and once the authority is back every queued fetch runs and the writer that
+/// was refused is served normally when it comes back.
+#[test]
+fn with_ack_journaled_past_the_fetch_queue_a_newcomers_mutations_are_refused() {
+    let mut p = Pair::live(&Options {
+        newcomer_fetch_limits: (2, 2),
+        ..with_authority()
+    });
+    p.authority.down = true;
+    let mut writers = Vec::new();
+    for (i, name) in ["w0", "w1", "w2", "w3", "c1"].iter().enumerate() {
+        let c = connect_writer(&mut p, name);
+        p.send(
+            c,
+            &push(
+                name,
+                1,
+                "addNote",
+                &format!(r#"{{"id":{},"body":"x"}}"#, 20 + i),
+            ),
+        );
+        writers.push(c);
+    }
+    // w0 and w1 wait on their fetches; w2 and w3 are served at once with their fetches
+    // queued; c1 finds the queue full.
+    assert_eq!(p.host.counters().mutations_applied, 2, "w2 and w3 ran");
+    assert!(refused_unconfirmed(&mut p, writers[4]));
+    // One warning each for w2 and w3; c1, never queued, warns at each of its frames.
+    assert_eq!(p.log_count("lmid fetches already under way"), 4);
+    p.authority.down = false;
+    p.advance(10_000);
+    assert_eq!(p.host.counters().mutations_applied, 4, "w0 and w1 ran too");
+    for id in 20..24 {
+        assert!(
+            p.authority
+                .rows
+                .contains_key(&("note".to_string(), format!("[{id}]"))),
+            "note {id} flushed once every queued fetch answered"
+        );
+    }
+    let again = connect_writer(&mut p, "c1");
+    p.send(again, &push("c1", 1, "addNote", r#"{"id":24,"body":"x"}"#));
+    p.advance(2_000);
+    assert_eq!(p.host.counters().mutations_applied, 5);
+    assert!(lmids(&p.drain(again)).contains(&1));
+}

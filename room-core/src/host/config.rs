@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use serde_json::Value as Json;
 
+use super::newcomer::{MAX_DEFERRED_FETCHES, MAX_NEWCOMER_FETCHES};
 use super::ConfigError;
 use crate::json::tree::JsValue;
 
@@ -90,6 +91,14 @@ pub struct HostConfig {
     /// claim while they fail transiently (unreachable, a timeout, 408, 429, a 5xx), ms:
     /// 100 ms between tries, doubling to 5 s. `0`: the first failure fails the start.
     pub startup_timeout_ms: u64,
+    /// Lmid fetches for writers new to the room that may be under way at once
+    /// (`docs/fleet.md`, "A writer new to the room"); past it a newcomer is served from
+    /// the room's own ledger at once. Default [`MAX_NEWCOMER_FETCHES`].
+    pub max_newcomer_fetches: usize,
+    /// Newcomers served past `max_newcomer_fetches` whose fetch waits for a free slot
+    /// (`ack = "journaled"`); past it their mutations are refused with `1013`. Default
+    /// [`MAX_DEFERRED_FETCHES`].
+    pub max_deferred_fetches: usize,
 }
 
 impl Default for WriteSettings {
@@ -133,6 +142,8 @@ impl Default for HostConfig {
             max_room_bytes: None,
             revoked: Vec::new(),
             startup_timeout_ms: 60_000,
+            max_newcomer_fetches: MAX_NEWCOMER_FETCHES,
+            max_deferred_fetches: MAX_DEFERRED_FETCHES,
         }
     }
 }

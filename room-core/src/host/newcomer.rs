@@ -26,10 +26,10 @@
 //!   incarnation is torn down and the next one replays the journal with that lmid
 //!   seeded: each of those mids applies once, at the head and at the authority.
 //!
-//! Past [`MAX_NEWCOMER_FETCHES`] fetches under way, a newcomer is served from the
+//! Past [`MAX_NEWCOMER_FETCHES`] fetches under way (a host setting), a newcomer is served from the
 //! room's ledger at once, as if its fetch had gone overdue: with `ack = "flushed"` its
 //! mutations are refused; with `ack = "journaled"` they run, its fetch is queued (at
-//! most [`MAX_DEFERRED_FETCHES`]; past that its mutations are refused too) and starts
+//! most [`MAX_DEFERRED_FETCHES`], also a setting; past that its mutations are refused too) and starts
 //! when one under way ends, and flushes wait for it like for an overdue one.
 
 use alloc::format;
@@ -45,14 +45,16 @@ use super::{AuthorityError, AuthorityReply, ConnId, Driver, Host, Level};
 /// Frames one clientID may have waiting on its lmid fetch (across its connections).
 pub const MAX_FRAMES_AWAITING_LMID: usize = 1_024;
 
-/// Newcomer fetches in flight (or retrying) at once; past it, a newcomer is served from
+/// Newcomer fetches in flight (or retrying) at once by default
+/// ([`HostConfig::max_newcomer_fetches`](super::HostConfig::max_newcomer_fetches)); past it, a newcomer is served from
 /// the room's own ledger at once (with `ack = "flushed"` its mutations are refused).
 /// Bounds what a swarm of fresh clientIDs can make the room hold during an authority
 /// outage.
 pub const MAX_NEWCOMER_FETCHES: usize = 256;
 
-/// Newcomers served past [`MAX_NEWCOMER_FETCHES`] whose fetch waits for a free slot
-/// (`ack = "journaled"`); past it such a newcomer's mutations are refused (`1013`).
+/// Newcomers served past the fetch limit whose fetch waits for a free slot
+/// (`ack = "journaled"`), by default
+/// ([`HostConfig::max_deferred_fetches`](super::HostConfig::max_deferred_fetches)); past it such a newcomer's mutations are refused (`1013`).
 pub const MAX_DEFERRED_FETCHES: usize = 65_536;
 
 /// clientIDs with no ledger row remembered as fetched (then forgotten all at once).
@@ -153,7 +155,7 @@ impl Host {
         {
             return self.serve_unconfirmed(id, &client, frame);
         }
-        let busy = self.calls.newcomer_fetches() >= MAX_NEWCOMER_FETCHES;
+        let busy = self.calls.newcomer_fetches() >= self.cfg.max_newcomer_fetches.max(1);
         match self
             .newcomers
             .fetching
@@ -179,15 +181,16 @@ impl Host {
                 self.log(
                     Level::Warn,
                     format!(
-                        "{MAX_NEWCOMER_FETCHES} lmid fetches already under way: serving \
-                         clientID {client} from this room's ledger"
+                        "{} lmid fetches already under way: serving clientID {client} \
+                         from this room's ledger",
+                        self.cfg.max_newcomer_fetches.max(1)
                     ),
                 );
                 if self.ack_after_flush() {
                     // Its mutations are refused: the next frame asks for a fetch again.
                     return self.serve_unconfirmed(id, &client, frame);
                 }
-                if self.newcomers.deferred.len() >= MAX_DEFERRED_FETCHES {
+                if self.newcomers.deferred.len() >= self.cfg.max_deferred_fetches {
                     return self.refuse_mutation(id, &client, frame);
                 }
                 // Its fetch waits for a slot; flushes wait for its answer.
@@ -250,7 +253,7 @@ impl Host {
     fn start_deferred_fetches(&mut self) {
         while self.inc.room.is_some()
             && !self.closed()
-            && self.calls.newcomer_fetches() < MAX_NEWCOMER_FETCHES
+            && self.calls.newcomer_fetches() < self.cfg.max_newcomer_fetches.max(1)
         {
             let Some(client) = self.newcomers.deferred.pop_front() else {
                 return;

@@ -50,6 +50,7 @@ pub(crate) fn host_config(
         revoked: Vec::new(),
         max_room_bytes: None,
         startup_timeout_ms: config.server.startup_timeout_ms,
+        ..HostConfig::default()
     };
     cfg.validate()
         .map_err(|e| StartError::Host(e.to_string()))?;
