@@ -71,6 +71,9 @@ pub struct Daemon {
     pub refuse: bool,
     /// Upstream connections the host asked for.
     pub opens: usize,
+    /// Behind the database: what the authority commits meanwhile never reaches this
+    /// daemon's rows, so its snapshots lack it.
+    pub lagging: bool,
 }
 
 /// The fake journal (in memory; "durable" once an append was answered `Ok`).
@@ -97,6 +100,9 @@ pub struct Authority {
     pub cv: u64,
     /// Answers with a network failure while set.
     pub down: bool,
+    /// Commits each apply, then answers it with a network failure (the answer lost on
+    /// the way back).
+    pub lose_answers: bool,
     /// Every apply body received.
     pub bodies: Vec<String>,
 }
@@ -371,6 +377,7 @@ impl Pair {
                 mint_tries: 0,
                 refuse: false,
                 opens: 0,
+                lagging: false,
             },
             journal,
             authority,
@@ -611,6 +618,9 @@ impl Pair {
                 self.authority.bodies.push(body.clone());
                 let r = if self.authority.down {
                     Err(AuthorityError::Retryable("authority down".into()))
+                } else if self.authority.lose_answers {
+                    self.authority_apply(&body);
+                    Err(AuthorityError::Retryable("the answer was lost".into()))
                 } else {
                     Ok(AuthorityReply::Applied(self.authority_apply(&body)))
                 };
@@ -758,7 +768,7 @@ impl Pair {
             let table = c["table"].as_str().unwrap_or("");
             // What the authority commits reaches the daemon (through the database it
             // follows): a later snapshot holds it. The ledger is the room's own.
-            let mirrored = !table.starts_with("_rindle");
+            let mirrored = !table.starts_with("_rindle") && !self.daemon.lagging;
             if c["op"] == "remove" {
                 let key = (table.to_string(), pk(table, &c["old"]));
                 a.rows.remove(&key);

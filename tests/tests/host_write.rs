@@ -528,3 +528,87 @@ fn a_flush_settled_at_boot_is_taken_in_so_the_next_write_of_its_key_is_kept() {
     let room = p.host.room().unwrap();
     assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
 }
+
+/// A restart claims a new epoch, so the dead process's last flush — committed, its
+/// answer lost — comes back `fenced` when the boot resubmits it, while the durable lmids
+/// say its mutations are in (the replay skips them). When the daemon lags behind that
+/// commit, its snapshot lacks what the flush wrote; the boot takes those images in once
+/// the probe has shown every ledger advance the flush carried committed, so the next
+/// write of its key is made on top of them and kept. (Before, that write was made on
+/// the stale image, its flush CAS-conflicted, and the acknowledged write was lost.)
+#[test]
+fn a_flush_committed_before_a_restart_is_taken_in_under_the_new_epoch() {
+    let o = with_authority();
+    let mut p = Pair::new(&o, Default::default(), Default::default());
+    let key = ("note".to_string(), "[60]".to_string());
+    p.seed_row("note", json!([60, "", "u"]));
+    p.start();
+    let c = p.subscriber("c1", "u1", true);
+    p.daemon.lagging = true;
+    p.authority.lose_answers = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    assert_eq!(
+        p.authority.rows[&key][1],
+        json!("+"),
+        "committed, unanswered"
+    );
+    // The process dies before an answer gets through; the restart claims a new epoch.
+    let mut p = p.reboot(&o);
+    p.authority.lose_answers = false;
+    p.start();
+    assert_eq!(
+        p.log_count("flush 1 (old epoch 1) fenced"),
+        1,
+        "{:#?}",
+        p.logs
+    );
+    assert_eq!(
+        p.log_count("taken in ahead of the daemon's feed"),
+        1,
+        "{:#?}",
+        p.logs
+    );
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
+    p.advance(2_000);
+    assert_eq!(
+        p.authority.rows[&key][1],
+        json!("++"),
+        "both bumps at the authority, once each"
+    );
+    let room = p.host.room().unwrap();
+    assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
+    assert_eq!(room.durable_lmid("c1"), 2);
+}
+
+/// The other side: a record that comes back `fenced` after a restart, which the
+/// authority never committed (it was down when the process died), is not taken in —
+/// the probe shows its ledger advance missing, and the replay runs its mutation again,
+/// once.
+#[test]
+fn a_fenced_flush_the_authority_never_committed_is_replayed_not_taken_in() {
+    let o = with_authority();
+    let mut p = Pair::new(&o, Default::default(), Default::default());
+    let key = ("note".to_string(), "[60]".to_string());
+    p.seed_row("note", json!([60, "", "u"]));
+    p.start();
+    let c = p.subscriber("c1", "u1", true);
+    p.authority.down = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    assert_eq!(p.journal.flushes.len(), 1, "journaled, never committed");
+    let mut p = p.reboot(&o);
+    p.authority.down = false;
+    p.start();
+    assert_eq!(
+        p.log_count("flush 1 (old epoch 1) fenced"),
+        1,
+        "{:#?}",
+        p.logs
+    );
+    assert_eq!(p.log_count("had been committed"), 0);
+    p.advance(2_000);
+    assert_eq!(p.authority.rows[&key][1], json!("+"), "mid 1 once");
+    assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 1);
+}

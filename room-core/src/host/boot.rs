@@ -44,6 +44,9 @@ pub(super) struct BootIo {
     current: Option<FlushRecord>,
     /// The probe's answer.
     lmids: BTreeMap<String, u64>,
+    /// Records of an earlier placement that came back `fenced`: taken in after the
+    /// probe when it shows them committed ([`Host::adopt_fenced`]).
+    fenced: Vec<FlushRecord>,
 }
 
 /// Start-up's state.
@@ -192,6 +195,7 @@ impl Host {
             flushes: VecDeque::new(),
             current: None,
             lmids: BTreeMap::new(),
+            fenced: Vec::new(),
         });
         self.push(Output::JournalRead { io });
     }
@@ -244,11 +248,18 @@ impl Host {
                 self.call(Purpose::Settle, Request::Apply(body));
             }
             None => {
-                let clients: Vec<String> = boot
-                    .contents
-                    .entries
-                    .iter()
+                // The journal's writers, and those whose ledger rows a fenced record
+                // carried (the probe tells whether that record had been committed).
+                let fenced_writers = boot.fenced.iter().flat_map(|r| {
+                    crate::write::committed_changes(&r.body)
+                        .map(|c| crate::write::ledger_advances(&c))
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(client, _)| client)
+                });
+                let clients: Vec<String> = (boot.contents.entries.iter())
                     .map(|e| e.client_id.clone())
+                    .chain(fenced_writers)
                     .collect::<BTreeSet<_>>()
                     .into_iter()
                     .collect();
@@ -326,6 +337,7 @@ impl Host {
                 );
                 if let Some(boot) = self.boot.io.as_mut() {
                     boot.stage = Stage::Confirming(io);
+                    boot.fenced.push(record);
                 }
                 return;
             }
@@ -339,6 +351,36 @@ impl Host {
         let io = self.confirm_boot_flush(seq);
         if let Some(boot) = self.boot.io.as_mut() {
             boot.stage = Stage::Confirming(io);
+        }
+    }
+
+    /// Takes in a record of an earlier placement that came back `fenced` (a restart
+    /// claimed a new epoch) when the probe shows it had been committed: every ledger
+    /// advance it carried is at or below its writer's durable lmid. Its mutations are
+    /// then skipped by the replay, and a snapshot taken while the daemon lagged behind
+    /// that commit lacks its images, as for a flush settled at boot. A record that
+    /// carries no ledger advance proves nothing and is left to the daemon's feed.
+    ///
+    /// Only records from before this host's first boot can come back fenced, so they
+    /// precede every record of this placement and are taken in before the replay, in
+    /// seq order.
+    fn adopt_fenced(&mut self, record: &FlushRecord, durable: &BTreeMap<String, u64>) {
+        let Ok(changes) = crate::write::committed_changes(&record.body) else {
+            return; // said by `adopt_settled` had it been committed; nothing to take
+        };
+        let advances = crate::write::ledger_advances(&changes);
+        let committed = !advances.is_empty()
+            && (advances.iter())
+                .all(|(client, lmid)| durable.get(client).is_some_and(|d| d >= lmid));
+        if committed {
+            self.log(
+                Level::Info,
+                format!(
+                    "flush {} (old epoch {}) had been committed: the durable lmids cover it",
+                    record.seq, record.epoch
+                ),
+            );
+            self.adopt_settled(record.seq, &record.body);
         }
     }
 
@@ -433,9 +475,12 @@ impl Host {
 
     /// The boot I/O is done: replay, then go live.
     fn boot_replay(&mut self, driver: &mut dyn Driver) {
-        let Some(boot) = self.boot.io.take() else {
+        let Some(mut boot) = self.boot.io.take() else {
             return;
         };
+        for record in core::mem::take(&mut boot.fenced) {
+            self.adopt_fenced(&record, &boot.lmids);
+        }
         if let Err(why) = self.replay(boot.contents, boot.lmids, driver) {
             self.violation(&why.to_string());
             return;

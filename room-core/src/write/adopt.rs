@@ -23,6 +23,7 @@ use super::Echo;
 use crate::json::read::WireRow;
 use crate::keys::Key;
 use crate::store::Row;
+use crate::value::CellRef;
 use crate::{Error, Room};
 
 /// One change of a committed flush batch: a key of `table` went from `old` to `new`
@@ -80,6 +81,26 @@ pub fn committed_changes(body: &str) -> Result<Vec<CommittedChange>, Error> {
                 old,
                 new,
             })
+        })
+        .collect()
+}
+
+/// The ledger advances `(clientID, lmid)` a flush batch's changes carry: the
+/// `_rindle_client_mutations` rows it writes. A boot reads them to tell whether a batch
+/// that came back `fenced` had been committed before (every advance at or below the
+/// durable lmid the authority reports for its client).
+pub fn ledger_advances(changes: &[CommittedChange]) -> Vec<(String, u64)> {
+    changes
+        .iter()
+        .filter(|c| c.table == super::LEDGER_TABLE)
+        .filter_map(|c| {
+            let row = c.new.as_ref()?;
+            match (row.get(0), row.get(1)) {
+                (CellRef::Str(client), CellRef::Num(lmid)) if lmid >= 0.0 => {
+                    Some((String::from(client), lmid as u64))
+                }
+                _ => None,
+            }
         })
         .collect()
 }

@@ -44,7 +44,7 @@ use crate::keys::Key;
 use crate::store::Row;
 use crate::value::Value;
 
-pub use adopt::{committed_changes, CommittedChange};
+pub use adopt::{committed_changes, ledger_advances, CommittedChange};
 pub use flush::{Conflict, FlushBatch, FlushChange, FlushOk};
 pub(crate) use scope::{Mode, TableScope, Writable};
 pub use staging::{Begin, Commit, Deopt};
