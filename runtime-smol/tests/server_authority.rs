@@ -256,28 +256,36 @@ fn a_restart_settles_the_unconfirmed_flush_probes_lmids_and_replays() {
             .await;
         acked(&mut c, 1).await;
         within(server.drain()).await.unwrap();
-        // The authority goes away; mid 2 is journaled and acked, its flush is journaled
-        // and never confirmed; then the process dies.
+        // (Mid 1's flush committed, and its record waits for an echo this daemon never
+        // sends: it stays unconfirmed.) The authority goes away; mid 2 is journaled and
+        // acked, its flush is journaled and never answered; then the process dies.
         auth.set_down(true);
         c.send(&push("c1", 2, "addNote", r#"{"id":11,"body":"eleven"}"#))
             .await;
         acked(&mut c, 2).await;
-        eventually("the unconfirmed flush", || {
-            journal.replay_flushes_len() == 1
+        eventually("both unconfirmed flushes", || {
+            journal.replay_flushes_len() == 2
         })
         .await;
         server.abort().await;
         drop(c);
         let stuck = journal.unconfirmed_body();
 
-        // The next process: claims epoch 2, re-sends the record verbatim (fenced: an old
-        // epoch — dropped), probes the durable lmids (c1 → 1), replays mid 2, flushes it.
+        // The next process: claims epoch 2, re-sends the records verbatim (fenced: an old
+        // epoch), probes the durable lmids (c1 → 1): mid 1's flush had been committed
+        // (taken in), mid 2's not (dropped); replays mid 2, flushes it.
         auth.set_down(false);
         let logs2 = Logs::default();
         let server: RoomServer = start(&logs2).await.unwrap();
         within(server.await_live()).await;
         assert!(
-            logs2.count("(old epoch 1) fenced: dropped") == 1,
+            logs2.count("flush 2 (old epoch 1) fenced: dropped") == 1,
+            "{}",
+            logs2.dump()
+        );
+        assert_eq!(
+            logs2.count("flush 1 (old epoch 1) fenced, but it had been committed"),
+            1,
             "{}",
             logs2.dump()
         );
@@ -345,6 +353,7 @@ impl Inspect for MemoryJournal {
 
     fn unconfirmed_body(&self) -> String {
         use rindle_room_smol::journal::Journal;
-        self.replay_flushes().unwrap().0[0].body.clone()
+        let flushes = self.replay_flushes().unwrap().0;
+        flushes.last().expect("an unconfirmed flush").body.clone()
     }
 }

@@ -74,6 +74,12 @@ pub struct Daemon {
     /// Behind the database: what the authority commits meanwhile never reaches this
     /// daemon's rows, so its snapshots lack it.
     pub lagging: bool,
+    /// Follows the database (its rows and later snapshots hold what the authority
+    /// commits) but streams none of it live: the room never sees its echoes.
+    pub silent: bool,
+    /// What the authority committed while this daemon lagged, as upstream ops, for
+    /// [`Pair::catch_up_daemon`].
+    pub behind: Vec<Value>,
 }
 
 /// The fake journal (in memory; "durable" once an append was answered `Ok`).
@@ -378,6 +384,8 @@ impl Pair {
                 refuse: false,
                 opens: 0,
                 lagging: false,
+                silent: false,
+                behind: Vec::new(),
             },
             journal,
             authority,
@@ -764,11 +772,19 @@ impl Pair {
                 conflicts_json: Value::Array(conflicts).to_string(),
             };
         }
+        let mut echo = Vec::new();
         for c in &changes {
             let table = c["table"].as_str().unwrap_or("");
             // What the authority commits reaches the daemon (through the database it
-            // follows): a later snapshot holds it. The ledger is the room's own.
-            let mirrored = !table.starts_with("_rindle") && !self.daemon.lagging;
+            // follows): a later snapshot holds it, and the daemon streams it to the
+            // room (the echo of the room's own write). The ledger is the room's own.
+            let data = !table.starts_with("_rindle");
+            let mirrored = data && !self.daemon.lagging;
+            let op = match c["op"].as_str() {
+                Some("add") => json!({"table": table, "op": "add", "row": c["row"]}),
+                Some("remove") => json!({"table": table, "op": "remove", "row": c["old"]}),
+                _ => json!({"table": table, "op": "edit", "old": c["old"], "new": c["row"]}),
+            };
             if c["op"] == "remove" {
                 let key = (table.to_string(), pk(table, &c["old"]));
                 a.rows.remove(&key);
@@ -782,13 +798,22 @@ impl Pair {
                     self.daemon.rows.insert(key, c["row"].clone());
                 }
             }
+            if mirrored {
+                echo.push(op);
+            } else if data {
+                self.daemon.behind.push(op);
+            }
         }
         a.applied
             .insert(id, v["batchHash"].as_str().unwrap_or("").to_string());
         a.cv += 1;
+        let cv = a.cv as f64;
+        if !echo.is_empty() && !self.daemon.silent {
+            self.stream(&echo);
+        }
         ApplyResult::Ok {
             applied: true,
-            cv: Some(a.cv as f64),
+            cv: Some(cv),
         }
     }
 
@@ -843,6 +868,13 @@ impl Pair {
 
     /// A live upstream batch of `ops` (seq + 1, cv + 1), then a `progress`.
     pub fn upstream(&mut self, ops: &[Value]) {
+        self.stream(ops);
+        self.settle();
+    }
+
+    /// Queues a live upstream batch of `ops` (seq + 1, cv + 1) and a `progress` on the
+    /// open link, the daemon's rows following them.
+    fn stream(&mut self, ops: &[Value]) {
         let d = &mut self.daemon;
         d.seq += 1;
         d.cv += 1;
@@ -875,6 +907,16 @@ impl Pair {
                 .push_back(Pending::UpFrame(link, batch.to_string()));
             self.pending
                 .push_back(Pending::UpFrame(link, progress.to_string()));
+        }
+    }
+
+    /// The lagging daemon catches up: what the authority committed meanwhile reaches its
+    /// rows and streams to the room, as one batch.
+    pub fn catch_up_daemon(&mut self) {
+        self.daemon.lagging = false;
+        let ops = std::mem::take(&mut self.daemon.behind);
+        if !ops.is_empty() {
+            self.stream(&ops);
         }
         self.settle();
     }

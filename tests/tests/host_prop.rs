@@ -55,7 +55,15 @@ enum Action {
     /// Someone else adds, at the authority, the note the next `addNote` will add: the
     /// room's flush of it CAS-conflicts.
     ForeignAdd,
+    /// The daemon falls behind the authority (its snapshots lack what is committed from
+    /// now on, and no echo comes), or catches up. It catches up by itself after
+    /// [`MAX_LAG_MS`].
+    DaemonLag(bool),
 }
+
+/// The longest a daemon lags in these sessions (well under the echo wait, past which a
+/// committed flush is confirmed without its echo).
+const MAX_LAG_MS: u64 = 10_000;
 
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
@@ -73,6 +81,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::Drain),
         1 => Just(Action::Fence),
         1 => Just(Action::ForeignAdd),
+        1 => any::<bool>().prop_map(Action::DaemonLag),
     ]
 }
 
@@ -96,6 +105,8 @@ struct Model {
     /// Drains asked of this incarnation, and how many it answered at once.
     drains_asked: usize,
     drains_answered: usize,
+    /// Since when the daemon lags.
+    lag_since: Option<u64>,
 }
 
 fn options(authority: bool, ack_after_flush: bool, group_commit_ms: u64) -> Options {
@@ -183,7 +194,23 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
             p.upstream(&[op]);
         }
         Action::DropUpstream => p.drop_upstream(),
-        Action::Advance(ms) => p.advance(u64::from(*ms)),
+        Action::Advance(ms) => {
+            p.advance(u64::from(*ms));
+            if m.lag_since.is_some_and(|t| p.now >= t + MAX_LAG_MS) {
+                m.lag_since = None;
+                p.catch_up_daemon();
+            }
+        }
+        Action::DaemonLag(true) => {
+            if m.lag_since.is_none() {
+                m.lag_since = Some(p.now);
+                p.daemon.lagging = true;
+            }
+        }
+        Action::DaemonLag(false) => {
+            m.lag_since = None;
+            p.catch_up_daemon();
+        }
         Action::JournalFail(f) => p.journal.failing = *f,
         Action::JournalHold(h) => {
             if *h {
@@ -219,6 +246,10 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
             next.journal.failing = false;
             next.authority.down = false;
             *p = next;
+            // The new pair's clock starts over; a lag goes on from there.
+            if m.lag_since.is_some() {
+                m.lag_since = Some(p.now);
+            }
             p.start();
             m.conns.clear();
             m.last_push_on.clear();
@@ -243,11 +274,12 @@ fn check_exactly_once(p: &mut Pair, m: &Model) {
         .filter(|e| e.name == "tally" && e.outcome == Outcome::Applied)
         .filter_map(|e| serde_json::from_str::<serde_json::Value>(&e.args).ok()?["id"].as_u64())
         .collect();
-    // What the authority committed reaches the daemon's snapshot (a flush may carry a
-    // mutation whose append later failed: the authority's ledger then holds its mid,
-    // so the client's re-send is a dedup — still exactly once).
+    // What the authority committed is in the head, whether or not the daemon's snapshot
+    // has it yet (a flush may carry a mutation whose append later failed: the
+    // authority's ledger then holds its mid, so the client's re-send is a dedup — still
+    // exactly once).
     let committed: BTreeSet<u64> = p
-        .daemon
+        .authority
         .rows
         .iter()
         .filter(|((t, _), _)| t == "tally")
@@ -462,9 +494,11 @@ fn fenced_rooms_report_what_they_owe(p: &Pair, m: &Model, ack_after_flush: bool)
 
 /// The disk and the authority recover, every connection reads again, and ten seconds
 /// pass.
-fn heal(p: &mut Pair, m: &Model) {
+fn heal(p: &mut Pair, m: &mut Model) {
     p.journal.failing = false;
     p.authority.down = false;
+    m.lag_since = None;
+    p.catch_up_daemon();
     p.release_journal();
     for &c in m.conns.values() {
         if p.clients.contains_key(&c) {
@@ -639,7 +673,7 @@ fn run(actions: &[Action], authority: bool, ack_after_flush: bool, group_commit_
         step(&mut p, &mut m, a, &o);
         check_invariants(&p, &mut m, ack_after_flush);
     }
-    heal(&mut p, &m);
+    heal(&mut p, &mut m);
     check_invariants(&p, &mut m, ack_after_flush);
     if ack_after_flush {
         acks_come_through(&p);

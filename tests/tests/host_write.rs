@@ -341,7 +341,11 @@ fn boot_settles_unconfirmed_flushes_before_replay() {
     p.authority.down = false;
     p.start();
     assert!(p.host.is_live());
-    assert_eq!(p.log_count("flush 1 (old epoch 1) fenced: dropped"), 1);
+    assert_eq!(
+        p.log_count("flush 1 (old epoch 1) fenced: dropped"),
+        1,
+        "the probe shows its ledger advance missing"
+    );
     assert!(p.journal.flushes.is_empty());
     // The replay re-derives the effects under the new epoch.
     p.advance(30);
@@ -488,6 +492,39 @@ fn a_read_only_room_boot_placement_goes_live_without_a_mint() {
     assert_eq!((p.daemon.mints, p.daemon.leases.len()), (0, 1));
 }
 
+/// A live pair with an authority whose daemon and authority hold note 60 (`bump`
+/// appends a `+` to its body), and writer `c1` subscribed: the options, the pair, the
+/// note's authority key and the writer's connection.
+fn counter_pair() -> (Options, Pair, (String, String), u64) {
+    let o = with_authority();
+    let mut p = Pair::new(&o, Default::default(), Default::default());
+    p.seed_row("note", json!([60, "", "u"]));
+    p.start();
+    let c = p.subscriber("c1", "u1", true);
+    (o, p, ("note".to_string(), "[60]".to_string()), c)
+}
+
+/// Both of `c1`'s bumps of note 60 are at the authority, once each, and the room has
+/// nothing left to flush.
+fn both_bumps_kept(p: &Pair, key: &(String, String)) {
+    assert_eq!(
+        p.authority.rows[key][1],
+        json!("++"),
+        "both bumps at the authority, once each"
+    );
+    let room = p.host.room().unwrap();
+    assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
+}
+
+/// With the daemon lagging from now on, `c1` bumps note 60 (mid 1) and the authority
+/// commits it: no echo comes, and a new snapshot lacks it.
+fn bump_behind_the_daemon(p: &mut Pair, c: u64, key: &(String, String)) {
+    p.daemon.lagging = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    assert_eq!(p.authority.rows[key][1], json!("+"), "committed");
+}
+
 /// A flush an incarnation died with (journaled, never answered: the upstream link
 /// dropped) is settled by the next incarnation's boot under the same placement epoch —
 /// committed *after* the snapshot that boot started from, so the snapshot lacks what it
@@ -497,12 +534,7 @@ fn a_read_only_room_boot_placement_goes_live_without_a_mint() {
 /// CAS-conflicted, and the room converged to the authority — the write lost.)
 #[test]
 fn a_flush_settled_at_boot_is_taken_in_so_the_next_write_of_its_key_is_kept() {
-    let o = with_authority();
-    let mut p = Pair::new(&o, Default::default(), Default::default());
-    let key = ("note".to_string(), "[60]".to_string());
-    p.seed_row("note", json!([60, "", "u"]));
-    p.start();
-    let c = p.subscriber("c1", "u1", true);
+    let (_, mut p, key, c) = counter_pair();
     p.authority.down = true;
     p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
     p.advance(100); // journaled and acked; its flush, journaled first, waits
@@ -514,6 +546,8 @@ fn a_flush_settled_at_boot_is_taken_in_so_the_next_write_of_its_key_is_kept() {
     p.drop_upstream();
     p.advance(1_000);
     assert_eq!(p.log_count("upstream snapshot"), 2);
+    // The daemon is behind the commit that follows: no echo comes before the answer.
+    p.daemon.lagging = true;
     p.authority.down = false;
     p.advance(5_000);
     // (The dead incarnation's own retry may commit it first: then the boot finds it
@@ -538,22 +572,10 @@ fn a_flush_settled_at_boot_is_taken_in_so_the_next_write_of_its_key_is_kept() {
 /// the stale image, its flush CAS-conflicted, and the acknowledged write was lost.)
 #[test]
 fn a_flush_committed_before_a_restart_is_taken_in_under_the_new_epoch() {
-    let o = with_authority();
-    let mut p = Pair::new(&o, Default::default(), Default::default());
-    let key = ("note".to_string(), "[60]".to_string());
-    p.seed_row("note", json!([60, "", "u"]));
-    p.start();
-    let c = p.subscriber("c1", "u1", true);
-    p.daemon.lagging = true;
+    let (o, mut p, key, c) = counter_pair();
     p.authority.lose_answers = true;
-    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
-    p.advance(300);
-    assert_eq!(
-        p.authority.rows[&key][1],
-        json!("+"),
-        "committed, unanswered"
-    );
-    // The process dies before an answer gets through; the restart claims a new epoch.
+    bump_behind_the_daemon(&mut p, c, &key); // its answer lost
+                                             // The process dies before an answer gets through; the restart claims a new epoch.
     let mut p = p.reboot(&o);
     p.authority.lose_answers = false;
     p.start();
@@ -572,14 +594,8 @@ fn a_flush_committed_before_a_restart_is_taken_in_under_the_new_epoch() {
     let c = p.subscriber("c1", "u1", true);
     p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
     p.advance(2_000);
-    assert_eq!(
-        p.authority.rows[&key][1],
-        json!("++"),
-        "both bumps at the authority, once each"
-    );
-    let room = p.host.room().unwrap();
-    assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
-    assert_eq!(room.durable_lmid("c1"), 2);
+    both_bumps_kept(&p, &key);
+    assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 2);
 }
 
 /// The other side: a record that comes back `fenced` after a restart, which the
@@ -588,12 +604,7 @@ fn a_flush_committed_before_a_restart_is_taken_in_under_the_new_epoch() {
 /// once.
 #[test]
 fn a_fenced_flush_the_authority_never_committed_is_replayed_not_taken_in() {
-    let o = with_authority();
-    let mut p = Pair::new(&o, Default::default(), Default::default());
-    let key = ("note".to_string(), "[60]".to_string());
-    p.seed_row("note", json!([60, "", "u"]));
-    p.start();
-    let c = p.subscriber("c1", "u1", true);
+    let (o, mut p, key, c) = counter_pair();
     p.authority.down = true;
     p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
     p.advance(300);
@@ -607,8 +618,58 @@ fn a_fenced_flush_the_authority_never_committed_is_replayed_not_taken_in() {
         "{:#?}",
         p.logs
     );
-    assert_eq!(p.log_count("had been committed"), 0);
+    assert_eq!(p.log_count("fenced: dropped"), 1);
+    assert_eq!(p.log_count("fenced, but it had been committed"), 0);
     p.advance(2_000);
     assert_eq!(p.authority.rows[&key][1], json!("+"), "mid 1 once");
     assert_eq!(p.host.room().unwrap().durable_lmid("c1"), 1);
+}
+
+/// A committed flush's record stays unconfirmed until its echo is in: an incarnation
+/// born while the daemon still lags behind that commit resubmits it, hears "already
+/// applied", and takes its images in — so the next write of its key is kept. (Before,
+/// the record was confirmed at the commit; the new incarnation's snapshot lacked the
+/// images, the replay skipped the mutation, and the next write was lost to a CAS
+/// conflict.)
+#[test]
+fn a_committed_flush_whose_echo_never_came_is_taken_in_by_the_next_incarnation() {
+    let (_, mut p, key, c) = counter_pair();
+    bump_behind_the_daemon(&mut p, c, &key); // and answered
+    assert!(
+        p.journal.flushes.contains_key(&1),
+        "not confirmed: no echo yet"
+    );
+    // The upstream link drops; the next incarnation's snapshot still lacks the commit.
+    p.drop_upstream();
+    p.advance(1_000);
+    assert_eq!(p.log_count("upstream snapshot"), 2);
+    assert_eq!(p.log_count("flush 1 settled at boot: already applied"), 1);
+    assert_eq!(p.log_count("taken in ahead of the daemon's feed"), 1);
+    assert!(
+        p.journal.flushes.contains_key(&1),
+        "taken in, and unconfirmed until its echo is in"
+    );
+    let c = p.subscriber("c1", "u1", true);
+    p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
+    p.advance(2_000);
+    p.catch_up_daemon();
+    assert!(p.journal.flushes.is_empty(), "echoed: confirmed");
+    both_bumps_kept(&p, &key);
+}
+
+/// The record is confirmed as soon as the echo is in; a daemon that never streams it
+/// (it netted the change away) holds it back at most `ECHO_WAIT_MS`.
+#[test]
+fn a_committed_flush_is_confirmed_at_its_echo_or_after_the_echo_wait() {
+    let (_, mut p, _, c) = counter_pair();
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    assert!(p.journal.flushes.is_empty(), "echoed at once, confirmed");
+    p.daemon.silent = true;
+    p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    assert!(p.journal.flushes.contains_key(&2), "no echo: waiting");
+    p.advance(rindle_room_core::host::ECHO_WAIT_MS);
+    assert!(p.journal.flushes.is_empty(), "confirmed after the wait");
+    assert_eq!(p.log_count("confirmed without its echo"), 1);
 }

@@ -155,22 +155,25 @@ test("a restart settles the unconfirmed flush, probes lmids and replays", async 
   c.send(push("c1", 1, "addNote", { id: 10, body: "ten" }));
   await acked(c, 1);
   await control(shell, "POST", "/drain", "");
-  // The authority goes away; mid 2 is journaled and acked, its flush journaled and never
-  // confirmed; then the process stops.
+  // (Mid 1's flush committed, and its record waits for an echo this daemon never sends:
+  // it stays unconfirmed.) The authority goes away; mid 2 is journaled and acked, its
+  // flush journaled and never answered; then the process stops.
   auth.setDown(true);
   c.send(push("c1", 2, "addNote", { id: 11, body: "eleven" }));
   await acked(c, 2);
-  await eventually("the unconfirmed flush", async () => (await journal.replayFlushes()).records.length === 1);
+  await eventually("both unconfirmed flushes", async () => (await journal.replayFlushes()).records.length === 2);
   await shell.close();
   c.close();
-  const stuck = (await journal.replayFlushes()).records[0].body;
+  const stuck = (await journal.replayFlushes()).records.at(-1).body;
 
-  // The next process: claims epoch 2, re-sends the record verbatim (fenced: an old epoch,
-  // dropped), probes the durable lmids (c1 → 1), replays mid 2 and flushes it.
+  // The next process: claims epoch 2, re-sends the records verbatim (fenced: an old
+  // epoch), probes the durable lmids (c1 → 1): mid 1's flush had been committed (taken
+  // in), mid 2's not (dropped); replays mid 2 and flushes it.
   auth.setDown(false);
   const logs2 = new Logs();
   const shell2 = await startLive(rindled, opts, logs2);
-  assert.equal(logs2.count("(old epoch 1) fenced: dropped"), 1, logs2.dump());
+  assert.equal(logs2.count("flush 2 (old epoch 1) fenced: dropped"), 1, logs2.dump());
+  assert.equal(logs2.count("flush 1 (old epoch 1) fenced, but it had been committed"), 1, logs2.dump());
   assert.equal(logs2.count("durable seed: c1→1"), 1, logs2.dump());
   assert.ok(auth.bodies.filter((b) => b === stuck).length >= 2, "resent verbatim");
   assert.equal((await control(shell2, "POST", "/drain", "")).status, 200);

@@ -47,6 +47,9 @@ pub(super) struct BootIo {
     /// Records of an earlier placement that came back `fenced`: taken in after the
     /// probe when it shows them committed ([`Host::adopt_fenced`]).
     fenced: Vec<FlushRecord>,
+    /// Records taken into the head, `(seq, the room's batch number)`: confirmed once
+    /// their echo is in (`echo_wait.rs`), after the boot.
+    taken_in: Vec<(u64, u64)>,
 }
 
 /// Start-up's state.
@@ -196,6 +199,7 @@ impl Host {
             current: None,
             lmids: BTreeMap::new(),
             fenced: Vec::new(),
+            taken_in: Vec::new(),
         });
         self.push(Output::JournalRead { io });
     }
@@ -311,8 +315,15 @@ impl Host {
                 self.log(Level::Info, format!("flush {seq} settled at boot: {how}"));
                 // The snapshot this boot started from predates that commit (or the
                 // daemon had not seen it yet): take its images in before the replay,
-                // which the durable lmids will tell to skip its mutations.
-                self.adopt_settled(seq, &record.body);
+                // which the durable lmids will tell to skip its mutations. A record
+                // taken in stays unconfirmed until its echo is in.
+                if let Some(flight) = self.adopt_settled(seq, &record.body) {
+                    if let Some(boot) = self.boot.io.as_mut() {
+                        boot.taken_in.push((seq, flight));
+                        boot.stage = Stage::Settling;
+                    }
+                    return self.settle_next(driver);
+                }
             }
             Ok(AuthorityReply::Applied(ApplyResult::Conflict { .. })) => {
                 self.log(
@@ -321,8 +332,9 @@ impl Host {
                 );
             }
             Ok(AuthorityReply::Applied(ApplyResult::Fenced { .. })) => {
-                let io = self.confirm_boot_flush(seq);
                 if record.epoch == self.boot.placement_epoch {
+                    // The record stays unconfirmed: committed before the fence or not,
+                    // the boot that claims the doc again settles it (the probe tells).
                     // Every journaled entry was acknowledged by an earlier incarnation,
                     // and none of them is confirmed from here.
                     if let Some(boot) = self.boot.io.take() {
@@ -331,15 +343,21 @@ impl Host {
                     }
                     return self.room_moved(&format!("flush {seq} fenced under our epoch"));
                 }
+                // Committed before the restart or not: the probe tells (its record is
+                // confirmed, or taken in, before the replay).
                 self.log(
-                    Level::Info,
-                    format!("flush {seq} (old epoch {}) fenced: dropped", record.epoch),
+                    Level::Debug,
+                    format!(
+                        "flush {seq} (old epoch {}): fenced; the lmid probe tells whether it \
+                         had been committed",
+                        record.epoch
+                    ),
                 );
                 if let Some(boot) = self.boot.io.as_mut() {
-                    boot.stage = Stage::Confirming(io);
+                    boot.stage = Stage::Settling;
                     boot.fenced.push(record);
                 }
-                return;
+                return self.settle_next(driver);
             }
             Ok(other) => {
                 self.log(
@@ -364,9 +382,18 @@ impl Host {
     /// Only records from before this host's first boot can come back fenced, so they
     /// precede every record of this placement and are taken in before the replay, in
     /// seq order.
-    fn adopt_fenced(&mut self, record: &FlushRecord, durable: &BTreeMap<String, u64>) {
+    ///
+    /// Returns the room's number for the batch when images were taken in (the record is
+    /// then confirmed once their echo is in); otherwise the record is confirmed now.
+    fn adopt_fenced(
+        &mut self,
+        record: &FlushRecord,
+        durable: &BTreeMap<String, u64>,
+    ) -> Option<u64> {
         let Ok(changes) = crate::write::committed_changes(&record.body) else {
-            return; // said by `adopt_settled` had it been committed; nothing to take
+            // Unreadable: nothing to take in (said loudly had it been committed).
+            self.confirm_record(record.seq);
+            return None;
         };
         let advances = crate::write::ledger_advances(&changes);
         let committed = !advances.is_empty()
@@ -376,19 +403,35 @@ impl Host {
             self.log(
                 Level::Info,
                 format!(
-                    "flush {} (old epoch {}) had been committed: the durable lmids cover it",
+                    "flush {} (old epoch {}) fenced, but it had been committed: the durable \
+                     lmids cover it",
                     record.seq, record.epoch
                 ),
             );
-            self.adopt_settled(record.seq, &record.body);
+            if let Some(flight) = self.adopt_settled(record.seq, &record.body) {
+                return Some(flight);
+            }
+        } else {
+            self.log(
+                Level::Info,
+                format!(
+                    "flush {} (old epoch {}) fenced: dropped",
+                    record.seq, record.epoch
+                ),
+            );
         }
+        self.confirm_record(record.seq);
+        None
     }
 
     /// Takes a flush settled at boot into the head ([`crate::Room::adopt_committed`]).
     /// A body that does not parse is this room's own record gone bad after the
     /// authority accepted it: said loudly, and the boot goes on (the daemon's feed brings
     /// the images later; a write to one of those keys meanwhile may conflict).
-    fn adopt_settled(&mut self, seq: u64, body: &str) {
+    ///
+    /// Returns the room's number for the batch when images were taken in.
+    fn adopt_settled(&mut self, seq: u64, body: &str) -> Option<u64> {
+        let flight = (self.inc.room.as_ref()).map(|r| r.room().next_flight_id());
         let adopted = crate::write::committed_changes(body).and_then(|changes| {
             let room =
                 self.inc.room.as_mut().ok_or_else(|| {
@@ -397,7 +440,7 @@ impl Host {
             room.room_mut().adopt_committed(&changes)
         });
         match adopted {
-            Ok(0) => {}
+            Ok(0) => None,
             Ok(n) => {
                 if let Some(room) = self.inc.room.as_mut() {
                     room.room_mut().commit_all(); // no subscriber yet: nothing to send
@@ -406,11 +449,15 @@ impl Host {
                     Level::Info,
                     format!("flush {seq}: {n} change(s) taken in ahead of the daemon's feed"),
                 );
+                flight
             }
-            Err(e) => self.log(
-                Level::Error,
-                format!("flush {seq}: its journaled body cannot be taken in: {e}"),
-            ),
+            Err(e) => {
+                self.log(
+                    Level::Error,
+                    format!("flush {seq}: its journaled body cannot be taken in: {e}"),
+                );
+                None
+            }
         }
     }
 
@@ -478,14 +525,21 @@ impl Host {
         let Some(mut boot) = self.boot.io.take() else {
             return;
         };
+        let mut taken_in = core::mem::take(&mut boot.taken_in);
         for record in core::mem::take(&mut boot.fenced) {
-            self.adopt_fenced(&record, &boot.lmids);
+            if let Some(flight) = self.adopt_fenced(&record, &boot.lmids) {
+                taken_in.push((record.seq, flight));
+            }
         }
         if let Err(why) = self.replay(boot.contents, boot.lmids, driver) {
             self.violation(&why.to_string());
             return;
         }
         self.become_live(driver);
+        let incarnation = self.inc.number;
+        for (seq, flight) in taken_in {
+            self.confirm_when_echoed(seq, flight, incarnation);
+        }
         self.schedule_flush(); // replay may have left dirty keys / unflushed lmids
     }
 

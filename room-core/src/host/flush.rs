@@ -255,6 +255,9 @@ impl Host {
             self.poll_drains(); // a drain waits for the compaction it started
             return;
         }
+        if self.on_echo_confirm_write(io, &result) {
+            return;
+        }
         let Some(flush) = self.flushing.in_flight.as_mut() else {
             return;
         };
@@ -300,6 +303,21 @@ impl Host {
             return;
         };
         match result {
+            Ok(AuthorityReply::Applied(ApplyResult::Ok { applied, cv })) => {
+                // Committed: settled now, its record confirmed once its echo is in
+                // (`echo_wait.rs`). A dead incarnation's is left unconfirmed: the next
+                // boot settles it, and takes its images in if that boot's snapshot
+                // lacks them.
+                let (seq, incarnation) = (flush.seq, flush.incarnation);
+                let flight = (self.inc.room.as_ref())
+                    .filter(|_| incarnation == self.inc.number)
+                    .and_then(|r| r.room().flight_id());
+                let ok = ApplyResult::Ok { applied, cv };
+                self.settle_flush(FlushResult::Settled(ok), driver);
+                if let Some(flight) = flight {
+                    self.confirm_when_echoed(seq, flight, incarnation);
+                }
+            }
             Ok(AuthorityReply::Applied(applied)) => {
                 let io = self.next_io;
                 self.next_io += 1;

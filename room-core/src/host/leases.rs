@@ -30,6 +30,9 @@ impl Host {
             self.counters.expired_leases += 1;
         }
         self.close_silent_conns(now);
+        if self.echo_wait.len() > 0 {
+            self.confirm_echoed();
+        }
         if self.inc.live {
             if let Some(room) = self.inc.room.as_mut() {
                 room.room_mut().sweep(now);

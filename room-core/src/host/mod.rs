@@ -55,6 +55,7 @@ mod boot;
 mod config;
 mod control;
 mod downstream;
+mod echo_wait;
 pub mod encode;
 mod error;
 mod flush;
@@ -83,6 +84,7 @@ pub use crate::texts::{bearer_matches, error_body, snippet, REPLY_SNIPPET_BYTES}
 pub use config::{DriverLimits, HostConfig, Placement, WriteSettings};
 pub use control::{route_control, ControlLimits, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
+pub use echo_wait::{ECHO_WAIT_MS, MAX_AWAITING_ECHO};
 pub use error::{ConfigError, DrainError, JournalError, JsonError, MintError, TablesError};
 pub use flush::{flush_body, pad_offset};
 pub use frames::RecordedOutcome;
@@ -149,6 +151,8 @@ pub struct Host {
     newcomers: newcomer::Newcomers,
     /// The write-behind flush, its drains and the journal's compaction.
     flushing: flush::Flushing,
+    /// Committed flushes whose journal record waits for their echo.
+    echo_wait: echo_wait::EchoWait,
     /// Start-up: the journal read, the epoch claim, the boot-time probe.
     boot: boot::Boot,
     /// Authority calls in flight and waiting for their backoff.
@@ -190,6 +194,7 @@ impl Host {
             writes: writes::WritePlane::default(),
             newcomers: newcomer::Newcomers::default(),
             flushing: flush::Flushing::default(),
+            echo_wait: echo_wait::EchoWait::default(),
             boot: boot::Boot::default(),
             calls: authority::Calls::default(),
             cfg,

@@ -208,6 +208,9 @@ impl Host {
             }
             Ok(ApplyStatus::Live { .. }) => {
                 self.drain_downstream(driver);
+                if self.echo_wait.len() > 0 {
+                    self.confirm_echoed();
+                }
             }
             Ok(ApplyStatus::StaleEpoch { .. }) => {
                 self.log(

@@ -113,7 +113,9 @@ impl Room {
     /// (someone wrote the key since) is left as it is. The room's ledger and outcome
     /// tables are not touched: the durable lmids are seeded separately. Call it before
     /// any mutation runs (at boot, before the replay), then drain: the changes taken are
-    /// one local commit (`headCv` + 1). Returns how many changes were taken.
+    /// one local commit (`headCv` + 1). Returns how many changes were taken. Their
+    /// expected echoes carry one batch number, [`Room::next_flight_id`] before the call
+    /// ([`Room::awaits_echo_of`] tells when they are all in).
     pub fn adopt_committed(&mut self, changes: &[CommittedChange]) -> Result<usize, Error> {
         self.require_live()?;
         let mut taken = 0;
@@ -141,8 +143,8 @@ impl Room {
             }
             self.write_head(t, &key, c.new.clone())?;
             let w = self.writes_mut()?;
+            // One number for the whole batch, as for a flush of the room's own.
             let flight = w.flights;
-            w.flights += 1;
             let q = w.echoes.entry((t, key)).or_default();
             if q.len() >= super::MAX_ECHOES {
                 q.pop_front();
@@ -155,6 +157,7 @@ impl Room {
             taken += 1;
         }
         if taken > 0 {
+            self.writes_mut()?.flights += 1;
             self.head_cv += 1; // one local commit, as a seed's ledger rows are
         }
         Ok(taken)

@@ -327,6 +327,25 @@ impl Room {
         }))
     }
 
+    /// The room's number for the batch in flight (what the echoes it expects carry).
+    pub fn flight_id(&self) -> Option<u64> {
+        self.writes.as_ref()?.flight.as_ref().map(|f| f.id)
+    }
+
+    /// The number the room's next batch gets (a flush begun, or a committed batch taken
+    /// in at boot).
+    pub fn next_flight_id(&self) -> u64 {
+        self.writes.as_ref().map_or(0, |w| w.flights)
+    }
+
+    /// Whether an image the room's batch `flight` wrote is still expected back from
+    /// upstream (its echo not in yet).
+    pub fn awaits_echo_of(&self, flight: u64) -> bool {
+        self.writes
+            .as_ref()
+            .is_some_and(|w| w.echoes.values().flatten().any(|e| e.flight == flight))
+    }
+
     /// `flushOk()`: the authority committed the batch in flight. Its keys retire, or,
     /// when written again meanwhile, re-base onto the image the batch wrote (or onto the
     /// image upstream replaced it with, see [`Room::apply`]); durable watermarks
