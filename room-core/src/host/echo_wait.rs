@@ -81,12 +81,20 @@ impl Host {
             .len()
             .saturating_sub(MAX_AWAITING_ECHO);
         let mut due = alloc::vec::Vec::new();
-        let room = self.inc.room.as_ref().map(|r| r.room());
+        let Some(awaiting_echo) = self
+            .inc
+            .room
+            .as_ref()
+            .map(|r| r.room().flights_awaiting_echo())
+        else {
+            self.echo_wait.awaiting.clear(); // no room: the next boot settles them
+            return;
+        };
         self.echo_wait.awaiting.retain(|a| {
-            if a.incarnation != number || room.is_none() {
+            if a.incarnation != number {
                 return false;
             }
-            let echoed = room.is_some_and(|r| !r.awaits_echo_of(a.flight));
+            let echoed = !awaiting_echo.contains(&a.flight);
             let waited = now.saturating_sub(a.since_ms) >= ECHO_WAIT_MS;
             let evicted = over > 0;
             over = over.saturating_sub(1);

@@ -115,7 +115,7 @@ impl Room {
     /// any mutation runs (at boot, before the replay), then drain: the changes taken are
     /// one local commit (`headCv` + 1). Returns how many changes were taken. Their
     /// expected echoes carry one batch number, [`Room::next_flight_id`] before the call
-    /// ([`Room::awaits_echo_of`] tells when they are all in).
+    /// ([`Room::flights_awaiting_echo`] tells when they are all in).
     pub fn adopt_committed(&mut self, changes: &[CommittedChange]) -> Result<usize, Error> {
         self.require_live()?;
         let mut taken = 0;

@@ -338,12 +338,12 @@ impl Room {
         self.writes.as_ref().map_or(0, |w| w.flights)
     }
 
-    /// Whether an image the room's batch `flight` wrote is still expected back from
-    /// upstream (its echo not in yet).
-    pub fn awaits_echo_of(&self, flight: u64) -> bool {
-        self.writes
-            .as_ref()
-            .is_some_and(|w| w.echoes.values().flatten().any(|e| e.flight == flight))
+    /// The room's batches with an image still expected back from upstream (their echo
+    /// not in yet), by number: one pass over the keys awaiting an echo.
+    pub fn flights_awaiting_echo(&self) -> alloc::collections::BTreeSet<u64> {
+        self.writes.as_ref().map_or_else(Default::default, |w| {
+            w.echoes.values().flatten().map(|e| e.flight).collect()
+        })
     }
 
     /// `flushOk()`: the authority committed the batch in flight. Its keys retire, or,
