@@ -673,3 +673,34 @@ fn a_committed_flush_is_confirmed_at_its_echo_or_after_the_echo_wait() {
     assert!(p.journal.flushes.is_empty(), "confirmed after the wait");
     assert_eq!(p.log_count("confirmed without its echo"), 1);
 }
+
+/// The echo of an earlier committed flush that arrives while a later flush carrying the
+/// same key is in flight is the room's own write, not someone else's: when that later
+/// flush CAS-conflicts on another key, the room keeps its change of this one and flushes
+/// it again. (Before, the echo was taken for a foreign write during the flight, the
+/// room dropped its change, and the next flush carried the writer's ledger advance
+/// without it: an acknowledged mutation recorded as applied, its effect lost.)
+#[test]
+fn an_earlier_flushs_echo_during_a_conflicting_flight_does_not_drop_the_room_s_change() {
+    let (_, mut p, key, c) = counter_pair();
+    // Someone else adds note 70 at the authority; the room does not see it.
+    p.authority.rows.insert(
+        ("note".to_string(), "[70]".to_string()),
+        json!([70, "foreign", "z"]),
+    );
+    bump_behind_the_daemon(&mut p, c, &key);
+    p.authority.down = true;
+    p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
+    p.send(c, &push("c1", 3, "addNote", r#"{"id":70,"body":"mine"}"#));
+    p.advance(300); // flush 2 (note 60 → "++", note 70 added) waits on the authority
+    p.catch_up_daemon(); // flush 1's echo arrives during flush 2's flight
+    p.authority.down = false;
+    p.advance(2_000);
+    assert_eq!(p.log_count("flush 2 CAS-conflicted"), 1, "{:#?}", p.logs);
+    both_bumps_kept(&p, &key);
+    assert_eq!(
+        p.authority.rows[&("note".to_string(), "[70]".to_string())],
+        json!([70, "foreign", "z"]),
+        "the conflicted add converged to the authority"
+    );
+}

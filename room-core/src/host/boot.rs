@@ -44,12 +44,11 @@ pub(super) struct BootIo {
     current: Option<FlushRecord>,
     /// The probe's answer.
     lmids: BTreeMap<String, u64>,
-    /// Records of an earlier placement that came back `fenced`: taken in after the
-    /// probe when it shows them committed ([`Host::adopt_fenced`]).
-    fenced: Vec<FlushRecord>,
-    /// Records taken into the head, `(seq, the room's batch number)`: confirmed once
-    /// their echo is in (`echo_wait.rs`), after the boot.
-    taken_in: Vec<(u64, u64)>,
+    /// Records the authority holds, or may hold, in seq order, to take into the head
+    /// once the probe has answered: `(record, fenced)` — answered "applied" or "already
+    /// applied" (`false`), or, from an earlier placement, `fenced` (`true`: taken in
+    /// only when the probe shows it committed, [`Host::adopt_fenced`]).
+    committed: Vec<(FlushRecord, bool)>,
 }
 
 /// Start-up's state.
@@ -198,8 +197,7 @@ impl Host {
             flushes: VecDeque::new(),
             current: None,
             lmids: BTreeMap::new(),
-            fenced: Vec::new(),
-            taken_in: Vec::new(),
+            committed: Vec::new(),
         });
         self.push(Output::JournalRead { io });
     }
@@ -254,7 +252,8 @@ impl Host {
             None => {
                 // The journal's writers, and those whose ledger rows a fenced record
                 // carried (the probe tells whether that record had been committed).
-                let fenced_writers = boot.fenced.iter().flat_map(|r| {
+                let fenced = boot.committed.iter().filter(|(_, f)| *f);
+                let fenced_writers = fenced.flat_map(|(r, _)| {
                     crate::write::committed_changes(&r.body)
                         .map(|c| crate::write::ledger_advances(&c))
                         .unwrap_or_default()
@@ -314,16 +313,15 @@ impl Host {
                 };
                 self.log(Level::Info, format!("flush {seq} settled at boot: {how}"));
                 // The snapshot this boot started from predates that commit (or the
-                // daemon had not seen it yet): take its images in before the replay,
-                // which the durable lmids will tell to skip its mutations. A record
-                // taken in stays unconfirmed until its echo is in.
-                if let Some(flight) = self.adopt_settled(seq, &record.body) {
-                    if let Some(boot) = self.boot.io.as_mut() {
-                        boot.taken_in.push((seq, flight));
-                        boot.stage = Stage::Settling;
-                    }
-                    return self.settle_next(driver);
+                // daemon had not seen it yet): its images are taken in before the
+                // replay, which the durable lmids will tell to skip its mutations — in
+                // seq order with the fenced records of an earlier placement, once the
+                // probe has answered.
+                if let Some(boot) = self.boot.io.as_mut() {
+                    boot.committed.push((record, false));
+                    boot.stage = Stage::Settling;
                 }
+                return self.settle_next(driver);
             }
             Ok(AuthorityReply::Applied(ApplyResult::Conflict { .. })) => {
                 self.log(
@@ -355,7 +353,7 @@ impl Host {
                 );
                 if let Some(boot) = self.boot.io.as_mut() {
                     boot.stage = Stage::Settling;
-                    boot.fenced.push(record);
+                    boot.committed.push((record, true));
                 }
                 return self.settle_next(driver);
             }
@@ -379,9 +377,9 @@ impl Host {
     /// that commit lacks its images, as for a flush settled at boot. A record that
     /// carries no ledger advance proves nothing and is left to the daemon's feed.
     ///
-    /// Only records from before this host's first boot can come back fenced, so they
-    /// precede every record of this placement and are taken in before the replay, in
-    /// seq order.
+    /// Taken in before the replay, in seq order with the records of this placement
+    /// that were answered "applied" (a record taken in by an earlier incarnation of
+    /// this host waits for its echo, so both kinds can meet at one boot).
     ///
     /// Returns the room's number for the batch when images were taken in (the record is
     /// then confirmed once their echo is in); otherwise the record is confirmed now.
@@ -525,10 +523,18 @@ impl Host {
         let Some(mut boot) = self.boot.io.take() else {
             return;
         };
-        let mut taken_in = core::mem::take(&mut boot.taken_in);
-        for record in core::mem::take(&mut boot.fenced) {
-            if let Some(flight) = self.adopt_fenced(&record, &boot.lmids) {
-                taken_in.push((record.seq, flight));
+        // A record taken in is confirmed once its echo is in; the others now.
+        let mut taken_in = Vec::new();
+        for (record, fenced) in core::mem::take(&mut boot.committed) {
+            let flight = if fenced {
+                self.adopt_fenced(&record, &boot.lmids)
+            } else {
+                self.adopt_settled(record.seq, &record.body)
+            };
+            match flight {
+                Some(flight) => taken_in.push((record.seq, flight)),
+                None if fenced => {} // `adopt_fenced` confirmed it
+                None => self.confirm_record(record.seq),
             }
         }
         if let Err(why) = self.replay(boot.contents, boot.lmids, driver) {
