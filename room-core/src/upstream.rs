@@ -359,20 +359,21 @@ impl Room {
         if let Some(w) = self.writes.as_mut() {
             let mut key = alloc::vec::Vec::new();
             self.store.table(t).key_of(image, &mut key);
-            let key = Key::from(key);
-            let k = (t, key);
-            // The echo of an earlier batch of the room's that committed is older than the
-            // batch in flight: it tells nothing of what came after that batch, and must
-            // not be taken for someone else's write should the batch conflict.
+            let k = (t, Key::from(key));
+            // The echo of an earlier batch of the room's that committed is the room's
+            // own write: logged, but not taken for someone else's should the batch in
+            // flight conflict.
             let flight_id = w.flight.as_ref().map(|f| f.id);
             let earlier_echo = w.echoes.get(&k).and_then(|q| q.front()).is_some_and(|e| {
                 e.committed && Some(e.flight) != flight_id && same_image(&e.image, new)
             });
-            if let Some(seen) = (w.flight.as_mut())
-                .filter(|_| !earlier_echo)
-                .and_then(|f| f.keys.get_mut(&k))
-            {
-                seen.push(new.cloned());
+            if let Some(f) = w.flight.as_mut() {
+                if let Some(seen) = f.keys.get_mut(&k) {
+                    seen.push(new.cloned());
+                    if !earlier_echo {
+                        f.foreign.insert(k.clone());
+                    }
+                }
             }
             // The room's own flushed write echoing back. A dirty key holds a later write
             // of the room's, and so does a key with a later echo still to come: nothing

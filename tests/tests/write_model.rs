@@ -1332,3 +1332,75 @@ fn a_late_echo_after_a_later_commit_leaves_room_and_authority_agreeing() {
     };
     run(&s).unwrap();
 }
+
+/// Found by a 100,000-case run: the authority removes and re-adds `item` -2 before
+/// committing the room's flush of it (5 → 6), and that flush's echo reaches the room
+/// after the foreign reports, while a later flush carrying the key is in flight and
+/// then CAS-conflicts on another key. The echo of the earlier flush is the room's own
+/// write, but it is also the newest image the authority holds: the key, written by
+/// someone else during the flight, takes it — not the older foreign image before it.
+#[test]
+fn an_earlier_flushs_echo_after_foreign_reports_during_a_conflicting_flight_wins() {
+    use Step::*;
+    let mutate = |kind, a| Mutate {
+        client: 0,
+        kind,
+        a,
+        b: 0,
+        c: 0,
+    };
+    let race = |pick, val, decided| Race { pick, val, decided };
+    let settle = |feed| Settle {
+        with_cv: false,
+        feed,
+    };
+    let s = Scenario {
+        mode: WriteMode::V1,
+        hot: true,
+        snapshot: vec![(0, 0, 0), (114, 27, 3), (0, 0, 3), (0, 0, 3)],
+        asts: vec![(0, 0, 0, 0, 0)],
+        steps: vec![
+            Rewrite {
+                client: 0,
+                pick: 90,
+                val: 32,
+            },
+            BeginFlush,
+            race(0, 153, true),
+            mutate(0, 0),
+            settle(true),
+            mutate(13, 96),
+            BeginFlush,
+            Authority {
+                table: 0,
+                key: 24,
+                val: 0,
+            },
+            race(0, 91, false),
+            settle(false),
+            race(1, 0, false),
+            Rewrite {
+                client: 0,
+                pick: 83,
+                val: 0,
+            },
+            Authority {
+                table: 1,
+                key: 95,
+                val: 0,
+            },
+            Authority {
+                table: 0,
+                key: 16,
+                val: 0,
+            },
+            mutate(62, 54),
+            BeginFlush,
+            settle(true),
+            mutate(0, 0),
+            mutate(26, 0),
+            mutate(46, 0),
+        ],
+    };
+    run(&s).unwrap();
+}

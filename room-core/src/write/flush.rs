@@ -316,6 +316,7 @@ impl Room {
         w.flight = Some(Flight {
             id: flight_id,
             keys,
+            foreign: Default::default(),
             sent,
             lmids: lmids.clone(),
             outcomes: outcomes.iter().map(|o| (o.client.clone(), o.mid)).collect(),
@@ -535,9 +536,10 @@ impl Room {
                 }
                 // So every image upstream reported for a carried key during the flight
                 // was someone else's write, and the newest wins — even one that looked
-                // like this batch's echo.
+                // like this batch's echo — unless the only ones were echoes of the
+                // room's earlier batches: then the room's change of the key stands.
                 if let Some(last) = seen.last() {
-                    if !conflicted.contains(k) {
+                    if !conflicted.contains(k) && flight.foreign.contains(k) {
                         taken_over.push((k.clone(), last.clone()));
                     }
                 }

@@ -129,6 +129,10 @@ pub(crate) struct Flight {
     /// The data keys the batch carries, each with the images upstream reported for it
     /// while the batch was in flight, in arrival (= authority commit) order.
     pub keys: BTreeMap<(usize, Key), Vec<Option<Row>>>,
+    /// The carried keys someone else wrote during the flight: upstream reported an
+    /// image other than the echo of an earlier committed batch of the room's (that
+    /// echo is older than this batch, and the room's own write).
+    pub foreign: alloc::collections::BTreeSet<(usize, Key)>,
     /// The image the batch writes for each of its data keys.
     pub sent: BTreeMap<(usize, Key), Option<Row>>,
     /// Ledger advances `(client, mid)`.

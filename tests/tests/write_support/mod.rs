@@ -10,7 +10,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use rindle_room_core::fingerprint::normalized_fp;
@@ -1307,6 +1307,9 @@ struct Flight {
     /// The carried data keys, each with the images upstream reported for it during the
     /// flight (commit order).
     keys: BTreeMap<(usize, i64), Vec<Option<Image>>>,
+    /// Carried keys someone else wrote during the flight (a report other than the echo
+    /// of an earlier committed flush).
+    foreign: BTreeSet<(usize, i64)>,
     /// The image the batch writes per carried key.
     sent: BTreeMap<(usize, i64), Option<Image>>,
     lmids: Vec<(String, u64)>,
@@ -1653,6 +1656,7 @@ impl Model {
         self.flight = Some(Flight {
             id: self.flights,
             keys,
+            foreign: BTreeSet::new(),
             sent,
             lmids: lmids.clone(),
             outcomes: outcomes.iter().map(|o| (o.client.clone(), o.mid)).collect(),
@@ -1758,11 +1762,13 @@ impl Model {
                     }
                 }
                 // Nothing of the batch committed: every image reported for a carried
-                // key during the flight was someone else's, and the newest wins.
+                // key during the flight was someone else's, and the newest wins — unless
+                // the only reports were echoes of earlier committed flushes.
                 let conflicted = conflicts
                     .iter()
                     .any(|c| table_index(&c.table) == Some(k.0) && id_of(&c.pk[0]) == k.1);
-                if let (Some(last), false) = (seen.last(), conflicted) {
+                let foreign = flight.foreign.contains(k);
+                if let (Some(last), false, true) = (seen.last(), conflicted, foreign) {
                     self.dirty.remove(k);
                     if self.head[k.0].get(&k.1) != last.as_ref() {
                         changed = true;
@@ -1793,8 +1799,17 @@ impl Model {
             };
             let t = table_index(table).expect("a user table");
             let id = id_of(&key_image.get(0).to_value());
-            if let Some(seen) = self.flight.as_mut().and_then(|f| f.keys.get_mut(&(t, id))) {
-                seen.push(new.clone());
+            let flight_id = self.flight.as_ref().map(|f| f.id);
+            let earlier_echo = (self.echoes.get(&(t, id)).and_then(|q| q.front())).is_some_and(
+                |(f, committed, img)| *committed && Some(*f) != flight_id && *img == new,
+            );
+            if let Some(f) = self.flight.as_mut() {
+                if let Some(seen) = f.keys.get_mut(&(t, id)) {
+                    seen.push(new.clone());
+                    if !earlier_echo {
+                        f.foreign.insert((t, id));
+                    }
+                }
             }
             if let Some(q) = self
                 .echoes
