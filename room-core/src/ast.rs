@@ -588,19 +588,27 @@ impl Parser<'_> {
                 let sub = rel
                     .get("subquery")
                     .ok_or_else(|| Error::ast_shape("a correlatedSubquery needs a `subquery`"))?;
-                let query = self.level(sub, Level::Exists)?;
-                let link = self.link(rel.get("correlation"), schema, query.table)?;
                 // A subquery limited to no rows joins nothing, as the published room
                 // reads it: EXISTS never holds, NOT EXISTS always does (and its table
-                // is no part of the footprint).
+                // is no part of the footprint). The published room builds nothing of
+                // it either, so only its shape and its table are checked here, not what
+                // it means (an unknown column, a literal comparison of mismatched types).
                 let none = sub
                     .get("limit")
                     .and_then(Json::as_f64)
                     .is_some_and(|l| l == 0.0);
                 if none {
-                    // `flip` is a planner hint: a flipped EXISTS means the same.
-                    return Ok(Cond::Const(negated));
+                    let unbuilt = self
+                        .level(sub, Level::Exists)
+                        .and_then(|q| self.link(rel.get("correlation"), schema, q.table));
+                    return match unbuilt {
+                        Err(e) if !e.is_build_refusal() => Err(e),
+                        // `flip` is a planner hint: a flipped EXISTS means the same.
+                        _ => Ok(Cond::Const(negated)),
+                    };
                 }
+                let query = self.level(sub, Level::Exists)?;
+                let link = self.link(rel.get("correlation"), schema, query.table)?;
                 Ok(Cond::Exists(Box::new(Exists {
                     link,
                     query,

@@ -183,6 +183,13 @@ impl Error {
     pub fn is_query_build(&self) -> bool {
         self.code == ErrorCode::UnsupportedQuery && self.message.starts_with("subscribe: Query(")
     }
+
+    /// Whether this refuses what a well-formed query means (`Query(Build(…))`: an unknown
+    /// column, an invalid or unsupported condition), not its shape or its tables.
+    pub(crate) fn is_build_refusal(&self) -> bool {
+        self.code == ErrorCode::UnsupportedQuery
+            && self.message.starts_with("subscribe: Query(Build(")
+    }
 }
 
 impl fmt::Display for Error {

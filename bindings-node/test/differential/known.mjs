@@ -506,10 +506,15 @@ function canonicalSubqueries(c) {
   if (!c || typeof c !== "object") return c;
   if (Array.isArray(c.conditions)) return { ...c, conditions: c.conditions.map(canonicalSubqueries) };
   if (c.type !== "correlatedSubquery" || !c.related?.subquery) return c;
+  // A subquery limited to no rows joins nothing: the native room folds it to a constant.
+  if (c.related.subquery.limit === 0) return { const: c.op === "NOT EXISTS" };
   const subquery = canonicalOrder(c.related.subquery);
   // A positive limit does not change an EXISTS (both rooms ignore it; `limit: 0` does).
   if (typeof subquery.limit === "number" && subquery.limit > 0) delete subquery.limit;
-  return { ...c, related: { ...c.related, subquery } };
+  const related = { ...c.related, subquery };
+  // Only `system: "permissions"` means something to the native room.
+  if (related.system !== "permissions") delete related.system;
+  return { ...c, related };
 }
 
 /** A condition with literal-only comparisons of one JSON type folded to `{const}`. */
@@ -807,7 +812,7 @@ export const KNOWN = [
     name: "querykey-canonical",
     status: "intended",
     reason:
-      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in an EXISTS subquery's positive limit, in a literal-only condition with the same value or in an `and` / `or` with no conditions (which both rooms drop) or with one: the native canonical text completes the sort, leaves names and an EXISTS subquery's positive limit out, folds constants, drops empty junctions and unwraps one-condition ones, so they share one query key (reused, one materialization); the wasm room keys them apart",
+      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in an EXISTS subquery's positive limit or its `system` other than `permissions`, in a literal-only condition or an EXISTS subquery limited to no rows with the same value or in an `and` / `or` with no conditions (which both rooms drop) or with one: the native canonical text completes the sort, leaves names and an EXISTS subquery's positive limit out, folds constants, drops empty junctions and unwraps one-condition ones, so they share one query key (reused, one materialization); the wasm room keys them apart",
     claims: (diff, d, runner) =>
       d.call.m === "subscribe" &&
       (/\$\.(reused|queryKey)/.test(diff.shape ?? "") || diff.getter === "materializationCount") &&

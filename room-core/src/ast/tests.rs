@@ -164,3 +164,41 @@ fn depth_is_bounded() {
         e.message()
     );
 }
+
+#[test]
+fn an_exists_limited_to_no_rows_is_checked_for_shape_only() {
+    let exists = |subquery: &str| {
+        alloc::format!(
+            r#"{{"table":"issue","where":{{"type":"correlatedSubquery","op":"NOT EXISTS","related":{{"correlation":{{"parentField":["id"],"childField":["issueID"]}},"subquery":{subquery}}}}}}}"#
+        )
+    };
+    // What it means is never built: a mismatched literal comparison, an unknown column
+    // (in its condition or its correlation) — as the published room does.
+    for subquery in [
+        r#"{"table":"comment","limit":0,"where":{"type":"simple","op":">","left":{"type":"literal","value":3},"right":{"type":"literal","value":"x"}}}"#,
+        r#"{"table":"comment","limit":0,"where":{"type":"simple","op":"=","left":{"type":"column","name":"nope"},"right":{"type":"literal","value":1}}}"#,
+    ] {
+        let q = parse(&exists(subquery)).unwrap();
+        assert!(
+            matches!(q.filter, Some(Cond::Const(true))),
+            "{:?}",
+            q.filter
+        );
+    }
+    let bad_link = r#"{"table":"issue","where":{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["nope"]},"subquery":{"table":"comment","limit":0}}}}"#;
+    assert!(matches!(
+        parse(bad_link).unwrap().filter,
+        Some(Cond::Const(false))
+    ));
+    // Its table and its shape still are.
+    assert!(refusal(&exists(r#"{"table":"nope","limit":0}"#)).contains("UnknownTable"));
+    assert!(refusal(&exists(
+        r#"{"table":"comment","limit":0,"where":{"type":"nonsense"}}"#
+    ))
+    .contains("not a wire Ast"));
+    // Limited to some rows, the same condition is refused.
+    assert!(refusal(&exists(
+        r#"{"table":"comment","limit":1,"where":{"type":"simple","op":">","left":{"type":"literal","value":3},"right":{"type":"literal","value":"x"}}}"#
+    ))
+    .contains("mismatched literal types"));
+}
