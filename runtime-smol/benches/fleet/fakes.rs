@@ -1,7 +1,8 @@
 //! The benchmark's stand-ins for the API server and rindled, on loopback in the bench
 //! process: room-boot (a placement epoch per doc, the lease, flush routes on the same
 //! origin), an authority that accepts every flush, and a normalized upstream that
-//! answers every subscribe with a small snapshot.
+//! answers every subscribe with a small snapshot and, as rindled does, streams every
+//! flush the authority accepted back to its room (the echo of the room's own write).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,12 +21,30 @@ pub const SECRET: &str = "fleet-bench-secret";
 /// Rows per room's snapshot.
 pub const ROWS: usize = 5;
 
-/// Counters of the fakes.
+/// Counters of the fakes, and where each doc's upstream connection takes its echoes.
 #[derive(Default)]
 pub struct FakeStats {
     pub boots: AtomicU64,
     pub applies: AtomicU64,
     pub subscribes: AtomicU64,
+    /// doc → the upstream connection that serves it (the ops of each accepted flush).
+    echoes: Mutex<HashMap<String, async_channel::Sender<Vec<serde_json::Value>>>>,
+}
+
+/// The upstream ops a flush body's changes make (the room's own tables left out).
+fn echo_ops(body: &serde_json::Value) -> Vec<serde_json::Value> {
+    let changes = body["changes"].as_array().cloned().unwrap_or_default();
+    changes
+        .iter()
+        .filter(|c| !c["table"].as_str().unwrap_or("_").starts_with('_'))
+        .map(|c| match c["op"].as_str() {
+            Some("add") => serde_json::json!({"table": c["table"], "op": "add", "row": c["row"]}),
+            Some("remove") => {
+                serde_json::json!({"table": c["table"], "op": "remove", "row": c["old"]})
+            }
+            _ => serde_json::json!({"table": c["table"], "op": "edit", "old": c["old"], "new": c["row"]}),
+        })
+        .collect()
 }
 
 /// Starts room-boot + authority on one origin; returns it.
@@ -90,7 +109,7 @@ fn answer(
                 };
                 let grant = serde_json::json!({
                     "epoch": epoch,
-                    "upstreamLeaseToken": format!("lease-{epoch}"),
+                    "upstreamLeaseToken": format!("lease-{epoch}-{doc}"),
                     "upstreamWsEndpoint": upstream_ws,
                     "flush": {"urls": {
                         "apply": "/api/rindle/apply-row-change-txn",
@@ -103,6 +122,12 @@ fn answer(
         }
         "/api/rindle/apply-row-change-txn" => {
             stats.applies.fetch_add(1, Ordering::Relaxed);
+            let ops = echo_ops(&body);
+            if !ops.is_empty() {
+                if let Some(tx) = stats.echoes.lock().unwrap().get(&doc) {
+                    let _ = tx.try_send(ops);
+                }
+            }
             (200, String::from("{\"applied\":true}"))
         }
         "/api/rindle/room-lmids" => (200, String::from("{\"lmids\":{}}")),
@@ -143,9 +168,10 @@ pub async fn start_upstream(stats: Arc<FakeStats>) -> String {
     .to_string();
     let progress = String::from("{\"t\":\"progress\",\"frame\":{\"cvMin\":1}}");
     let answer: Arc<[String; 3]> = Arc::new([hello, snapshot, progress]);
+    let fp_echo = fp.clone();
     smol::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let (answer, stats) = (answer.clone(), stats.clone());
+            let (answer, stats, fp_echo) = (answer.clone(), stats.clone(), fp_echo.clone());
             smol::spawn(async move {
                 // As rindled does: frames go out as written (Nagle would hold the
                 // snapshot behind the hello until the room's delayed ACK, ~40 ms).
@@ -154,10 +180,45 @@ pub async fn start_upstream(stats: Arc<FakeStats>) -> String {
                     return;
                 };
                 let (mut sink, mut source) = ws.split();
-                while let Some(Ok(msg)) = source.next().await {
+                let (echo_tx, echo_rx) = async_channel::unbounded::<Vec<serde_json::Value>>();
+                let (mut seq, mut cv) = (0u64, 1u64);
+                loop {
+                    let next = async { Err(source.next().await) }
+                        .or(async { Ok(echo_rx.recv().await) })
+                        .await;
+                    let msg = match next {
+                        Ok(Ok(ops)) => {
+                            // The echo of a flush this doc's room made.
+                            seq += 1;
+                            cv += 1;
+                            let batch = serde_json::json!({"t":"nbatch","queryId":1,"batch":{
+                                "epoch":1,"seq":seq,"normalizedFp":fp_echo,"ops":ops,"cv":cv}});
+                            let progress = serde_json::json!({"t":"progress","frame":{"cvMin":cv}});
+                            for f in [batch, progress] {
+                                if sink.send(Message::text(f.to_string())).await.is_err() {
+                                    return;
+                                }
+                            }
+                            continue;
+                        }
+                        Ok(Err(_)) => continue,
+                        Err(Some(Ok(msg))) => msg,
+                        Err(_) => return,
+                    };
                     let Message::Text(t) = msg else { continue };
                     if t.as_str().contains("\"subscribe\"") {
                         stats.subscribes.fetch_add(1, Ordering::Relaxed);
+                        let frame: serde_json::Value =
+                            serde_json::from_str(t.as_str()).unwrap_or_default();
+                        let lease = frame["leaseToken"].as_str().unwrap_or("");
+                        if let Some(doc) = lease.splitn(3, '-').nth(2) {
+                            stats
+                                .echoes
+                                .lock()
+                                .unwrap()
+                                .insert(doc.to_string(), echo_tx.clone());
+                        }
+                        (seq, cv) = (0, 1);
                         for f in answer.iter() {
                             if sink.send(Message::text(f.clone())).await.is_err() {
                                 return;
