@@ -704,3 +704,26 @@ fn an_earlier_flushs_echo_during_a_conflicting_flight_does_not_drop_the_room_s_c
         "the conflicted add converged to the authority"
     );
 }
+
+/// At most `MAX_AWAITING_ECHO` records wait for their echo: past it, the oldest is
+/// confirmed without one, so a daemon that never echoes cannot make a journal keep
+/// every flush record it writes.
+#[test]
+fn past_the_echo_wait_limit_the_oldest_record_is_confirmed_without_its_echo() {
+    let (_, mut p, _, c) = counter_pair();
+    p.daemon.silent = true;
+    let limit = rindle_room_core::host::MAX_AWAITING_ECHO as u64;
+    for mid in 1..=limit + 3 {
+        // A note each: a key keeps at most 8 unechoed images, one per batch here.
+        let args = format!(r#"{{"id":{},"body":"b"}}"#, 1000 + mid);
+        p.send(c, &push("c1", mid, "addNote", &args));
+        p.advance(100); // journaled, flushed and committed; no echo comes
+    }
+    assert_eq!(
+        p.journal.flushes.len() as u64,
+        limit,
+        "the newest {limit} wait"
+    );
+    assert!(!p.journal.flushes.contains_key(&3) && p.journal.flushes.contains_key(&4));
+    assert_eq!(p.log_count("confirmed without its echo"), 3);
+}
