@@ -699,6 +699,20 @@ function txShape(runner, index) {
 }
 
 /** Keys (table + key cells) of rows an earlier beginFlush of this incarnation wrote. */
+/** The keys of the changes one flush batch carries and the other does not (by content). */
+function differingChangeKeys(a, b) {
+  const texts = (body) => new Set((Array.isArray(body?.changes) ? body.changes : []).map((ch) => JSON.stringify([ch?.table, ch?.op, ch?.old, ch?.row])));
+  const x = texts(a);
+  const y = texts(b);
+  const keys = [];
+  for (const t of [...[...x].filter((c) => !y.has(c)), ...[...y].filter((c) => !x.has(c))]) {
+    const [table, , old, row] = JSON.parse(t);
+    const img = row ?? old;
+    if (TABLE[table] && Array.isArray(img)) keys.push(keyOf(table, pkOf(TABLE[table], img)));
+  }
+  return keys;
+}
+
 function flushedKeys(runner) {
   const keys = new Set();
   let flushedAfter = false;
@@ -945,7 +959,7 @@ export const KNOWN = [
     name: "upstream-ops-on-flushed-key",
     status: "intended",
     reason:
-      "a key whose flushed write is still unechoed, then upstream ops on it that are not the echo (a re-add and a remove, an edit): the wasm room takes an upstream op that looks like its own write as the echo even after upstream changed the row in between, and keeps a row the database no longer holds (a later txAdd of that key is refused as an existing key); the native room follows the upstream ops (write_model checks room and database converge); where the query does not select the column that changed, the native room sends the edit its head took as a projected no-op and the wasm one nothing",
+      "a key whose flushed write is still unechoed, then upstream ops on it that are not the echo (a re-add and a remove, an edit): the wasm room takes an upstream op that looks like its own write as the echo even after upstream changed the row in between, and keeps a row the database no longer holds (a later txAdd of that key is refused as an existing key); the native room follows the upstream ops (write_model checks room and database converge); where the query does not select the column that changed, the native room sends the edit its head took as a projected no-op and the wasm one nothing; an upstream remove naming the room's own unflushed image of a key whose flushed remove is unechoed is that remove's echo to the native room (the authority never held the image) and someone else's write to the wasm room, so their next flush batches differ",
     claims(diff, d, runner) {
       const flushed = flushedKeys(runner);
       if (flushed.size === 0) return false;
@@ -962,6 +976,13 @@ export const KNOWN = [
         for (const c of d.call.a[0]) if (TABLE[c?.table] && Array.isArray(c.pk)) keys.push(keyOf(c.table, c.pk));
       }
       if (keys.some((k) => flushed.has(k))) return true;
+      // A flush batch that differs in a key an earlier flush carried, still unechoed, after
+      // upstream touched written keys: the rooms took different upstream ops for that
+      // flush's echo, so their heads, and the changes they carry, differ.
+      if (d.call.m === "beginFlush" && d.phase === "call" && d.w?.ok && d.n?.ok && upstreamTouchedWritten(runner)) {
+        const earlier = flushedKeys({ calls: runner.calls.slice(0, d.index), outcomes: runner.outcomes.slice(0, d.index) });
+        if (differingChangeKeys(d.w.v, d.n.v).some((k) => earlier.has(k))) return true;
+      }
       // The heads differ in a column the query does not select: the same rows, but the
       // native room sends the edit its head took (a projected no-op) and the wasm one
       // none.
