@@ -30,7 +30,9 @@
 //! directory — a real disk, not a tmpfs), one writer each as in phase 3, on a box with
 //! `fleet.journal_sync = "room"` (an `fdatasync` per room per group of appends) and on
 //! one with `"box"` (one `syncfs` for every room's appends), `FLEET_SYNC_ROUNDS` (2)
-//! alternating rounds on fresh docs; mutations/s and syncs per run, and the ratio.
+//! alternating rounds on fresh docs; mutations/s, syncs, flushes and box CPU per
+//! mutation per run, and the ratio. `FLEET_WRITES` adds lines to every box's `[writes]`
+//! table (e.g. `flush_debounce_ms = 300`).
 
 mod fakes;
 
@@ -94,8 +96,10 @@ impl BoxProc {
                  {fleet}\n\
                  [control]\nauth_token = \"{CONTROL}\"\n\
                  [downstream.token_keys]\n{KID} = \"{KEY}\"\n\
-                 [writes]\nowned_tables = [\"note\"]\ncrud = true\n",
-                fakes::SECRET
+                 [writes]\nowned_tables = [\"note\"]\ncrud = true\n{}\n",
+                fakes::SECRET,
+                // More `[writes]` settings for the box (e.g. `flush_debounce_ms = 300`).
+                std::env::var("FLEET_WRITES").unwrap_or_default()
             ),
         )
         .unwrap();
@@ -385,15 +389,21 @@ async fn timed_writes(port: u16, docs: &[String], n: usize) -> (f64, Duration) {
 
 /// The durable-writes comparison (`FLEET_PHASE=sync`): per-room fdatasync against the
 /// box-level syncfs, alternating, on fresh docs each run.
-async fn sync_phase(bin: &PathBuf, api: &str, active: usize, mutations: usize) {
+async fn sync_phase(
+    bin: &PathBuf,
+    api: &str,
+    stats: &fakes::FakeStats,
+    active: usize,
+    mutations: usize,
+) {
     let rounds = env_num("FLEET_SYNC_ROUNDS", 2);
     let root = std::env::var("FLEET_DATA_DIR").map_or_else(
         |_| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fleet-sync-bench"),
         PathBuf::from,
     );
     let _ = std::fs::remove_dir_all(&root);
-    // (mode, mutations/s, box-level syncs, box CPU (user, system) s, wall)
-    type Run<'a> = (&'a str, f64, u64, (f64, f64), Duration);
+    // (mode, mutations/s, box-level syncs, flushes, box CPU (user, system) s, wall)
+    type Run<'a> = (&'a str, f64, u64, u64, (f64, f64), Duration);
     let mut runs: Vec<Run> = Vec::new();
     for round in 0..rounds {
         let order = if round % 2 == 0 {
@@ -415,12 +425,15 @@ async fn sync_phase(bin: &PathBuf, api: &str, active: usize, mutations: usize) {
             eprintln!("journal_sync = {mode}: {active} writers × {mutations} mutations…");
             let stat = format!("/proc/{}/stat", b.child.id());
             let cpu0 = cpu_split(&stat);
+            let flushes0 = stats.applies.load(Ordering::Relaxed);
             let (rate, wall) = timed_writes(b.port, &docs, mutations).await;
             let cpu1 = cpu_split(&stat);
+            let flushes = stats.applies.load(Ordering::Relaxed) - flushes0;
             let syncs = b.metric("rindle_fleet_journal_syncs_total").await;
             b.stop();
             let _ = std::fs::remove_dir_all(&dir);
-            runs.push((mode, rate, syncs, (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1), wall));
+            let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
+            runs.push((mode, rate, syncs, flushes, cpu, wall));
         }
     }
     let median = |mode: &str| {
@@ -429,12 +442,14 @@ async fn sync_phase(bin: &PathBuf, api: &str, active: usize, mutations: usize) {
         v[v.len() / 2]
     };
     println!("## Durable writes: {active} rooms with file journals, {mutations} mutations each (≤ 8 in flight)\n");
-    println!("| run | journal_sync | mutations/s | box-level syncs | box CPU user / system, s | wall, s |");
-    println!("|---:|---|---:|---:|---:|---:|");
-    for (i, (mode, rate, syncs, (user, system), wall)) in runs.iter().enumerate() {
+    println!("| run | journal_sync | mutations/s | box-level syncs | flushes | box CPU user / system, s | box CPU per mutation, µs | wall, s |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    let total = (active * mutations) as f64;
+    for (i, (mode, rate, syncs, flushes, (user, system), wall)) in runs.iter().enumerate() {
         println!(
-            "| {} | {mode} | {rate:.0} | {syncs} | {user:.2} / {system:.2} | {:.2} |",
+            "| {} | {mode} | {rate:.0} | {syncs} | {flushes} | {user:.2} / {system:.2} | {:.1} | {:.2} |",
             i + 1,
+            (user + system) * 1e6 / total,
             wall.as_secs_f64()
         );
     }
@@ -479,7 +494,7 @@ fn main() {
         let upstream = fakes::start_upstream(stats.clone()).await;
         let api = fakes::start_api(upstream, stats.clone()).await;
         if std::env::var("FLEET_PHASE").is_ok_and(|p| p == "sync") {
-            sync_phase(&bin, &api, active, mutations).await;
+            sync_phase(&bin, &api, &stats, active, mutations).await;
             return;
         }
         let docs: Vec<String> = (0..rooms).map(|i| format!("bench/{i:05}")).collect();
