@@ -669,9 +669,13 @@ fn a_committed_flush_is_confirmed_at_its_echo_or_after_the_echo_wait() {
     p.send(c, &push("c1", 2, "bump", r#"{"id":60}"#));
     p.advance(300);
     assert!(p.journal.flushes.contains_key(&2), "no echo: waiting");
+    assert_eq!(p.host.gauges().flushes_awaiting_echo, 1);
+    assert_eq!(p.host.counters().confirmed_unechoed, 0);
     p.advance(rindle_room_core::host::ECHO_WAIT_MS);
     assert!(p.journal.flushes.is_empty(), "confirmed after the wait");
     assert_eq!(p.log_count("confirmed without its echo"), 1);
+    assert_eq!(p.host.gauges().flushes_awaiting_echo, 0);
+    assert_eq!(p.host.counters().confirmed_unechoed, 1);
 }
 
 /// The echo of an earlier committed flush that arrives while a later flush carrying the
@@ -726,4 +730,15 @@ fn past_the_echo_wait_limit_the_oldest_record_is_confirmed_without_its_echo() {
     );
     assert!(!p.journal.flushes.contains_key(&3) && p.journal.flushes.contains_key(&4));
     assert_eq!(p.log_count("confirmed without its echo"), 3);
+    assert_eq!(p.host.gauges().flushes_awaiting_echo as u64, limit);
+    assert_eq!(p.host.counters().confirmed_unechoed, 3);
+    let mut text = String::new();
+    rindle_room_core::host::render_prometheus(
+        &mut text,
+        p.host.counters(),
+        &p.host.gauges(),
+        &Default::default(),
+    );
+    assert!(text.contains(&format!("\nrindle_room_flushes_awaiting_echo {limit}\n")));
+    assert!(text.contains("\nrindle_room_flushes_confirmed_unechoed_total 3\n"));
 }

@@ -220,6 +220,7 @@ impl Host {
             materializations: room.map_or(0, |r| r.materialization_count()),
             pending_mutations: room.map_or(0, |r| r.pending_len()),
             dirty_keys: room.map_or(0, |r| r.dirty_len()),
+            flushes_awaiting_echo: self.echo_wait.len(),
             head_cv: room.map_or(0, |r| r.head_cv()),
             placement_epoch: self.boot.placement_epoch,
         }
@@ -308,6 +309,8 @@ pub struct Gauges {
     pub pending_mutations: usize,
     /// Dirty keys.
     pub dirty_keys: usize,
+    /// Committed flushes whose journal record waits for its echo.
+    pub flushes_awaiting_echo: usize,
     /// The room's head cv.
     pub head_cv: u64,
     /// The placement epoch (0 without an authority).

@@ -106,6 +106,7 @@ impl Host {
         });
         for (seq, echoed) in due {
             if !echoed {
+                self.counters.confirmed_unechoed += 1;
                 self.log(
                     Level::Debug,
                     format!("flush {seq}: confirmed without its echo (waited long enough)"),

@@ -45,6 +45,9 @@ pub struct Counters {
     pub limit_closes: u64,
     /// Subscribes taken back for passing the room's memory budget.
     pub budget_refusals: u64,
+    /// Committed flushes whose journal record was confirmed without its echo (the
+    /// echo wait ran out, or too many records waited).
+    pub confirmed_unechoed: u64,
 }
 
 /// What a driver's socket layer counts (not the host): connections refused at the cap,
@@ -63,7 +66,7 @@ pub struct SocketCounts {
 /// same names and help in every driver. A driver appends what only it measures (the
 /// smol server: its journal-append latency histogram).
 pub fn render_prometheus(out: &mut String, c: &Counters, g: &Gauges, s: &SocketCounts) {
-    let gauges: [(&str, &str, u64); 8] = [
+    let gauges: [(&str, &str, u64); 9] = [
         (
             "rindle_room_live",
             "1 when the current incarnation is live.",
@@ -93,6 +96,11 @@ pub fn render_prometheus(out: &mut String, c: &Counters, g: &Gauges, s: &SocketC
             "rindle_room_dirty_keys",
             "Keys whose net effect the authority does not hold yet.",
             g.dirty_keys as u64,
+        ),
+        (
+            "rindle_room_flushes_awaiting_echo",
+            "Committed flushes whose journal record waits for the daemon's echo.",
+            g.flushes_awaiting_echo as u64,
         ),
         (
             "rindle_room_head_cv",
@@ -150,6 +158,12 @@ pub fn render_prometheus(out: &mut String, c: &Counters, g: &Gauges, s: &SocketC
             ("{outcome=\"fenced\"}", c.flushes_fenced),
             ("{outcome=\"fatal\"}", c.flushes_fatal),
         ],
+    );
+    counter(
+        out,
+        "rindle_room_flushes_confirmed_unechoed_total",
+        "Committed flushes whose journal record was confirmed without the daemon's echo.",
+        &[("", c.confirmed_unechoed)],
     );
     counter(
         out,
