@@ -742,3 +742,75 @@ fn past_the_echo_wait_limit_the_oldest_record_is_confirmed_without_its_echo() {
     assert!(text.contains(&format!("\nrindle_room_flushes_awaiting_echo {limit}\n")));
     assert!(text.contains("\nrindle_room_flushes_confirmed_unechoed_total 3\n"));
 }
+
+/// A shutdown that finds the room quiet waits for the echo of its last committed flush:
+/// the record is confirmed before the host stops, so the next boot has nothing to
+/// settle.
+#[test]
+fn a_shutdown_waits_for_the_echo_of_the_last_committed_flush() {
+    let (_, mut p, key, c) = counter_pair();
+    bump_behind_the_daemon(&mut p, c, &key);
+    assert_eq!(p.journal.flushes.len(), 1, "committed, not echoed");
+    assert_eq!(
+        p.control(ControlRequest::Shutdown),
+        None,
+        "waits for the echo"
+    );
+    p.advance(1_000);
+    assert_eq!(p.stopped, None);
+    p.catch_up_daemon();
+    assert_eq!(p.stopped, Some(false), "stopped at the echo");
+    assert!(
+        p.journal.flushes.is_empty(),
+        "confirmed before the host stopped"
+    );
+    assert_eq!(p.log_count("not echoed by the daemon"), 0);
+}
+
+/// A drain waits for outstanding echoes at most `DRAIN_ECHO_WAIT_MS`: with a daemon
+/// that never echoes, it answers then, and the record stays for the next boot.
+#[test]
+fn a_drain_stops_waiting_for_echoes_after_the_drain_echo_wait() {
+    let (_, mut p, _, c) = counter_pair();
+    p.daemon.silent = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    assert_eq!(p.journal.flushes.len(), 1, "committed, not echoed");
+    assert_eq!(p.control(ControlRequest::Drain), None, "waits for the echo");
+    let wait = rindle_room_core::host::DRAIN_ECHO_WAIT_MS;
+    p.advance(wait - 1);
+    assert!(p.replies.is_empty(), "still waiting: {:?}", p.replies);
+    p.advance(1);
+    assert_eq!(p.replies.len(), 1, "answered at the wait's end");
+    assert!(
+        matches!(
+            p.replies.values().next(),
+            Some(ControlReply::Drained(Ok(1)))
+        ),
+        "{:?}",
+        p.replies
+    );
+    assert_eq!(p.log_count("not echoed by the daemon within"), 1);
+    assert_eq!(
+        p.journal.flushes.len(),
+        1,
+        "left for the next boot to settle"
+    );
+    // A later drain waits afresh.
+    assert_eq!(p.control(ControlRequest::Drain), None);
+}
+
+/// A drain does not wait for an echo that cannot come: with the upstream link down it
+/// answers at once.
+#[test]
+fn a_drain_with_the_upstream_link_down_does_not_wait_for_echoes() {
+    let (_, mut p, _, c) = counter_pair();
+    p.daemon.silent = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    p.drop_upstream();
+    assert!(matches!(
+        p.control(ControlRequest::Drain),
+        Some(ControlReply::Drained(_))
+    ));
+}

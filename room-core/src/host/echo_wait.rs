@@ -15,6 +15,12 @@
 //! record waits at most [`ECHO_WAIT_MS`], and at most [`MAX_AWAITING_ECHO`] wait at
 //! once (the oldest is confirmed first). A record whose incarnation died stays
 //! unconfirmed: the next boot settles it.
+//!
+//! A drain (a shutdown, a hibernation, a drain-before-downgrade) that finds the room
+//! quiet waits, at most [`DRAIN_ECHO_WAIT_MS`], for the records still waiting: a box
+//! restarted right after its last flushes then has nothing to settle at boot, and the
+//! placement that takes a drained doc over boots from a daemon that already holds what
+//! this one committed.
 
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -26,6 +32,9 @@ pub const ECHO_WAIT_MS: u64 = 30_000;
 
 /// Committed flushes whose confirmation waits for their echo at once.
 pub const MAX_AWAITING_ECHO: usize = 64;
+
+/// How long a drain that found the room quiet waits for the echoes still to come, ms.
+pub const DRAIN_ECHO_WAIT_MS: u64 = 2_000;
 
 /// A committed flush whose record waits for its echo.
 #[derive(Debug)]
@@ -43,6 +52,8 @@ pub(super) struct EchoWait {
     awaiting: VecDeque<AwaitingEcho>,
     /// Confirmation writes in flight, by I/O id: the flush seq.
     confirming: alloc::collections::BTreeMap<IoId, u64>,
+    /// Until when the drains in progress wait for echoes (set at the first wait).
+    drain_deadline: Option<u64>,
 }
 
 impl EchoWait {
@@ -104,6 +115,7 @@ impl Host {
             }
             true
         });
+        let confirmed = !due.is_empty();
         for (seq, echoed) in due {
             if !echoed {
                 self.counters.confirmed_unechoed += 1;
@@ -114,6 +126,43 @@ impl Host {
             }
             self.confirm_record(seq);
         }
+        if confirmed && !self.flushing.drains.is_empty() {
+            self.poll_drains(); // a drain may have waited for these
+        }
+    }
+
+    /// Whether a drain that found the room quiet waits for echoes still to come: only
+    /// while records wait, the upstream link that would bring them is open, and
+    /// [`DRAIN_ECHO_WAIT_MS`] has not passed since the drains began waiting (past it,
+    /// they answer and the records stay for the next boot to settle).
+    pub(super) fn drain_waits_for_echo(&mut self) -> bool {
+        if self.echo_wait.awaiting.is_empty() || !self.inc.live || !self.up.link_open {
+            return false;
+        }
+        let now = self.now;
+        let deadline = *self
+            .echo_wait
+            .drain_deadline
+            .get_or_insert(now + DRAIN_ECHO_WAIT_MS);
+        if now < deadline {
+            self.timers.drain_echo = Some(deadline);
+            return true;
+        }
+        let waiting = self.echo_wait.awaiting.len();
+        self.log(
+            Level::Warn,
+            format!(
+                "drain: {waiting} committed flush(es) not echoed by the daemon within \
+                 {DRAIN_ECHO_WAIT_MS} ms; their records stay for the next boot to settle"
+            ),
+        );
+        false
+    }
+
+    /// The drains are answered: the next ones wait afresh.
+    pub(super) fn drains_done_waiting_for_echo(&mut self) {
+        self.echo_wait.drain_deadline = None;
+        self.timers.drain_echo = None;
     }
 
     /// Confirms flush `seq`'s journal record (nothing waits for the write; a failure is

@@ -513,16 +513,19 @@ impl Host {
                 for w in core::mem::take(&mut self.flushing.drains) {
                     self.finish_drain(w, result.clone());
                 }
+                self.drains_done_waiting_for_echo();
                 return;
             }
             if self.flushing.in_flight.is_some() || self.flush_held_for_newcomers() {
                 return; // the flight settling, or the lmid fetch landing, polls again
             }
             if !self.drain_active() {
-                // Drained: the journal is compacted to what is unconfirmed (nothing, or
-                // entries of clients without a durable lmid) before the drain answers,
-                // so a hibernated room's journal does not keep its history.
-                if self.flushing.compact_io.is_some() {
+                // Quiet: the records of committed flushes still waiting for their echo
+                // are waited for (briefly, `echo_wait.rs`), then the journal is
+                // compacted to what is unconfirmed (nothing, or entries of clients
+                // without a durable lmid) before the drain answers, so a hibernated
+                // room's journal does not keep its history.
+                if self.drain_waits_for_echo() || self.flushing.compact_io.is_some() {
                     return;
                 }
                 if self.inc.live && self.flushing.compaction_owed() && self.inc.room.is_some() {
@@ -535,6 +538,7 @@ impl Host {
                 for w in core::mem::take(&mut self.flushing.drains) {
                     self.finish_drain(w, result.clone());
                 }
+                self.drains_done_waiting_for_echo();
                 return;
             }
             let mut keep = Vec::new();

@@ -84,7 +84,7 @@ pub use crate::texts::{bearer_matches, error_body, snippet, REPLY_SNIPPET_BYTES}
 pub use config::{DriverLimits, HostConfig, Placement, WriteSettings};
 pub use control::{route_control, ControlLimits, ControlRoute, Gauges};
 pub use downstream::{close_reason, MAX_CLOSE_REASON};
-pub use echo_wait::{ECHO_WAIT_MS, MAX_AWAITING_ECHO};
+pub use echo_wait::{DRAIN_ECHO_WAIT_MS, ECHO_WAIT_MS, MAX_AWAITING_ECHO};
 pub use error::{ConfigError, DrainError, JournalError, JsonError, MintError, TablesError};
 pub use flush::{flush_body, pad_offset};
 pub use frames::RecordedOutcome;
@@ -376,6 +376,9 @@ impl Host {
         }
         if due(&mut self.timers.newcomer) {
             self.serve_overdue_newcomers(driver);
+        }
+        if due(&mut self.timers.drain_echo) {
+            self.poll_drains(); // past the wait: the drains answer
         }
         if due(&mut self.timers.remint) {
             if let Some(frame) = self.up.remint_frame.take() {

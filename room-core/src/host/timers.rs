@@ -24,6 +24,8 @@ pub(super) struct Timers {
     pub(super) retry: Option<u64>,
     /// The earliest newcomer whose frames stop waiting for its lmid fetch.
     pub(super) newcomer: Option<u64>,
+    /// The drains stop waiting for echoes.
+    pub(super) drain_echo: Option<u64>,
 }
 
 impl Timers {
@@ -40,6 +42,7 @@ impl Timers {
             self.startup,
             self.retry,
             self.newcomer,
+            self.drain_echo,
         ]
         .into_iter()
         .flatten()

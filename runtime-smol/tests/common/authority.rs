@@ -25,6 +25,9 @@ pub struct AState {
     pub claims: usize,
     /// Applies refused as fenced, by the epoch they carried.
     pub fenced: Vec<u64>,
+    /// Streams each committed apply's data changes back through this daemon, as
+    /// rindled does (the room confirms a flush's record at its echo); `None`: no echo.
+    pub echo_to: Option<super::rindled::FakeRindled>,
 }
 
 /// The fake authority.
@@ -100,6 +103,20 @@ impl FakeAuthority {
         let (status, body) = self.handle(&req.path, &req.body_text());
         let _ =
             http::write_response(&mut stream, status, "application/json", body.as_bytes()).await;
+        let committed = req.path == "/apply-row-change-txn" && body.contains("\"applied\":true");
+        let echo_to = self.state.lock().unwrap().echo_to.clone();
+        if let (true, Some(daemon)) = (committed, echo_to) {
+            let sent: Value = serde_json::from_str(&req.body_text()).unwrap_or_default();
+            let ops = echo_ops(&sent);
+            if !ops.is_empty() {
+                daemon.live(&ops);
+            }
+        }
+    }
+
+    /// Echoes every committed apply through `daemon` from now on.
+    pub fn echo_to(&self, daemon: &super::rindled::FakeRindled) {
+        self.state.lock().unwrap().echo_to = Some(daemon.clone());
     }
 
     fn handle(&self, path: &str, body: &str) -> (u16, String) {
@@ -135,6 +152,21 @@ impl FakeAuthority {
             _ => (404, json!({"error":"unknown route"}).to_string()),
         }
     }
+}
+
+/// The upstream ops a committed apply's data changes make (the room's own tables, `_…`,
+/// left out).
+fn echo_ops(body: &Value) -> Vec<Value> {
+    let changes = body["changes"].as_array().cloned().unwrap_or_default();
+    changes
+        .iter()
+        .filter(|c| !c["table"].as_str().unwrap_or("_").starts_with('_'))
+        .map(|c| match c["op"].as_str() {
+            Some("add") => json!({"table": c["table"], "op": "add", "row": c["row"]}),
+            Some("remove") => json!({"table": c["table"], "op": "remove", "row": c["old"]}),
+            _ => json!({"table": c["table"], "op": "edit", "old": c["old"], "new": c["row"]}),
+        })
+        .collect()
 }
 
 fn apply(s: &mut AState, v: &Value) -> (u16, String) {

@@ -238,6 +238,17 @@ const pkOf = (table, row) => (PK_COLS[table] ?? [0]).map((i) => row[i]);
 const rowKey = (table, pk) => `${table}\0${JSON.stringify(pk)}`;
 const sameJson = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
+/** The upstream ops a committed apply's data changes make (the room's own `_…` tables left out). */
+function echoOps(body) {
+  return (body.changes ?? [])
+    .filter((c) => !String(c.table).startsWith("_"))
+    .map((c) => {
+      if (c.op === "add") return { table: c.table, op: "add", row: c.row };
+      if (c.op === "remove") return { table: c.table, op: "remove", row: c.old };
+      return { table: c.table, op: "edit", old: c.old, new: c.row };
+    });
+}
+
 export class FakeAuthority {
   static async start() {
     const a = track(new FakeAuthority());
@@ -254,12 +265,25 @@ export class FakeAuthority {
     this.down = false;
     this.bodies = [];
     this.claims = 0;
+    this.echo = null; // a FakeRindled that streams each committed apply back
     this.server = http.createServer(async (req, res) => {
       const body = await readBody(req);
       const [status, out] = this.handle(req.url, body);
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(out));
+      if (this.echo && req.url === "/apply-row-change-txn" && out.applied === true) {
+        const ops = echoOps(JSON.parse(body));
+        if (ops.length > 0) this.echo.live(ops);
+      }
     });
+  }
+
+  /**
+   * Streams every committed apply's data changes back through `rindled` from now on,
+   * as the real daemon does (the room confirms a flush's journal record at its echo).
+   */
+  echoTo(rindled) {
+    this.echo = rindled;
   }
 
   /** Options for `httpAuthority` against this fake. */
