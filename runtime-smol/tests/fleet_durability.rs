@@ -128,8 +128,8 @@ fn write_hibernate_cycles_leave_a_journal_of_what_is_unconfirmed() {
         let dir = data_dir("cycles");
         let extra = format!("data_dir = \"{}\"\nidle_evict_ms = 50", dir.display());
         let (api, rindled, authority) = fakes().await;
-        // The daemon echoes each commit, so a hibernation's drain finds no record
-        // waiting for its echo.
+        // The daemon echoes each commit, as rindled does: each flush record is
+        // confirmed at its echo, before the room hibernates.
         authority.echo_to(&rindled);
         let b = start_box(api.clone(), rindled, SHELL_SECRET, &extra, WRITES).await;
         let port = b.server.port();

@@ -767,50 +767,61 @@ fn a_shutdown_waits_for_the_echo_of_the_last_committed_flush() {
     assert_eq!(p.log_count("not echoed by the daemon"), 0);
 }
 
-/// A drain waits for outstanding echoes at most `DRAIN_ECHO_WAIT_MS`: with a daemon
-/// that never echoes, it answers then, and the record stays for the next boot.
+/// A shutdown waits for outstanding echoes at most `DRAIN_ECHO_WAIT_MS`: with a daemon
+/// that never echoes, it stops then, and the record stays for the next boot.
 #[test]
-fn a_drain_stops_waiting_for_echoes_after_the_drain_echo_wait() {
+fn a_shutdown_stops_waiting_for_echoes_after_the_drain_echo_wait() {
     let (_, mut p, _, c) = counter_pair();
     p.daemon.silent = true;
     p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
     p.advance(300);
     assert_eq!(p.journal.flushes.len(), 1, "committed, not echoed");
-    assert_eq!(p.control(ControlRequest::Drain), None, "waits for the echo");
+    assert_eq!(
+        p.control(ControlRequest::Shutdown),
+        None,
+        "waits for the echo"
+    );
     let wait = rindle_room_core::host::DRAIN_ECHO_WAIT_MS;
     p.advance(wait - 1);
-    assert!(p.replies.is_empty(), "still waiting: {:?}", p.replies);
+    assert_eq!(p.stopped, None, "still waiting");
     p.advance(1);
-    assert_eq!(p.replies.len(), 1, "answered at the wait's end");
-    assert!(
-        matches!(
-            p.replies.values().next(),
-            Some(ControlReply::Drained(Ok(1)))
-        ),
-        "{:?}",
-        p.replies
-    );
+    assert_eq!(p.stopped, Some(false), "stopped at the wait's end");
     assert_eq!(p.log_count("not echoed by the daemon within"), 1);
     assert_eq!(
         p.journal.flushes.len(),
         1,
         "left for the next boot to settle"
     );
-    // A later drain waits afresh.
-    assert_eq!(p.control(ControlRequest::Drain), None);
 }
 
-/// A drain does not wait for an echo that cannot come: with the upstream link down it
-/// answers at once.
+/// Only a shutdown waits for echoes: a `/drain` (or a hibernation, or a box settling
+/// its rooms at start-up, one after the other) is answered as soon as the room is
+/// quiet, and the record keeps waiting for its echo in the room.
 #[test]
-fn a_drain_with_the_upstream_link_down_does_not_wait_for_echoes() {
+fn a_drain_does_not_wait_for_echoes() {
+    let (_, mut p, _, c) = counter_pair();
+    p.daemon.silent = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+    assert_eq!(
+        p.control(ControlRequest::Drain),
+        Some(ControlReply::Drained(Ok(1)))
+    );
+    assert_eq!(p.journal.flushes.len(), 1, "still waiting for its echo");
+    assert_eq!(p.host.gauges().flushes_awaiting_echo, 1);
+}
+
+/// A shutdown does not wait for an echo that cannot come: with the upstream link down
+/// it stops at once.
+#[test]
+fn a_shutdown_with_the_upstream_link_down_does_not_wait_for_echoes() {
     let (_, mut p, _, c) = counter_pair();
     p.daemon.silent = true;
     p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
     p.advance(300);
     p.drop_upstream();
-    assert!(matches!(
-        p.control(ControlRequest::Drain),
-        Some(ControlReply::Drained(_))
-    ));
+    assert_eq!(
+        p.control(ControlRequest::Shutdown),
+        Some(ControlReply::Stopped)
+    );
 }

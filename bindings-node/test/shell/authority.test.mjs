@@ -24,7 +24,7 @@ const acked = (c, mid) => c.until(`the ack of ${mid}`, (v) => (lmidOf(v) ?? 0) >
 test("writes flush to the authority and drain reports the last seq", async () => {
   const rindled = await FakeRindled.notes();
   const auth = await fakeAuthority();
-  auth.echoTo(rindled); // a drain then finds no record waiting for its echo
+  auth.echoTo(rindled); // as rindled does: each flush record is confirmed at its echo
   const shell = await startLive(rindled, { authority: httpAuthority(auth.urls()) });
   const c = await subscriber(shell, "c1", "u1", true);
   c.send(push("c1", 1, "addNote", { id: 10, body: "ten" }));
@@ -66,7 +66,7 @@ test("writes flush to the authority and drain reports the last seq", async () =>
 test("an authority outage loses nothing", async () => {
   const rindled = await FakeRindled.notes();
   const auth = await fakeAuthority();
-  auth.echoTo(rindled); // a drain then finds no record waiting for its echo
+  auth.echoTo(rindled); // as rindled does: each flush record is confirmed at its echo
   const logs = new Logs();
   const shell = await startLive(rindled, { authority: httpAuthority(auth.urls()) }, logs);
   const c = await subscriber(shell, "c1", "u1", true);

@@ -16,11 +16,11 @@
 //! once (the oldest is confirmed first). A record whose incarnation died stays
 //! unconfirmed: the next boot settles it.
 //!
-//! A drain (a shutdown, a hibernation, a drain-before-downgrade) that finds the room
-//! quiet waits, at most [`DRAIN_ECHO_WAIT_MS`], for the records still waiting: a box
-//! restarted right after its last flushes then has nothing to settle at boot, and the
-//! placement that takes a drained doc over boots from a daemon that already holds what
-//! this one committed.
+//! A shutdown's drain that finds the room quiet waits, at most [`DRAIN_ECHO_WAIT_MS`],
+//! for the records still waiting, so a box restarted right after its last flushes has
+//! nothing to settle at boot. Other drains answer without waiting: a box settling its
+//! rooms at start-up drains them one after the other before it is ready, and a room
+//! hibernates only after it was idle longer than the echo wait.
 
 use alloc::collections::VecDeque;
 use alloc::format;
@@ -33,7 +33,8 @@ pub const ECHO_WAIT_MS: u64 = 30_000;
 /// Committed flushes whose confirmation waits for their echo at once.
 pub const MAX_AWAITING_ECHO: usize = 64;
 
-/// How long a drain that found the room quiet waits for the echoes still to come, ms.
+/// How long a shutdown's drain that found the room quiet waits for the echoes still to
+/// come, ms.
 pub const DRAIN_ECHO_WAIT_MS: u64 = 2_000;
 
 /// A committed flush whose record waits for its echo.
@@ -131,12 +132,13 @@ impl Host {
         }
     }
 
-    /// Whether a drain that found the room quiet waits for echoes still to come: only
-    /// while records wait, the upstream link that would bring them is open, and
-    /// [`DRAIN_ECHO_WAIT_MS`] has not passed since the drains began waiting (past it,
-    /// they answer and the records stay for the next boot to settle).
+    /// Whether the drains, having found the room quiet, wait for echoes still to come:
+    /// only for a shutdown, while records wait, the upstream link that would bring them
+    /// is open, and [`DRAIN_ECHO_WAIT_MS`] has not passed since they began waiting (past
+    /// it, they answer and the records stay for the next boot to settle).
     pub(super) fn drain_waits_for_echo(&mut self) -> bool {
-        if self.echo_wait.awaiting.is_empty() || !self.inc.live || !self.up.link_open {
+        let shutdown = self.flushing.drains.iter().any(|d| d.is_shutdown());
+        if !shutdown || self.echo_wait.awaiting.is_empty() || !self.inc.live || !self.up.link_open {
             return false;
         }
         let now = self.now;
@@ -152,7 +154,7 @@ impl Host {
         self.log(
             Level::Warn,
             format!(
-                "drain: {waiting} committed flush(es) not echoed by the daemon within \
+                "shutdown: {waiting} committed flush(es) not echoed by the daemon within \
                  {DRAIN_ECHO_WAIT_MS} ms; their records stay for the next boot to settle"
             ),
         );

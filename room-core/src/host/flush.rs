@@ -520,8 +520,8 @@ impl Host {
                 return; // the flight settling, or the lmid fetch landing, polls again
             }
             if !self.drain_active() {
-                // Quiet: the records of committed flushes still waiting for their echo
-                // are waited for (briefly, `echo_wait.rs`), then the journal is
+                // Quiet: a shutdown waits (briefly, `echo_wait.rs`) for the records of
+                // committed flushes still waiting for their echo, then the journal is
                 // compacted to what is unconfirmed (nothing, or entries of clients
                 // without a durable lmid) before the drain answers, so a hibernated
                 // room's journal does not keep its history.
