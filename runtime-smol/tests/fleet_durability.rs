@@ -63,6 +63,55 @@ fn a_restarted_box_settles_acknowledged_writes_before_it_is_ready() {
     }));
 }
 
+/// A restarted box settles its unsettled rooms several at a time (each boot still
+/// through the boot admission), not one after the other: with each room-boot call held
+/// 300 ms by the API server, more than one is in flight during the settlement, and every
+/// room's acknowledged write reaches its authority before the box is ready.
+#[test]
+fn a_restarted_box_settles_several_rooms_at_once() {
+    smol::block_on(within(async {
+        let dir = data_dir("settle-many");
+        let extra = format!("data_dir = \"{}\"", dir.display());
+        let (api, rindled, _) = fakes().await;
+        api.state.lock().unwrap().per_doc_authority = true; // claims do not fence each other
+        let one = start_box(api.clone(), rindled.clone(), SHELL_SECRET, &extra, WRITES).await;
+        let docs: Vec<String> = (0..4).map(|i| format!("many/{i}")).collect();
+        let authority_of = |doc: &str| api.state.lock().unwrap().authorities[doc].clone();
+        for (i, doc) in docs.iter().enumerate() {
+            let client = format!("c{i}");
+            let mut c = writer(one.server.port(), doc, &client, "u1").await;
+            authority_of(doc).set_down(true); // acknowledged, never flushed
+            c.send(&add_note(&client, 1, 10 + i as u64)).await;
+            acked(&mut c, 1).await;
+        }
+        one.server.abort().await;
+
+        for doc in &docs {
+            authority_of(doc).set_down(false);
+        }
+        {
+            let mut s = api.state.lock().unwrap();
+            s.delay_ms = 300;
+            s.max_in_flight = 0;
+        }
+        let two = start_box(api.clone(), rindled, SHELL_SECRET, &extra, WRITES).await;
+        let server = &two.server;
+        eventually("the restarted box is ready", || server.is_ready()).await;
+        for (i, doc) in docs.iter().enumerate() {
+            let id = 10 + i as u64;
+            assert!(
+                authority_of(doc).row("note", json!([id])).is_some(),
+                "note {id} settled before ready: {:#?}",
+                two.logs.lock().unwrap()
+            );
+        }
+        let most = api.state.lock().unwrap().max_in_flight;
+        assert!(most >= 2, "room-boot calls in flight at once: {most}");
+        server.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }));
+}
+
 #[test]
 fn writes_a_moved_doc_strands_are_kept_logged_and_reported() {
     smol::block_on(within(async {

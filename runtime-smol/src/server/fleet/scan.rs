@@ -6,7 +6,7 @@
 //! and listed in `/stats` as **stranded**, never dropped silently (host `ack.rs`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::journal::file::FileJournal;
@@ -67,17 +67,52 @@ pub(crate) fn scan(data_dir: &Path, log: &Logger) -> Vec<Unsettled> {
     out
 }
 
-/// Boots, settles and drains each unsettled room, then marks the box ready.
+/// How many unsettled rooms a restarted box settles at once. Each boot still passes the
+/// boot admission (`fleet.max_boots_in_flight`); a box that died with a thousand busy
+/// rooms is ready in the time of its slowest few settlements, not the sum of them all.
+pub(crate) const SETTLE_IN_FLIGHT: usize = 8;
+
+/// Settled rooms between two progress lines in the log.
+const SETTLE_PROGRESS_EVERY: usize = 100;
+
+/// Boots, settles and drains each unsettled room, [`SETTLE_IN_FLIGHT`] at a time, then
+/// marks the box ready.
 pub(crate) async fn settle_all(rooms: Arc<Rooms>, unsettled: Vec<Unsettled>) {
     let log = rooms.shared.log.clone();
-    if !unsettled.is_empty() {
+    let total = unsettled.len();
+    if total > 0 {
         log.info(&format!(
-            "start-up: {} room journal(s) hold unsettled writes; settling them before ready",
-            unsettled.len()
+            "start-up: {total} room journal(s) hold unsettled writes; settling them before \
+             ready, {SETTLE_IN_FLIGHT} at a time"
         ));
     }
+    let (work_tx, work_rx) = async_channel::unbounded();
     for u in unsettled {
-        settle_one(&rooms, &u, &log).await;
+        let _ = work_tx.try_send(u); // unbounded and open: cannot fail
+    }
+    work_tx.close();
+    let workers = total.min(SETTLE_IN_FLIGHT);
+    let (done_tx, done_rx) = async_channel::bounded(workers.max(1));
+    let settled = Arc::new(AtomicUsize::new(0));
+    for _ in 0..workers {
+        let (rooms, work, done) = (rooms.clone(), work_rx.clone(), done_tx.clone());
+        let (log, settled) = (log.clone(), settled.clone());
+        rooms.clone().shared.env.spawn(async move {
+            while let Ok(u) = work.recv().await {
+                settle_one(&rooms, &u, &log).await;
+                let n = settled.fetch_add(1, Ordering::SeqCst) + 1;
+                if n % SETTLE_PROGRESS_EVERY == 0 && n < total {
+                    log.info(&format!("start-up: {n} of {total} rooms settled"));
+                }
+            }
+            let _ = done.send(()).await;
+        });
+    }
+    drop(done_tx);
+    for _ in 0..workers {
+        if done_rx.recv().await.is_err() {
+            break; // a worker was dropped (the box is stopping)
+        }
     }
     rooms.step(Some(rindle_room_core::fleet::Input::Settled));
     log.info("ready");
