@@ -1,6 +1,7 @@
 //! The room host under random input sequences (proptest): clients that connect, push,
 //! stall and leave; upstream batches and drops; time passing; journal failures and
-//! holds; authority outages; kill-and-reboot from the journal. After every step:
+//! holds; authority outages; kill-and-reboot from the journal, and graceful restarts (a
+//! shutdown, which stops within its drain's deadline, then the reboot). After every step:
 //!
 //! - nothing panicked (the harness also fails on a frame for an unknown connection);
 //! - every lmid a client saw is durable: acks never run ahead of the journal;
@@ -48,6 +49,8 @@ enum Action {
     JournalHold(bool),
     AuthorityDown(bool),
     Reboot,
+    /// A graceful restart: a shutdown (its drain, its wait for echoes), then the reboot.
+    Restart,
     Drain,
     /// Another placement claims the doc (the authority's epoch moves on): this room's
     /// next flush is fenced.
@@ -78,6 +81,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => any::<bool>().prop_map(Action::JournalHold),
         1 => any::<bool>().prop_map(Action::AuthorityDown),
         1 => Just(Action::Reboot),
+        1 => Just(Action::Restart),
         1 => Just(Action::Drain),
         1 => Just(Action::Fence),
         1 => Just(Action::ForeignAdd),
@@ -236,28 +240,51 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
                 m.drains_answered += 1;
             }
         }
-        Action::Reboot => {
-            for (c, mid) in p.durable.drain(..) {
-                m.durable.insert((c, mid));
+        Action::Restart => {
+            if p.stopped.is_none() {
+                let _ = p.control(ControlRequest::Shutdown);
+                // A shutdown closes anyway once its drain's deadline (10 s) passes.
+                let deadline = p.now + SHUTDOWN_BOUND_MS;
+                while p.stopped.is_none() && p.now < deadline {
+                    p.advance(100);
+                }
+                assert!(
+                    p.stopped.is_some(),
+                    "a shutdown stops within {SHUTDOWN_BOUND_MS} ms: {:#?}",
+                    &p.logs[p.logs.len().saturating_sub(20)..]
+                );
             }
-            let old = std::mem::replace(p, Pair::new(o, Default::default(), Default::default()));
-            let mut next = old.reboot(o);
-            // The disk and the authority recover.
-            next.journal.failing = false;
-            next.authority.down = false;
-            *p = next;
-            // The new pair's clock starts over; a lag goes on from there.
-            if m.lag_since.is_some() {
-                m.lag_since = Some(p.now);
-            }
-            p.start();
-            m.conns.clear();
-            m.last_push_on.clear();
-            m.drains_asked = 0;
-            m.drains_answered = 0;
-            check_exactly_once(p, m);
+            reboot(p, m, o);
         }
+        Action::Reboot => reboot(p, m, o),
     }
+}
+
+/// The longest a shutdown may take: its drain's deadline, and a margin.
+const SHUTDOWN_BOUND_MS: u64 = 12_000;
+
+/// The process dies (or has stopped) and a new one boots on the same journal and
+/// authority; the disk and the authority recover.
+fn reboot(p: &mut Pair, m: &mut Model, o: &Options) {
+    for (c, mid) in p.durable.drain(..) {
+        m.durable.insert((c, mid));
+    }
+    let old = std::mem::replace(p, Pair::new(o, Default::default(), Default::default()));
+    let mut next = old.reboot(o);
+    // The disk and the authority recover.
+    next.journal.failing = false;
+    next.authority.down = false;
+    *p = next;
+    // The new pair's clock starts over; a lag goes on from there.
+    if m.lag_since.is_some() {
+        m.lag_since = Some(p.now);
+    }
+    p.start();
+    m.conns.clear();
+    m.last_push_on.clear();
+    m.drains_asked = 0;
+    m.drains_answered = 0;
+    check_exactly_once(p, m);
 }
 
 /// After a reboot (live, nothing in flight): the tally rows are exactly the journal's
