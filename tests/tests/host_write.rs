@@ -516,6 +516,14 @@ fn both_bumps_kept(p: &Pair, key: &(String, String)) {
     assert_eq!((room.dirty_len(), room.pending_len()), (0, 0));
 }
 
+/// With a daemon that never echoes, `c1` bumps note 60 (mid 1) and the authority
+/// commits it: its journal record waits for an echo that will not come.
+fn bump_with_a_silent_daemon(p: &mut Pair, c: u64) {
+    p.daemon.silent = true;
+    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
+    p.advance(300);
+}
+
 /// With the daemon lagging from now on, `c1` bumps note 60 (mid 1) and the authority
 /// commits it: no echo comes, and a new snapshot lacks it.
 fn bump_behind_the_daemon(p: &mut Pair, c: u64, key: &(String, String)) {
@@ -772,9 +780,7 @@ fn a_shutdown_waits_for_the_echo_of_the_last_committed_flush() {
 #[test]
 fn a_shutdown_stops_waiting_for_echoes_after_the_drain_echo_wait() {
     let (_, mut p, _, c) = counter_pair();
-    p.daemon.silent = true;
-    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
-    p.advance(300);
+    bump_with_a_silent_daemon(&mut p, c);
     assert_eq!(p.journal.flushes.len(), 1, "committed, not echoed");
     assert_eq!(
         p.control(ControlRequest::Shutdown),
@@ -800,9 +806,7 @@ fn a_shutdown_stops_waiting_for_echoes_after_the_drain_echo_wait() {
 #[test]
 fn a_drain_does_not_wait_for_echoes() {
     let (_, mut p, _, c) = counter_pair();
-    p.daemon.silent = true;
-    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
-    p.advance(300);
+    bump_with_a_silent_daemon(&mut p, c);
     assert_eq!(
         p.control(ControlRequest::Drain),
         Some(ControlReply::Drained(Ok(1)))
@@ -816,9 +820,7 @@ fn a_drain_does_not_wait_for_echoes() {
 #[test]
 fn a_shutdown_with_the_upstream_link_down_does_not_wait_for_echoes() {
     let (_, mut p, _, c) = counter_pair();
-    p.daemon.silent = true;
-    p.send(c, &push("c1", 1, "bump", r#"{"id":60}"#));
-    p.advance(300);
+    bump_with_a_silent_daemon(&mut p, c);
     p.drop_upstream();
     assert_eq!(
         p.control(ControlRequest::Shutdown),
