@@ -404,6 +404,11 @@ export interface UpstreamOptions {
   leaseTtlMs?: number;
   /** The `init` clientID upstream (default `room-shell-<bootId>`). */
   clientId?: string;
+  /** How long the upstream link may stay silent — no frame, no pong, no bytes — before
+   *  the room takes it as dead (default 45 s): a ping after a third of it, and past it
+   *  the link is closed, the incarnation ends and the room reconnects. `0`: never. Not in
+   *  the published options. */
+  silenceTimeoutMs?: number;
 }
 
 /** The write plane: mutators over the owned tables. */
@@ -462,6 +467,10 @@ export interface DownstreamOptions {
    *  fails `createRoomShell` at once. `0`: fail at the first failure, as the published
    *  shell does. Not in the published options. */
   startupTimeoutMs?: number;
+  /** How long a client socket may stay silent — no frame, no pong — before it is closed
+   *  with 1011 (default 90 s): a ping after a third of it. Browsers and `ws` answer pings
+   *  by themselves. `0`: never. Not in the published options. */
+  silenceTimeoutMs?: number;
 }
 
 export interface RoomShellOptions {

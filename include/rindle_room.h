@@ -346,9 +346,9 @@ rindle_room_result rindle_room_host_last_error(const rindle_room_host *host, con
 rindle_room_result rindle_room_host_start(rindle_room_host *host, double now);
 
 // Hands the host one input at `now` (ms), as a JSON object `{"t": kind, …}`:
-// `leaseMinted`, `upstreamOpened`, `upstreamFrame`, `upstreamClosed`, `connOpened`,
-// `connFrame`, `connClosed`, `journalRead`, `journalWritten`, `authority`, `control`
-// (the shapes are in `docs/host.md`). Mutators run inside this call.
+// `leaseMinted`, `upstreamOpened`, `upstreamFrame`, `upstreamClosed`, `upstreamHeard`,
+// `connOpened`, `connFrame`, `connHeard`, `connClosed`, `journalRead`, `journalWritten`,
+// `authority`, `control` (the shapes are in `docs/host.md`). Mutators run inside this call.
 //
 // # Safety
 //

@@ -359,9 +359,9 @@ pub unsafe extern "C" fn rindle_room_host_start(
 }
 
 /// Hands the host one input at `now` (ms), as a JSON object `{"t": kind, …}`:
-/// `leaseMinted`, `upstreamOpened`, `upstreamFrame`, `upstreamClosed`, `connOpened`,
-/// `connFrame`, `connClosed`, `journalRead`, `journalWritten`, `authority`, `control`
-/// (the shapes are in `docs/host.md`). Mutators run inside this call.
+/// `leaseMinted`, `upstreamOpened`, `upstreamFrame`, `upstreamClosed`, `upstreamHeard`,
+/// `connOpened`, `connFrame`, `connHeard`, `connClosed`, `journalRead`, `journalWritten`,
+/// `authority`, `control` (the shapes are in `docs/host.md`). Mutators run inside this call.
 ///
 /// # Safety
 ///

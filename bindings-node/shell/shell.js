@@ -39,6 +39,8 @@ const KIND = Object.freeze(JSON.parse(native.outputKinds()));
 /** The core's defaults (`RoomHost` fills every option left out; the shell reads the
  *  close grace, which it also gives the upstream link). */
 const DEFAULTS = Object.freeze(JSON.parse(native.hostDefaults()));
+/** The most often bytes of an unfinished upstream frame are reported as a sign of life. */
+const HEARD_EVERY_MS = DEFAULTS.heardEveryMs;
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const message = (e) => String(e?.message ?? e);
@@ -111,6 +113,8 @@ function hostConfig(opts) {
     maxSnapshotBytes: d.maxSnapshotBytes,
     maxMaterializations: d.maxMaterializations,
     upstreamClientId: opts.upstream.clientId,
+    upstreamSilenceTimeoutMs: opts.upstream.silenceTimeoutMs,
+    silenceTimeoutMs: d.silenceTimeoutMs,
     entropy: crypto.randomBytes(32).toString("hex"),
     writes: w
       ? {
@@ -345,6 +349,12 @@ class Shell {
         case KIND.closeUpstream:
           this.dropUpstream();
           break;
+        case KIND.pingUpstream: {
+          const up = this.upstream;
+          if (up && up.link === out[i] && up.ws.readyState === WebSocket.OPEN) up.ws.ping();
+          i++;
+          break;
+        }
         case KIND.upstreamSend: {
           const link = out[i];
           const text = out[i + 1];
@@ -481,7 +491,22 @@ class Shell {
     const ws = new WebSocket(this.opts.upstream.wsUrl);
     const up = { link, ws, error: null };
     this.upstream = up;
-    ws.on("open", () => this.input((now) => this.host.upstreamOpened(now, link)));
+    ws.on("open", () => {
+      // Bytes of a frame still arriving are a sign of life too (a large snapshot can
+      // take longer than the silence timeout), reported at most once per second.
+      let heardAt = 0;
+      ws._socket?.on("data", () => {
+        const now = Date.now();
+        if (now - heardAt < HEARD_EVERY_MS) return;
+        heardAt = now;
+        this.input((t) => this.host.upstreamHeard(t, link));
+      });
+      this.input((now) => this.host.upstreamOpened(now, link));
+    });
+    // `ws` answers a ping itself.
+    const heard = () => this.input((now) => this.host.upstreamHeard(now, link));
+    ws.on("pong", heard);
+    ws.on("ping", heard);
     ws.on("message", (data) => {
       const text = String(data);
       this.input((now) => this.host.upstreamFrame(now, link, text));

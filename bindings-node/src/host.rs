@@ -305,6 +305,14 @@ impl RoomHost {
         self.feed(&env, "RoomHost.upstreamFrame", now, input)
     }
 
+    /// Upstream link `link` showed it is alive without a whole frame (a pong, a ping,
+    /// bytes of a frame arriving).
+    #[napi(js_name = "upstreamHeard")]
+    pub fn upstream_heard(&mut self, env: Env, now: f64, link: f64) -> napi::Result<()> {
+        let input = Input::UpstreamHeard { link: link as u64 };
+        self.feed(&env, "RoomHost.upstreamHeard", now, input)
+    }
+
     /// Upstream link `link` closed (`error` when it failed).
     #[napi(js_name = "upstreamClosed")]
     pub fn upstream_closed(
@@ -582,6 +590,10 @@ impl RoomHost {
                     self.feed(&env, "RoomHost.pumpSockets", now, input)?;
                     // Frees the connection's inbound window.
                     drop(slot);
+                }
+                ConnEvent::Heard { id } => {
+                    let input = Input::ConnHeard { conn: id };
+                    self.feed(&env, "RoomHost.pumpSockets", now, input)?;
                 }
                 ConnEvent::Closed { id } => {
                     if let Some(s) = self.sockets_mut() {

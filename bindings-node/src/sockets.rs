@@ -212,6 +212,13 @@ impl Sockets {
                 }
                 None
             }
+            // A socket gone since needs no ping.
+            Output::Ping { conn } => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.ping();
+                }
+                None
+            }
             other => Some(other),
         }
     }

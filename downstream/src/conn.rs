@@ -245,6 +245,14 @@ where
                 Some(Ok(Message::Text(t))) => t.as_str().to_string(),
                 // `String(buffer)` in the published shell: binary frames are read as UTF-8 text.
                 Some(Ok(Message::Binary(b))) => String::from_utf8_lossy(&b).into_owned(),
+                // A sign of life for the host's silence timeout (tungstenite answers a
+                // ping itself).
+                Some(Ok(Message::Pong(_) | Message::Ping(_))) => {
+                    if events.send(E::from(ConnEvent::Heard { id })).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 // The peer's close (or its reply to ours): tungstenite answers it on the
                 // next read, which then ends the stream.
                 Some(Ok(_)) => continue,
@@ -295,6 +303,14 @@ where
                                 break 'socket;
                             }
                             unflushed = 0;
+                        }
+                    }
+                    Out::Ping => {
+                        if feed(&mut sink, Message::Ping(Default::default()))
+                            .await
+                            .is_err()
+                        {
+                            break 'socket;
                         }
                     }
                     Out::Close((code, reason)) => {

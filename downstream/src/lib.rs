@@ -21,6 +21,7 @@
 //! | unread outbound frames | the host's send budget and snapshot cap, over [`ConnOut::backlog`] | close 1008 |
 //! | unread outbound frames of every socket together | `server.max_unsent_bytes` over [`Unsent`]: the core's `unsent_cuts` picks the largest | close 1008 |
 //! | a closing socket | `close_grace` | the TCP socket is dropped |
+//! | a silent peer (gone without a FIN) | the host's `silence_timeout_ms`: it pings through [`ConnOut::ping`], hears [`ConnEvent::Heard`] | close 1011 |
 //!
 //! A websocket violation (a bad frame, invalid UTF-8, a message too big) is answered
 //! with a close frame naming it (1002, 1007, 1009) before the socket goes.
@@ -88,6 +89,12 @@ pub enum ConnEvent {
         text: String,
         /// The frame's place in the inbound window.
         slot: InboundSlot,
+    },
+    /// The peer answered a ping (or sent one): a sign of life for the host's silence
+    /// timeout.
+    Heard {
+        /// The connection.
+        id: ConnId,
     },
     /// The socket is gone (closed, failed, or dropped after the close grace).
     Closed {

@@ -26,6 +26,9 @@ pub(crate) enum Out {
     Text { text: String, snapshot: bool },
     /// A close frame with its code and reason (every close the server starts has both).
     Close((u16, String)),
+    /// A ping (the host found the socket silent): written after what is queued before
+    /// it, so a client reading its backlog answers once it has read it.
+    Ping,
 }
 
 /// The backlog counters one connection's writer and the owner share; its bytes also
@@ -148,6 +151,13 @@ impl ConnOut {
         self.is_closing = true;
         let _ = self.tx.try_send(Out::Close((code, reason.to_string())));
         let _ = self.closing.try_send(());
+    }
+
+    /// Queues a websocket ping; the pong comes back as [`ConnEvent::Heard`](crate::ConnEvent::Heard).
+    pub fn ping(&mut self) {
+        if self.is_open() {
+            let _ = self.tx.try_send(Out::Ping);
+        }
     }
 
     /// Drops the socket at once, without a close frame (a crash, an abort).

@@ -298,7 +298,14 @@ pub fn run_host_script(data: &[u8]) -> HostReached {
                 };
                 host.handle(now, Input::ConnFrame { conn, text: &text }, &mut d);
             }
-            8 => host.handle(now, Input::ConnClosed { conn }, &mut d),
+            8 => {
+                let input = if arg % 4 == 3 {
+                    Input::ConnHeard { conn } // a pong
+                } else {
+                    Input::ConnClosed { conn }
+                };
+                host.handle(now, input, &mut d);
+            }
             9 | 10 => {
                 let Some(&link) = links.last() else { continue };
                 let text = match arg % 5 {
@@ -319,10 +326,10 @@ pub fn run_host_script(data: &[u8]) -> HostReached {
             }
             11 => {
                 let Some(&link) = links.last() else { continue };
-                let input = if arg & 1 == 0 {
-                    Input::UpstreamOpened { link }
-                } else {
-                    Input::UpstreamClosed { link, error: None }
+                let input = match arg % 3 {
+                    0 => Input::UpstreamOpened { link },
+                    1 => Input::UpstreamClosed { link, error: None },
+                    _ => Input::UpstreamHeard { link },
                 };
                 host.handle(now, input, &mut d);
             }

@@ -334,7 +334,16 @@ fn quantity(text: &str) -> Option<u64> {
 }
 
 /// The core's default of a Node option (`idleTtlMs`, `groupCommitMs`, …), if it has one.
-fn node_default(defaults: &Json, name: &str) -> Option<u64> {
+/// An option of `UpstreamOptions` is the configuration's `upstream…` one
+/// (`silenceTimeoutMs` there is `upstreamSilenceTimeoutMs`).
+fn node_default(defaults: &Json, interface: &str, name: &str) -> Option<u64> {
+    if interface == "UpstreamOptions" {
+        let mut key = String::from("upstream");
+        let mut chars = name.chars();
+        key.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+        key.push_str(chars.as_str());
+        return defaults.get(&key).and_then(Json::as_u64);
+    }
     defaults
         .get(name)
         .or_else(|| defaults["writes"].get(name))
@@ -346,8 +355,12 @@ fn the_node_shell_typings_state_the_core_defaults() {
     let defaults: Json = serde_json::from_str(&json::defaults_json()).unwrap();
     let mut comment = String::new();
     let mut checked = Vec::new();
+    let mut interface = "";
     for line in read("bindings-node/index.d.ts").lines() {
         let t = line.trim();
+        if let Some(rest) = t.strip_prefix("export interface ") {
+            interface = rest.split([' ', '{', '<']).next().unwrap_or("");
+        }
         if t.starts_with("/**") {
             comment.clear();
         }
@@ -360,7 +373,7 @@ fn the_node_shell_typings_state_the_core_defaults() {
             comment.clear();
             continue;
         };
-        let Some(want) = node_default(&defaults, name) else {
+        let Some(want) = node_default(&defaults, interface, name) else {
             continue;
         };
         let text = comment.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -392,8 +405,11 @@ fn the_node_shell_docs_state_the_core_defaults() {
             .join(" ");
         for (i, _) in text.match_indices("` (") {
             let name = text[..i].rsplit('`').next().unwrap_or("");
-            let name = name.strip_prefix("downstream.").unwrap_or(name);
-            let Some(want) = node_default(&defaults, name) else {
+            let (interface, name) = match name.strip_prefix("upstream.") {
+                Some(name) => ("UpstreamOptions", name),
+                None => ("", name.strip_prefix("downstream.").unwrap_or(name)),
+            };
+            let Some(want) = node_default(&defaults, interface, name) else {
                 continue;
             };
             let Some(stated) = quantity(&text[i + 3..]) else {

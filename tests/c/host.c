@@ -376,6 +376,16 @@ static void session(void) {
   rindle_room_host_free(host);
 }
 
+/* Starts a host and hands it its first snapshot on upstream link 1. */
+static void first_snapshot(rindle_room_host *host) {
+  rindle_room_host_start(host, now);
+  input(host, "{\"t\":\"leaseMinted\",\"token\":\"lease-1\"}");
+  input(host, "{\"t\":\"upstreamOpened\",\"link\":1}");
+  CHECK(rindle_room_host_upstream_frame(host, now, 1, T(NHELLO)) == RINDLE_ROOM_RESULT_OK);
+  CHECK(rindle_room_host_upstream_frame(host, now, 1, T(NBATCH)) == RINDLE_ROOM_RESULT_OK);
+  poll_all(host);
+}
+
 /* A tables callback that refuses kills the incarnation with its message. */
 static void refused_tables(void) {
   app a = {0};
@@ -383,14 +393,56 @@ static void refused_tables(void) {
   rindle_room_host *host = NULL;
   CHECK(rindle_room_host_new(T(CONFIG), &cb, &host) == RINDLE_ROOM_RESULT_OK);
   if (!host) return;
-  rindle_room_host_start(host, now);
-  input(host, "{\"t\":\"leaseMinted\",\"token\":\"lease-1\"}");
-  input(host, "{\"t\":\"upstreamOpened\",\"link\":1}");
-  CHECK(rindle_room_host_upstream_frame(host, now, 1, T(NHELLO)) == RINDLE_ROOM_RESULT_OK);
-  CHECK(rindle_room_host_upstream_frame(host, now, 1, T(NBATCH)) == RINDLE_ROOM_RESULT_OK);
-  poll_all(host);
+  first_snapshot(host);
   CHECK(find("\"t\":\"log\"", "this program serves no notes") != NULL);
   CHECK(find("\"t\":\"live\"", NULL) == NULL);
+  forget_outputs();
+  rindle_room_host_free(host);
+}
+
+/* Fires every deadline up to `until` (ms); true when an output holding both `a` and `b`
+   came on the way. */
+static bool advance_seeing(rindle_room_host *host, double until, const char *a, const char *b) {
+  bool seen = false;
+  for (;;) {
+    double at = 0;
+    bool defined = false;
+    CHECK(rindle_room_host_next_deadline(host, &at, &defined) == RINDLE_ROOM_RESULT_OK);
+    if (!defined || at > until) break;
+    now = at;
+    CHECK(rindle_room_host_timeout(host, now) == RINDLE_ROOM_RESULT_OK);
+    poll_all(host);
+    if (find(a, b)) seen = true;
+  }
+  now = until;
+  return seen;
+}
+
+/* Silent links: the host pings a link silent for a third of its timeout and takes it as
+   dead past it; a pong (`upstreamHeard`, `connHeard`) keeps it. */
+static void silent_links(void) {
+  app a = {0};
+  rindle_room_host_callbacks cb = {&a, NULL, tables_known, NULL};
+  rindle_room_host *host = NULL;
+  CHECK(rindle_room_host_new(T("{\"docId\":\"doc/1\",\"tokenKeys\":[[\"k1\",\"secret\"]],"
+                               "\"upstreamSilenceTimeoutMs\":3000,\"silenceTimeoutMs\":3000}"),
+                             &cb, &host) == RINDLE_ROOM_RESULT_OK);
+  if (!host) return;
+  first_snapshot(host);
+  CHECK(rindle_room_host_upstream_frame(host, now, 1, T(PROGRESS)) == RINDLE_ROOM_RESULT_OK);
+  poll_all(host);
+  input(host, "{\"t\":\"connOpened\",\"conn\":1}");
+  conn_frame(host, 1, "{\"t\":\"init\",\"clientID\":\"c1\"}");
+  double start = now;
+  CHECK(advance_seeing(host, start + 1500, "{\"t\":\"pingUpstream\",\"link\":1}", NULL));
+  now = start + 1500;
+  CHECK(advance_seeing(host, start + 1500, "x", NULL) == false);
+  /* Both answer; then both go dark. */
+  input(host, "{\"t\":\"upstreamHeard\",\"link\":1}");
+  input(host, "{\"t\":\"connHeard\",\"conn\":1}");
+  CHECK(advance_seeing(host, start + 4400, "closeUpstream", NULL) == false);
+  CHECK(advance_seeing(host, start + 4600, "closeUpstream", NULL));
+  CHECK(advance_seeing(host, start + 6000, "\"t\":\"close\",\"conn\":1", "1011"));
   forget_outputs();
   rindle_room_host_free(host);
 }
@@ -459,6 +511,7 @@ static void authority_replies(void) {
 int main(void) {
   session();
   refused_tables();
+  silent_links();
   errors();
   authority_replies();
   printf("host: %d passed, %d failed\n", passed, failed);

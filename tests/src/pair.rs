@@ -35,6 +35,8 @@ enum Pending {
     UpOpened(u64),
     UpFrame(u64, String),
     UpClosed(u64, Option<String>),
+    UpHeard(u64),
+    ConnHeard(ConnId),
     ConnClosed(ConnId),
     JournalRead(IoId, Result<JournalContents, String>),
     JournalWritten(IoId, Result<(), String>),
@@ -80,6 +82,11 @@ pub struct Daemon {
     /// What the authority committed while this daemon lagged, as upstream ops, for
     /// [`Pair::catch_up_daemon`].
     pub behind: Vec<Value>,
+    /// The open link went dark: it stays open, but nothing comes back on it, not even
+    /// a pong (a partition, a NAT that forgot it). The next link the host opens works.
+    pub dark: bool,
+    /// Pings the host sent upstream.
+    pub pings: usize,
 }
 
 /// The fake journal (in memory; "durable" once an append was answered `Ok`).
@@ -128,6 +135,10 @@ pub struct Client {
     pub stalled: bool,
     /// Frames output after its close (must stay 0).
     pub after_close: usize,
+    /// Gone dark: answers no ping (a peer that vanished without a FIN).
+    pub dark: bool,
+    /// Pings the host sent it.
+    pub pings: usize,
 }
 
 /// The test mutators.
@@ -278,6 +289,10 @@ pub struct Options {
     pub group_commit_ms: u64,
     /// Newcomer lmid fetches under way at once, and queued behind them.
     pub newcomer_fetch_limits: (usize, usize),
+    /// The upstream link's silence timeout, ms.
+    pub upstream_silence_timeout_ms: u64,
+    /// A client socket's silence timeout, ms.
+    pub silence_timeout_ms: u64,
 }
 
 impl Default for Options {
@@ -297,6 +312,8 @@ impl Default for Options {
                 rindle_room_core::host::MAX_NEWCOMER_FETCHES,
                 rindle_room_core::host::MAX_DEFERRED_FETCHES,
             ),
+            upstream_silence_timeout_ms: HostConfig::default().upstream_silence_timeout_ms,
+            silence_timeout_ms: HostConfig::default().silence_timeout_ms,
         }
     }
 }
@@ -321,6 +338,8 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.sweep_interval_ms = 50;
     cfg.send_budget_bytes = o.send_budget;
     cfg.first_frame_timeout_ms = o.first_frame_timeout_ms;
+    cfg.upstream_silence_timeout_ms = o.upstream_silence_timeout_ms;
+    cfg.silence_timeout_ms = o.silence_timeout_ms;
     cfg.entropy = [7; 32];
     cfg.placement = o.placement.clone();
     cfg.revoked = o.revoked.clone();
@@ -386,6 +405,8 @@ impl Pair {
                 lagging: false,
                 silent: false,
                 behind: Vec::new(),
+                dark: false,
+                pings: 0,
             },
             journal,
             authority,
@@ -456,6 +477,12 @@ impl Pair {
                     link,
                     error: error.as_deref(),
                 }),
+                Pending::UpHeard(link) => self.input(Input::UpstreamHeard { link }),
+                Pending::ConnHeard(conn) => {
+                    if self.clients.contains_key(&conn) {
+                        self.input(Input::ConnHeard { conn });
+                    }
+                }
                 Pending::ConnClosed(conn) => {
                     if self.clients.contains_key(&conn) {
                         self.input(Input::ConnClosed { conn });
@@ -565,11 +592,34 @@ impl Pair {
                     let e = Some("Connection refused (os error 111)".to_string());
                     self.pending.push_back(Pending::UpClosed(link, e));
                 } else {
+                    // A new connection takes a route that works: only the old one went dark.
+                    self.daemon.dark = false;
                     self.daemon.link = Some(link);
                     self.pending.push_back(Pending::UpOpened(link));
                 }
             }
             Output::CloseUpstream => self.daemon.link = None,
+            Output::PingUpstream { link } => {
+                self.daemon.pings += 1;
+                if !self.daemon.dark && self.daemon.link == Some(link) {
+                    self.pending.push_back(Pending::UpHeard(link));
+                }
+            }
+            Output::Ping { conn } => {
+                let c = self
+                    .clients
+                    .get_mut(&conn)
+                    .expect("a ping for a known socket");
+                assert!(
+                    c.closed.is_none() && !c.terminated,
+                    "a ping after the close"
+                );
+                c.pings += 1;
+                // A client that does not read does not see the ping either.
+                if !c.dark && !c.stalled {
+                    self.pending.push_back(Pending::ConnHeard(conn));
+                }
+            }
             Output::UpstreamSend { link, text } => {
                 let v: Value = serde_json::from_str(&text).expect("upstream frames are JSON");
                 if v["t"] == "subscribe" && self.daemon.link == Some(link) {
@@ -902,7 +952,7 @@ impl Pair {
         let batch = json!({"t":"nbatch","queryId":1,"batch":{
             "epoch": d.epoch, "seq": d.seq, "normalizedFp": fp, "ops": ops, "cv": d.cv}});
         let progress = json!({"t":"progress","frame":{"cvMin": d.cv}});
-        if let Some(link) = d.link {
+        if let Some(link) = d.link.filter(|_| !d.dark) {
             self.pending
                 .push_back(Pending::UpFrame(link, batch.to_string()));
             self.pending
@@ -918,6 +968,12 @@ impl Pair {
         if !ops.is_empty() {
             self.stream(&ops);
         }
+        self.settle();
+    }
+
+    /// The driver reports upstream link `link` closed (whether or not it is current).
+    pub fn input_up_closed(&mut self, link: u64) {
+        self.pending.push_back(Pending::UpClosed(link, None));
         self.settle();
     }
 

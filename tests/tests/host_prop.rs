@@ -62,6 +62,11 @@ enum Action {
     /// now on, and no echo comes), or catches up. It catches up by itself after
     /// [`MAX_LAG_MS`].
     DaemonLag(bool),
+    /// The open upstream link goes dark (a partition: nothing crosses, not even a
+    /// pong); the room must take it as dead and reconnect.
+    UpstreamDark,
+    /// A client's socket goes dark: it answers no ping and sends nothing more.
+    ClientDark(usize),
 }
 
 /// The longest a daemon lags in these sessions (well under the echo wait, past which a
@@ -86,6 +91,8 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::Fence),
         1 => Just(Action::ForeignAdd),
         1 => any::<bool>().prop_map(Action::DaemonLag),
+        1 => Just(Action::UpstreamDark),
+        1 => (0..3usize).prop_map(Action::ClientDark),
     ]
 }
 
@@ -119,6 +126,9 @@ fn options(authority: bool, ack_after_flush: bool, group_commit_ms: u64) -> Opti
         ack_after_flush,
         send_budget: BUDGET,
         group_commit_ms,
+        // Short enough that sessions reach them (steps advance up to 3 s).
+        upstream_silence_timeout_ms: 6_000,
+        silence_timeout_ms: 9_000,
         ..Options::default()
     }
 }
@@ -170,9 +180,13 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
                 // Not idempotent: a second run of one mid shows as a second `+`.
                 _ => ("bump", format!(r#"{{"id":{}}}"#, COUNTER + *i as u64)),
             };
-            p.send(c, &push(CLIENTS[*i].0, *mid, name, &args));
+            // A dark socket's frames never arrive: the client re-sends on its next
+            // connection.
+            if !p.clients.get(&c).is_some_and(|cl| cl.dark) {
+                p.send(c, &push(CLIENTS[*i].0, *mid, name, &args));
+                m.last_push_on.insert(c, *mid);
+            }
             m.pushes.entry(*i).or_default().push((*mid, name, args));
-            m.last_push_on.insert(c, *mid);
             *mid += 1;
         }
         Action::Disconnect(i) => {
@@ -198,6 +212,12 @@ fn step(p: &mut Pair, m: &mut Model, a: &Action, o: &Options) {
             p.upstream(&[op]);
         }
         Action::DropUpstream => p.drop_upstream(),
+        Action::UpstreamDark => p.daemon.dark = true,
+        Action::ClientDark(i) => {
+            if let Some(c) = m.conns.get(i).and_then(|c| p.clients.get_mut(c)) {
+                c.dark = true;
+            }
+        }
         Action::Advance(ms) => {
             p.advance(u64::from(*ms));
             if m.lag_since.is_some_and(|t| p.now >= t + MAX_LAG_MS) {
@@ -313,15 +333,7 @@ fn check_exactly_once(p: &mut Pair, m: &Model) {
         .filter_map(|(_, row)| row[0].as_u64())
         .collect();
     let journaled: BTreeSet<u64> = journaled.union(&committed).copied().collect();
-    let room = p.host.room().expect("live");
-    let rows: Vec<u64> = room
-        .rows("tally")
-        .iter()
-        .filter_map(|r| match r.get(0) {
-            rindle_room_core::value::CellRef::Num(n) => Some(n as u64),
-            _ => None,
-        })
-        .collect();
+    let rows = room_ids(p, "tally");
     let unique: BTreeSet<u64> = rows.iter().copied().collect();
     assert_eq!(unique.len(), rows.len(), "a tally row twice");
     assert_eq!(
@@ -535,6 +547,45 @@ fn heal(p: &mut Pair, m: &mut Model) {
     p.advance(10_000);
 }
 
+/// The numeric first cells of the live room's rows of `table`.
+fn room_ids(p: &Pair, table: &str) -> Vec<u64> {
+    let room = p.host.room().expect("live");
+    room.rows(table)
+        .iter()
+        .filter_map(|r| match r.get(0) {
+            rindle_room_core::value::CellRef::Num(n) => Some(n as u64),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Liveness (after [`heal`]): a live room holds the daemon's rows. Only the daemon writes
+/// notes 100–119 (`Action::Upstream`), so the room has each exactly when the daemon has
+/// it: a room that missed a batch — a link gone dark and never taken as dead, say — does
+/// not.
+fn the_room_follows_the_daemon(p: &Pair) {
+    if !serving(p) {
+        return;
+    }
+    let mut in_room: Vec<u64> = room_ids(p, "note")
+        .into_iter()
+        .filter(|id| (100..120).contains(id))
+        .collect();
+    in_room.sort_unstable();
+    let at_daemon: Vec<u64> = p
+        .daemon
+        .rows
+        .iter()
+        .filter(|((t, _), _)| t == "note")
+        .filter_map(|(_, row)| row[0].as_u64())
+        .filter(|id| (100..120).contains(id))
+        .collect();
+    assert_eq!(
+        in_room, at_daemon,
+        "the room's upstream notes against the daemon's"
+    );
+}
+
 /// `ack = "flushed"`, liveness (after [`heal`]): every lmid frame a connection got is
 /// released by a later progress frame — an ack may wait for the flush, never for the
 /// next write.
@@ -702,6 +753,7 @@ fn run(actions: &[Action], authority: bool, ack_after_flush: bool, group_commit_
     }
     heal(&mut p, &mut m);
     check_invariants(&p, &mut m, ack_after_flush);
+    the_room_follows_the_daemon(&p);
     if ack_after_flush {
         acks_come_through(&p);
     }

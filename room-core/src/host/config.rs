@@ -71,6 +71,16 @@ pub struct HostConfig {
     pub max_materializations: usize,
     /// The upstream `init` clientID (`None` = `room-shell-<bootId>`).
     pub upstream_client_id: Option<String>,
+    /// How long the upstream link may stay silent — no frame, no pong, no bytes of a
+    /// frame arriving — before the room takes it as dead, ms. After a third of it the
+    /// room pings the daemon; past it the link is closed and the incarnation ends as on
+    /// a drop (then the reconnect). Catches a link whose peer vanished without a FIN or
+    /// RST (a partition, a dead host, a NAT that forgot it). `0`: never.
+    pub upstream_silence_timeout_ms: u64,
+    /// The same for each downstream socket, ms: a ping after a third of it silent, and
+    /// past it the socket is closed (1011) and dropped after the close grace, freeing
+    /// its subscriptions. `0`: never.
+    pub silence_timeout_ms: u64,
     /// The write plane; `None` = read-only.
     pub writes: Option<WriteSettings>,
     /// Random bytes from the driver (a CSPRNG): the host derives every incarnation's
@@ -136,6 +146,8 @@ impl Default for HostConfig {
             max_snapshot_bytes: 64 * 1024 * 1024,
             max_materializations: 10_000,
             upstream_client_id: None,
+            upstream_silence_timeout_ms: 45_000,
+            silence_timeout_ms: 90_000,
             writes: None,
             entropy: [0; 32],
             placement: None,

@@ -147,6 +147,10 @@ pub(super) struct Conn {
     pub(super) parked_since: u64,
     /// A close was output: no more frames go to it.
     pub(super) closing: bool,
+    /// When it last showed it is alive (a frame, a pong; `liveness.rs`).
+    pub(super) heard_at: u64,
+    /// It was pinged since.
+    pub(super) pinged: bool,
 }
 
 /// A `(connection, queryId)` subscription.
@@ -279,6 +283,8 @@ impl Host {
                 parked_lmid: Vec::new(),
                 parked_since: 0,
                 closing: false,
+                heard_at: self.now,
+                pinged: false,
             },
         );
         self.debug(|| format!("conn {id}: open"));

@@ -90,11 +90,15 @@ pub enum OutputKind {
     Log = 21,
     /// [`Output::Stranded`].
     Stranded = 22,
+    /// [`Output::PingUpstream`].
+    PingUpstream = 23,
+    /// [`Output::Ping`].
+    Ping = 24,
 }
 
 impl OutputKind {
     /// Every kind, in number order.
-    pub const ALL: [OutputKind; 23] = [
+    pub const ALL: [OutputKind; 25] = [
         OutputKind::Started,
         OutputKind::StartFailed,
         OutputKind::StopAccepting,
@@ -118,6 +122,8 @@ impl OutputKind {
         OutputKind::ControlReply,
         OutputKind::Log,
         OutputKind::Stranded,
+        OutputKind::PingUpstream,
+        OutputKind::Ping,
     ];
 
     /// The kind's number in the flat encoding.
@@ -151,6 +157,8 @@ impl OutputKind {
             OutputKind::ControlReply => "controlReply",
             OutputKind::Log => "log",
             OutputKind::Stranded => "stranded",
+            OutputKind::PingUpstream => "pingUpstream",
+            OutputKind::Ping => "ping",
         }
     }
 }
@@ -236,6 +244,14 @@ pub fn encode_output<S: OutputSink + ?Sized>(output: Output, sink: &mut S) {
             sink.number("link", link);
         }
         Output::CloseUpstream => sink.kind(OutputKind::CloseUpstream),
+        Output::PingUpstream { link } => {
+            sink.kind(OutputKind::PingUpstream);
+            sink.number("link", link);
+        }
+        Output::Ping { conn } => {
+            sink.kind(OutputKind::Ping);
+            sink.number("conn", conn);
+        }
         Output::UpstreamSend { link, text } => {
             sink.kind(OutputKind::UpstreamSend);
             sink.number("link", link);

@@ -223,6 +223,13 @@ pub enum Input<'a> {
         /// Why it failed, when it did.
         error: Option<&'a str>,
     },
+    /// Upstream link `link` showed it is alive without a whole frame: a pong or a ping
+    /// came, or bytes of a frame still arriving (a driver reports these at most about
+    /// once a second). Every [`Input::UpstreamFrame`] counts as well.
+    UpstreamHeard {
+        /// The link.
+        link: u64,
+    },
     /// A downstream websocket completed its upgrade.
     ConnOpened {
         /// The connection.
@@ -234,6 +241,12 @@ pub enum Input<'a> {
         conn: ConnId,
         /// The frame text.
         text: &'a str,
+    },
+    /// A downstream socket answered a ping (or sent one). Every [`Input::ConnFrame`]
+    /// counts as well.
+    ConnHeard {
+        /// The connection.
+        conn: ConnId,
     },
     /// A downstream socket closed.
     ConnClosed {
@@ -363,8 +376,22 @@ pub enum Output {
         /// The new link's number.
         link: u64,
     },
-    /// Close the upstream link (the host stopped).
+    /// Close the upstream link (the host stopped, or the link fell silent; in the
+    /// latter case the host has already taken it as closed and ignores its
+    /// [`Input::UpstreamClosed`]).
     CloseUpstream,
+    /// Send a websocket ping on upstream link `link` (it has been silent a while); the
+    /// pong comes back as [`Input::UpstreamHeard`].
+    PingUpstream {
+        /// The link.
+        link: u64,
+    },
+    /// Send a websocket ping on a connection (it has been silent a while); the pong
+    /// comes back as [`Input::ConnHeard`].
+    Ping {
+        /// The connection.
+        conn: ConnId,
+    },
     /// Send a frame on upstream link `link`.
     UpstreamSend {
         /// The link.

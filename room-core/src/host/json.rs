@@ -82,6 +82,12 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
         num(&v, "maxMaterializations", cfg.max_materializations as u64)? as usize;
     cfg.startup_timeout_ms = num(&v, "startupTimeoutMs", cfg.startup_timeout_ms)?;
     cfg.upstream_client_id = v["upstreamClientId"].as_str().map(str::to_string);
+    cfg.upstream_silence_timeout_ms = num(
+        &v,
+        "upstreamSilenceTimeoutMs",
+        cfg.upstream_silence_timeout_ms,
+    )?;
+    cfg.silence_timeout_ms = num(&v, "silenceTimeoutMs", cfg.silence_timeout_ms)?;
     if let Some(hex) = v["entropy"].as_str() {
         for (i, b) in cfg.entropy.iter_mut().enumerate() {
             *b = hex
@@ -161,9 +167,11 @@ pub fn defaults_json() -> String {
         "{{\"idleTtlMs\":{},\"sweepIntervalMs\":{},\"revocationWindowMs\":{},\
          \"sendBudgetBytes\":{},\"firstFrameTimeoutMs\":{},\"maxSubscriptionsPerConn\":{},\
          \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\"startupTimeoutMs\":{},\
+         \"upstreamSilenceTimeoutMs\":{},\"silenceTimeoutMs\":{},\
          \"writes\":{{\"groupCommitMs\":{},\"flushDebounceMs\":{},\"flushDirtyMax\":{}}},\
          \"maxFrameBytes\":{},\"maxInboundBytes\":{},\"maxUnsentBytes\":{},\
-         \"maxConnections\":{},\"handshakeTimeoutMs\":{},\"closeGraceMs\":{}}}",
+         \"maxConnections\":{},\"handshakeTimeoutMs\":{},\"closeGraceMs\":{},\
+         \"heardEveryMs\":{}}}",
         h.idle_ttl_ms,
         h.sweep_interval_ms,
         h.revocation_window_ms,
@@ -173,6 +181,8 @@ pub fn defaults_json() -> String {
         h.max_snapshot_bytes,
         h.max_materializations,
         h.startup_timeout_ms,
+        h.upstream_silence_timeout_ms,
+        h.silence_timeout_ms,
         w.group_commit_ms,
         w.flush_debounce_ms,
         w.flush_dirty_max,
@@ -182,6 +192,7 @@ pub fn defaults_json() -> String {
         d.max_connections,
         d.handshake_timeout_ms,
         d.close_grace_ms,
+        super::HEARD_EVERY_MS,
     )
 }
 
@@ -444,8 +455,8 @@ fn field_str<'a>(v: &'a Json, k: &str) -> Result<&'a str, JsonError> {
 
 /// Parses one input `{"t": <kind>, …}` (the kinds of [`Input`] in lower camel case:
 /// `leaseMinted {token | status, body | error}`, `upstreamOpened {link}`, `upstreamFrame {link, text}`,
-/// `upstreamClosed {link, error?}`, `connOpened {conn}`, `connFrame {conn, text}`,
-/// `connClosed {conn}`, `journalRead {io, contents | error}`, `journalWritten {io,
+/// `upstreamClosed {link, error?}`, `upstreamHeard {link}`, `connOpened {conn}`,
+/// `connFrame {conn, text}`, `connHeard {conn}`, `connClosed {conn}`, `journalRead {io, contents | error}`, `journalWritten {io,
 /// error?}`, `authority {io, result}`, `control {id, request}`) and hands it to `f`.
 pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<R, JsonError> {
     let v: Json = serde_json::from_str(json).map_err(|e| syntax("input", &e))?;
@@ -470,6 +481,12 @@ pub fn with_input_json<R>(json: &str, f: impl FnOnce(Input<'_>) -> R) -> Result<
         Some("upstreamClosed") => Input::UpstreamClosed {
             link: field_u64(&v, "link")?,
             error: v["error"].as_str(),
+        },
+        Some("upstreamHeard") => Input::UpstreamHeard {
+            link: field_u64(&v, "link")?,
+        },
+        Some("connHeard") => Input::ConnHeard {
+            conn: field_u64(&v, "conn")?,
         },
         Some("connOpened") => Input::ConnOpened {
             conn: field_u64(&v, "conn")?,

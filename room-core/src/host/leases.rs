@@ -30,6 +30,7 @@ impl Host {
             self.counters.expired_leases += 1;
         }
         self.close_silent_conns(now);
+        self.check_silent_sockets(now);
         if self.echo_wait.len() > 0 {
             self.confirm_echoed();
         }

@@ -48,6 +48,10 @@ pub struct Counters {
     /// Committed flushes whose journal record was confirmed without its echo (the
     /// echo wait ran out, or too many records waited).
     pub confirmed_unechoed: u64,
+    /// Upstream links taken as dead after `upstream_silence_timeout_ms` of silence.
+    pub upstream_silences: u64,
+    /// Downstream sockets closed after `silence_timeout_ms` of silence.
+    pub silent_sockets: u64,
 }
 
 /// What a driver's socket layer counts (not the host): connections refused at the cap,
@@ -210,6 +214,13 @@ pub fn render_prometheus(out: &mut String, c: &Counters, g: &Gauges, s: &SocketC
             ("{reason=\"handshake_timeout\"}", s.handshake_timeouts),
             ("{reason=\"protocol\"}", s.protocol_closes),
             ("{reason=\"limit\"}", c.limit_closes),
+            ("{reason=\"silent\"}", c.silent_sockets),
         ],
+    );
+    counter(
+        out,
+        "rindle_room_upstream_silences_total",
+        "Upstream links taken as dead after upstream.silence_timeout_ms without a frame or pong.",
+        &[("", c.upstream_silences)],
     );
 }

@@ -67,6 +67,7 @@ pub mod journal_record;
 pub mod json;
 mod leases;
 mod limits;
+mod liveness;
 mod metrics;
 mod newcomer;
 mod outbox;
@@ -100,6 +101,7 @@ pub use io::{
 pub use limits::{
     unsent_cut_reason, unsent_cuts, DEFAULT_MAX_UNSENT_BYTES, MAX_HELD_MUTATIONS_PER_CONN,
 };
+pub use liveness::HEARD_EVERY_MS;
 pub use metrics::{render_prometheus, Counters, SocketCounts};
 pub use newcomer::{
     MAX_DEFERRED_FETCHES, MAX_FRAMES_AWAITING_LMID, MAX_KNOWN_NEWCOMERS, MAX_NEWCOMER_FETCHES,
@@ -239,12 +241,22 @@ impl Host {
             Input::UpstreamOpened { link } => self.on_up_open(link),
             Input::UpstreamFrame { link, text } => {
                 if link == self.up.link && self.up.link_open {
+                    self.upstream_heard();
                     self.on_upstream_frame(text, driver);
+                }
+            }
+            Input::UpstreamHeard { link } => {
+                if link == self.up.link && self.up.link_open {
+                    self.upstream_heard();
                 }
             }
             Input::UpstreamClosed { link, error } => self.on_up_closed(link, error),
             Input::ConnOpened { conn } => self.on_conn_open(conn),
-            Input::ConnFrame { conn, text } => self.on_conn_msg(conn, text, driver),
+            Input::ConnFrame { conn, text } => {
+                self.conn_heard(conn);
+                self.on_conn_msg(conn, text, driver);
+            }
+            Input::ConnHeard { conn } => self.conn_heard(conn),
             Input::ConnClosed { conn } => self.on_conn_closed(conn),
             Input::JournalRead { io, result } => self.on_journal_read(io, result, driver),
             Input::JournalWritten { io, result } => self.on_journal_written(io, result, driver),
@@ -376,6 +388,9 @@ impl Host {
         }
         if due(&mut self.timers.newcomer) {
             self.serve_overdue_newcomers(driver);
+        }
+        if due(&mut self.timers.up_silence) {
+            self.check_upstream_silence();
         }
         if due(&mut self.timers.drain_echo) {
             self.poll_drains(); // past the wait: the drains answer

@@ -26,6 +26,8 @@ pub(super) struct Timers {
     pub(super) newcomer: Option<u64>,
     /// The drains stop waiting for echoes.
     pub(super) drain_echo: Option<u64>,
+    /// The upstream link has been silent long enough to ping it, or to take it as dead.
+    pub(super) up_silence: Option<u64>,
 }
 
 impl Timers {
@@ -43,6 +45,7 @@ impl Timers {
             self.retry,
             self.newcomer,
             self.drain_echo,
+            self.up_silence,
         ]
         .into_iter()
         .flatten()

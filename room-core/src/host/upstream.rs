@@ -41,6 +41,10 @@ pub(super) struct Upstream {
     pub(super) remint_frame: Option<String>,
     /// A lease re-mint is under way.
     pub(super) minting: bool,
+    /// When the current link last showed it is alive (`liveness.rs`).
+    pub(super) heard_at: u64,
+    /// The current link was pinged since.
+    pub(super) pinged: bool,
 }
 
 impl Default for Upstream {
@@ -56,6 +60,8 @@ impl Default for Upstream {
             cv_min: None,
             remint_frame: None,
             minting: false,
+            heard_at: 0,
+            pinged: false,
         }
     }
 }
@@ -77,6 +83,7 @@ impl Host {
             return; // a superseded link: the driver already dropped it
         }
         self.up.link_open = true;
+        self.upstream_heard();
         self.up.reconnect_delay_ms = RESUBSCRIBE_DELAY_MS;
         let client_id = match &self.cfg.upstream_client_id {
             Some(c) => c.clone(),
@@ -94,10 +101,20 @@ impl Host {
         if link != self.up.link || self.closed() {
             return;
         }
+        if !self.up.link_open && self.timers.reconnect.is_some() {
+            return; // already taken as closed (it fell silent): the reconnect is due
+        }
         if let Some(e) = error {
             self.log(Level::Warn, format!("upstream socket error: {e}"));
         }
+        self.upstream_lost();
+    }
+
+    /// The current link is gone (closed, or taken as dead): the incarnation ends, and
+    /// the reconnect follows after the backoff.
+    pub(super) fn upstream_lost(&mut self) {
         self.up.link_open = false;
+        self.timers.up_silence = None;
         // A subscribe may have died with the socket: the fresh one must send its own.
         self.up.subscribe_in_flight = false;
         self.incarnation_dead("upstream socket closed");

@@ -68,6 +68,14 @@ pub fn send_budget_bytes() -> usize {
 pub fn first_frame_timeout_ms() -> u64 {
     HostConfig::default().first_frame_timeout_ms
 }
+/// [`HostConfig::default`]'s `upstream_silence_timeout_ms`.
+pub fn upstream_silence_timeout_ms() -> u64 {
+    HostConfig::default().upstream_silence_timeout_ms
+}
+/// [`HostConfig::default`]'s `silence_timeout_ms`.
+pub fn silence_timeout_ms() -> u64 {
+    HostConfig::default().silence_timeout_ms
+}
 /// [`HostConfig::default`]'s `max_subscriptions_per_conn`.
 pub fn max_subscriptions_per_conn() -> usize {
     HostConfig::default().max_subscriptions_per_conn

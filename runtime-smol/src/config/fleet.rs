@@ -57,6 +57,11 @@ pub struct FleetConfig {
     pub upstream_ws_url: Option<String>,
     /// The upstream `init` clientID prefix (default `room-shell-<bootId>`).
     pub upstream_client_id: Option<String>,
+    /// How long a room's link to rindled may stay silent before the room takes it as
+    /// dead and reconnects (default 45000 ms; `[upstream] silence_timeout_ms` of a
+    /// single room). `0`: never.
+    #[serde(default = "defaults::upstream_silence_timeout_ms")]
+    pub upstream_silence_timeout_ms: u64,
     /// Where per-room journals live (`<data_dir>/rooms/<hash>-<doc>/journal`); absent:
     /// journals in memory (nothing survives the process).
     pub data_dir: Option<PathBuf>,
@@ -99,6 +104,8 @@ pub struct FleetConfig {
 /// ([`BootLimits::default`](rindle_room_core::fleet::BootLimits)).
 pub mod defaults {
     use rindle_room_core::fleet::BootLimits;
+
+    pub use crate::config::defaults::upstream_silence_timeout_ms;
 
     /// `/api/rindle/room-boot`.
     pub fn boot_path() -> String {

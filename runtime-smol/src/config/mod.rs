@@ -143,6 +143,11 @@ pub struct UpstreamConfig {
     pub lease_ttl_ms: Option<u64>,
     /// The `init` clientID upstream (default `room-shell-<bootId>`).
     pub client_id: Option<String>,
+    /// How long the link to rindled may stay silent (no frame, no pong, no bytes)
+    /// before the room takes it as dead and reconnects (default 45000 ms; a ping after
+    /// a third of it). `0`: never.
+    #[serde(default = "defaults::upstream_silence_timeout_ms")]
+    pub silence_timeout_ms: u64,
 }
 
 /// The embedded upstream: rows from a local JSON file.
@@ -195,6 +200,10 @@ pub struct DownstreamConfig {
     /// is idle, a subscribe that needs a new one is a `queryError`.
     #[serde(default = "defaults::max_materializations")]
     pub max_materializations: usize,
+    /// How long a client socket may stay silent (no frame, no pong) before it is
+    /// closed with 1011 (default 90000 ms; a ping after a third of it). `0`: never.
+    #[serde(default = "defaults::silence_timeout_ms")]
+    pub silence_timeout_ms: u64,
 }
 
 /// The control plane.

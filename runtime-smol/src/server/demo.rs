@@ -18,7 +18,9 @@ use rindle_room_core::TableSchema;
 
 use super::clock::BoxFuture;
 pub use super::error::DemoError;
-use super::upstream::{ConnectError, MintError, UpstreamConnector, UpstreamLink};
+use super::upstream::{
+    ConnectError, FromUpstream, MintError, ToUpstream, UpstreamConnector, UpstreamLink,
+};
 
 /// The default demo data (an issue tracker: `issue`, `user`, `comment`).
 pub const DEMO_DATA: &str = include_str!("data/demo.json");
@@ -243,11 +245,19 @@ impl UpstreamConnector for DemoUpstream {
     fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>> {
         let me = self.clone();
         Box::pin(async move {
-            let (to_upstream, requests) = async_channel::unbounded::<String>();
-            let (frames, from_upstream) = async_channel::unbounded::<String>();
+            let (to_upstream, requests) = async_channel::unbounded::<ToUpstream>();
+            let (frames, from_upstream) = async_channel::unbounded::<FromUpstream>();
             smol::spawn(async move {
                 let mut epoch = 0;
-                while let Ok(text) = requests.recv().await {
+                while let Ok(item) = requests.recv().await {
+                    let text = match item {
+                        ToUpstream::Frame(text) => text,
+                        // The embedded upstream is alive while the process is.
+                        ToUpstream::Ping => {
+                            let _ = frames.send(FromUpstream::Heard).await;
+                            continue;
+                        }
+                    };
                     let Ok(msg) = JsValue::parse(&text) else {
                         continue;
                     };
@@ -265,7 +275,7 @@ impl UpstreamConnector for DemoUpstream {
                     batch.push('}');
                     let progress = String::from("{\"t\":\"progress\",\"frame\":{\"cvMin\":1}}");
                     for f in [hello, batch, progress] {
-                        if frames.send(f).await.is_err() {
+                        if frames.send(FromUpstream::Frame(f)).await.is_err() {
                             return;
                         }
                     }

@@ -1,8 +1,8 @@
 //! Counters and the journal fsync histogram, rendered as the Prometheus text exposition
 //! format (`GET /metrics` on the control plane).
 //!
-//! Counters are atomics: the host's are copied in after every host call
-//! ([`Metrics::sync`]); the connection tasks and the journal writer update theirs
+//! The host's counters are copied in after every host call ([`Metrics::sync`]) and
+//! rendered from that copy; the connection tasks and the journal writer update theirs
 //! directly; gauges (connections, subscriptions, …) are read from the room task when the page is
 //! rendered ([`Gauges`]).
 
@@ -102,14 +102,14 @@ pub struct Metrics {
     /// Sockets closed with 1008 for passing a per-connection limit (subscriptions, the
     /// `init` identity, held frames, the first-frame timeout).
     pub limit_closes: AtomicU64,
+    /// Every host counter as of the last [`Metrics::sync`]: what `/metrics` renders, so
+    /// a counter the host adds is exported without a field here (the atomics above are
+    /// for readers in this process).
+    host: std::sync::Mutex<rindle_room_core::host::Counters>,
 }
 
 /// Point-in-time values the room task reads when `/metrics` is rendered: the host's.
 pub use rindle_room_core::host::Gauges;
-
-fn add(c: &AtomicU64) {
-    c.fetch_add(1, Ordering::Relaxed);
-}
 
 impl Metrics {
     /// Copies the host's counters (the room task calls it after every host call).
@@ -132,17 +132,7 @@ impl Metrics {
         set(&self.expired_leases, c.expired_leases);
         set(&self.revocations, c.revocations);
         set(&self.limit_closes, c.limit_closes);
-    }
-
-    /// Counts one queued downstream frame of `bytes` bytes.
-    pub fn frame_out(&self, bytes: usize) {
-        add(&self.frames_out);
-        self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
-    }
-
-    /// Counts one increment of `c` (a field of this struct).
-    pub fn inc(&self, c: &AtomicU64) {
-        add(c);
+        *self.host.lock().unwrap_or_else(|e| e.into_inner()) = *c;
     }
 
     /// Renders the exposition text: the room's (the core's renderer, the same as the
@@ -150,26 +140,7 @@ impl Metrics {
     pub fn render(&self, g: &Gauges) -> String {
         let mut out = String::with_capacity(4096);
         let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let c = rindle_room_core::host::Counters {
-            frames_out: v(&self.frames_out),
-            bytes_out: v(&self.bytes_out),
-            mutations_applied: v(&self.mutations_applied),
-            mutations_rejected: v(&self.mutations_rejected),
-            mutations_deopt: v(&self.mutations_deopt),
-            mutations_dedup: v(&self.mutations_dedup),
-            flushes_ok: v(&self.flushes_ok),
-            flushes_conflict: v(&self.flushes_conflict),
-            flushes_fenced: v(&self.flushes_fenced),
-            flushes_fatal: v(&self.flushes_fatal),
-            authority_retries: v(&self.authority_retries),
-            incarnations: v(&self.incarnations),
-            incarnation_deaths: v(&self.incarnation_deaths),
-            budget_terminations: v(&self.budget_terminations),
-            expired_leases: v(&self.expired_leases),
-            revocations: v(&self.revocations),
-            limit_closes: v(&self.limit_closes),
-            ..Default::default()
-        };
+        let c = *self.host.lock().unwrap_or_else(|e| e.into_inner());
         let sockets = rindle_room_core::host::SocketCounts {
             connections_refused: v(&self.conn.connections_refused),
             handshake_timeouts: v(&self.conn.handshake_timeouts),
@@ -192,8 +163,13 @@ mod tests {
     #[test]
     fn renders_counters_gauges_and_the_histogram() {
         let m = Metrics::default();
-        m.inc(&m.mutations_applied);
-        m.frame_out(10);
+        m.sync(&rindle_room_core::host::Counters {
+            mutations_applied: 1,
+            bytes_out: 10,
+            confirmed_unechoed: 2,
+            upstream_silences: 3,
+            ..Default::default()
+        });
         m.journal_append
             .observe(std::time::Duration::from_micros(700));
         let text = m.render(&Gauges {
@@ -205,6 +181,9 @@ mod tests {
         assert!(text.contains("rindle_room_connections 2\n"));
         assert!(text.contains("rindle_room_mutations_total{outcome=\"applied\"} 1\n"));
         assert!(text.contains("rindle_room_bytes_out_total 10\n"));
+        // Every host counter is rendered, not only those with a field of their own.
+        assert!(text.contains("rindle_room_flushes_confirmed_unechoed_total 2\n"));
+        assert!(text.contains("rindle_room_upstream_silences_total 3\n"));
         assert!(text.contains("rindle_room_journal_append_seconds_bucket{le=\"0.0005\"} 0\n"));
         assert!(text.contains("rindle_room_journal_append_seconds_bucket{le=\"0.001\"} 1\n"));
         assert!(text.contains("rindle_room_journal_append_seconds_count 1\n"));

@@ -69,5 +69,6 @@ pub use fleet::{FleetServer, FleetServerBuilder, RoomInfo};
 pub use log::{Level, LogSink, Logger};
 pub use room_server::{RoomServer, RoomServerBuilder};
 pub use upstream::{
-    ConnectError, MintError, UpstreamConnector, UpstreamLink, UrlError, WsUpstream,
+    ConnectError, FromUpstream, MintError, ToUpstream, UpstreamConnector, UpstreamLink, UrlError,
+    WsUpstream, HEARD_EVERY,
 };

@@ -2,7 +2,7 @@
 //!
 //! The room task speaks the normalized protocol as a client (`init` → `subscribe
 //! {queryId: 1, leaseToken}` → `nhello` → seq-0 `nbatch` → live tail) over an
-//! [`UpstreamLink`]: two channels of frame text. An [`UpstreamConnector`] mints the
+//! [`UpstreamLink`]: two channels of frames. An [`UpstreamConnector`] mints the
 //! footprint lease and opens links:
 //!
 //! - [`WsUpstream`]: `rindled` — `POST <controlUrl>/materialize` for the lease, a
@@ -27,15 +27,39 @@ use crate::http;
 /// How long one `/materialize` call or websocket connect may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// An open upstream socket as two channels of frame text. The socket is gone when
-/// `from_upstream` ends; dropping `to_upstream` closes it.
+/// An open upstream socket as two channels. The socket is gone when `from_upstream`
+/// ends; dropping `to_upstream` closes it.
 #[derive(Debug)]
 pub struct UpstreamLink {
-    /// Frames to send upstream.
-    pub to_upstream: Sender<String>,
-    /// Frames received from upstream, in order.
-    pub from_upstream: Receiver<String>,
+    /// What to send upstream.
+    pub to_upstream: Sender<ToUpstream>,
+    /// What came from upstream, in order.
+    pub from_upstream: Receiver<FromUpstream>,
 }
+
+/// What the room sends on an upstream link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToUpstream {
+    /// A text frame.
+    Frame(String),
+    /// A websocket ping (the link has been silent a while): the peer's pong comes back
+    /// as [`FromUpstream::Heard`].
+    Ping,
+}
+
+/// What an upstream link delivers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FromUpstream {
+    /// A text frame (a binary one read as UTF-8).
+    Frame(String),
+    /// The peer showed it is alive without a whole frame: a pong or a ping, or bytes of
+    /// a frame still arriving (reported at most once per [`HEARD_EVERY`]).
+    Heard,
+}
+
+/// The most often an upstream socket reports bytes of an unfinished frame as
+/// [`FromUpstream::Heard`].
+pub const HEARD_EVERY: Duration = Duration::from_millis(rindle_room_core::host::HEARD_EVERY_MS);
 
 /// A failed lease mint: the host's own error, which also says whether start-up tries
 /// again ([`MintError::is_transient`]).
@@ -280,7 +304,8 @@ pub(crate) async fn open_ws(
             .insert("sec-websocket-protocol", value);
     }
     let (host, port) = ws_host_port(url).map_err(|e| ConnectError::other(e.to_string()))?;
-    let meter = FrameMeter::new(url);
+    let (inbound, from_upstream) = async_channel::unbounded::<FromUpstream>();
+    let meter = FrameMeter::new(url, Some(inbound.clone()));
     let connect = async {
         let stream = TcpStream::connect((host.as_str(), port))
             .await
@@ -308,25 +333,32 @@ pub(crate) async fn open_ws(
     };
     let ws = connect.or(timeout).await?;
     let (mut sink, mut source) = ws.split();
-    let (to_upstream, outbound) = async_channel::unbounded::<String>();
-    let (inbound, from_upstream) = async_channel::unbounded::<String>();
+    let (to_upstream, outbound) = async_channel::unbounded::<ToUpstream>();
     smol::spawn(async move {
         let reader = async {
             while let Some(msg) = source.next().await {
-                let text = match msg {
-                    Ok(Message::Text(t)) => t.as_str().to_string(),
-                    Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
+                let item = match msg {
+                    Ok(Message::Text(t)) => FromUpstream::Frame(t.as_str().to_string()),
+                    Ok(Message::Binary(b)) => {
+                        FromUpstream::Frame(String::from_utf8_lossy(&b).into_owned())
+                    }
+                    // tungstenite answers a ping itself.
+                    Ok(Message::Pong(_) | Message::Ping(_)) => FromUpstream::Heard,
                     Ok(Message::Close(_)) | Err(_) => break,
-                    Ok(_) => continue,
+                    Ok(Message::Frame(_)) => continue,
                 };
-                if inbound.send(text).await.is_err() {
+                if inbound.send(item).await.is_err() {
                     break;
                 }
             }
         };
         let writer = async {
-            while let Ok(text) = outbound.recv().await {
-                if sink.send(Message::text(text)).await.is_err() {
+            while let Ok(item) = outbound.recv().await {
+                let msg = match item {
+                    ToUpstream::Frame(text) => Message::text(text),
+                    ToUpstream::Ping => Message::Ping(Default::default()),
+                };
+                if sink.send(msg).await.is_err() {
                     return;
                 }
             }

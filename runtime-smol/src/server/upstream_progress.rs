@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use futures_lite::io::{AsyncRead, AsyncWrite};
 
 use super::log::UPSTREAM_TARGET;
+use super::upstream::{FromUpstream, HEARD_EVERY};
 
 /// A frame arriving for less than this is not reported.
 pub const QUIET: Duration = Duration::from_secs(1);
@@ -43,6 +44,9 @@ pub(crate) struct FrameMeter {
     /// The socket, for the log lines.
     url: String,
     state: Mutex<Meter>,
+    /// Where bytes read are reported as [`FromUpstream::Heard`], and when that was last
+    /// done (at most once per [`HEARD_EVERY`]).
+    heard: Option<(async_channel::Sender<FromUpstream>, Mutex<Option<Instant>>)>,
 }
 
 /// Where the byte stream is in the websocket framing.
@@ -288,11 +292,27 @@ fn megabytes(bytes: u64) -> String {
 
 impl FrameMeter {
     /// A meter for the socket to `url`; its first bytes are the handshake reply.
-    pub(crate) fn new(url: &str) -> Arc<FrameMeter> {
+    pub(crate) fn new(
+        url: &str,
+        heard: Option<async_channel::Sender<FromUpstream>>,
+    ) -> Arc<FrameMeter> {
         Arc::new(FrameMeter {
             url: url.to_string(),
             state: Mutex::new(Meter::default()),
+            heard: heard.map(|tx| (tx, Mutex::new(None))),
         })
+    }
+
+    /// Reports bytes read as a sign of life, at most once per [`HEARD_EVERY`].
+    fn heard(&self, now: Instant) {
+        let Some((tx, last)) = &self.heard else {
+            return;
+        };
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_none_or(|at| now.duration_since(at) >= HEARD_EVERY) {
+            *last = Some(now);
+            let _ = tx.try_send(FromUpstream::Heard);
+        }
     }
 
     fn meter(&self) -> std::sync::MutexGuard<'_, Meter> {
@@ -302,7 +322,11 @@ impl FrameMeter {
 
     /// Counts bytes read from the socket.
     fn read(&self, data: &[u8]) {
-        let reports = self.meter().read(data, Instant::now());
+        let now = Instant::now();
+        if !data.is_empty() {
+            self.heard(now);
+        }
+        let reports = self.meter().read(data, now);
         for report in reports {
             match report {
                 Report::Arriving(l) => log::info!(

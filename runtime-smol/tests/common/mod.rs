@@ -7,6 +7,7 @@
 pub mod api;
 pub mod authority;
 pub mod bin;
+pub mod blackhole;
 pub mod fleet;
 pub mod raw;
 pub mod rindled;
@@ -101,6 +102,8 @@ pub struct Opts {
     pub extra_downstream: String,
     /// Extra `[server]` lines (limits).
     pub extra_server: String,
+    /// Extra `[upstream]` lines.
+    pub extra_upstream: String,
 }
 
 impl Default for Opts {
@@ -114,6 +117,7 @@ impl Default for Opts {
             flush_debounce_ms: 20,
             extra_downstream: String::new(),
             extra_server: String::new(),
+            extra_upstream: String::new(),
         }
     }
 }
@@ -123,9 +127,9 @@ pub fn config(rindled: &FakeRindled, o: &Opts) -> Config {
     let mut text = format!(
         "[server]\nport = 0\n{}\
          [upstream]\nws_url = \"{}\"\ncontrol_url = \"{}\"\nauth_token = \"up-token\"\n\
-         footprint_ast = '{{\"table\":\"note\"}}'\n\
+         footprint_ast = '{{\"table\":\"note\"}}'\n{}\
          [downstream]\ndoc_id = \"{DOC}\"\nsweep_interval_ms = 50\n{}",
-        o.extra_server, rindled.ws_url, rindled.control_url, o.extra_downstream
+        o.extra_server, rindled.ws_url, rindled.control_url, o.extra_upstream, o.extra_downstream
     );
     if let Some(b) = o.send_budget {
         text.push_str(&format!("send_budget_bytes = {b}\n"));

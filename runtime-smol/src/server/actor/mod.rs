@@ -28,7 +28,7 @@ use super::authority::Authority;
 use super::clock::Env;
 use super::log::Logger;
 use super::metrics::Metrics;
-use super::upstream::{MintError, UpstreamConnector};
+use super::upstream::{MintError, ToUpstream, UpstreamConnector};
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::mutators::Registry;
@@ -43,10 +43,12 @@ pub(crate) enum Event {
     /// Upstream link `link` opened.
     UpOpen {
         link: u64,
-        to_upstream: Sender<String>,
+        to_upstream: Sender<ToUpstream>,
     },
     /// A frame from upstream link `link`.
     UpFrame { link: u64, text: String },
+    /// Upstream link `link` showed it is alive (a pong, bytes of a frame arriving).
+    UpHeard { link: u64 },
     /// Upstream link `link` closed (or never opened: `error`).
     UpClosed { link: u64, error: Option<String> },
     /// A lease mint finished.
@@ -134,7 +136,7 @@ pub(crate) struct Actor {
     /// The upstream link the host last asked for.
     pub want_link: u64,
     /// That link, once it is up.
-    pub up: Option<(u64, Sender<String>)>,
+    pub up: Option<(u64, Sender<ToUpstream>)>,
     pub stop_listeners: Option<Sender<()>>,
     pub started: Option<Sender<Result<(), StartError>>>,
     pub live_waiters: Vec<Sender<()>>,
@@ -260,6 +262,7 @@ impl Actor {
             Event::UpFrame { link, text } => {
                 self.input(Input::UpstreamFrame { link, text: &text });
             }
+            Event::UpHeard { link } => self.input(Input::UpstreamHeard { link }),
             Event::UpClosed { link, error } => {
                 if self.up.as_ref().is_some_and(|(l, _)| *l == link) {
                     self.up = None;
@@ -281,6 +284,7 @@ impl Actor {
                 });
                 drop(slot);
             }
+            Event::Conn(ConnEvent::Heard { id }) => self.input(Input::ConnHeard { conn: id }),
             Event::Conn(ConnEvent::Closed { id }) => {
                 self.conns.remove(&id);
                 self.input(Input::ConnClosed { conn: id });

@@ -9,6 +9,7 @@ use super::journal_writer::JournalJob;
 use super::{Actor, Event};
 use crate::server::error::StartError;
 use crate::server::log::{Level as LogLevel, ROOM_TARGET};
+use crate::server::upstream::{FromUpstream, ToUpstream};
 
 impl Actor {
     /// Carries out every output the host has queued.
@@ -80,11 +81,11 @@ impl Actor {
                 self.up = None;
                 self.want_link = 0;
             }
-            Output::UpstreamSend { link, text } => {
-                if let Some((l, tx)) = &self.up {
-                    if *l == link {
-                        let _ = tx.try_send(text);
-                    }
+            Output::UpstreamSend { link, text } => self.to_upstream(link, ToUpstream::Frame(text)),
+            Output::PingUpstream { link } => self.to_upstream(link, ToUpstream::Ping),
+            Output::Ping { conn } => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.ping();
                 }
             }
             Output::JournalRead { io } => self.journal(JournalJob::Read(io)),
@@ -197,6 +198,15 @@ impl Actor {
         });
     }
 
+    /// Hands `item` to upstream link `link`, if it is still the open one.
+    fn to_upstream(&self, link: u64, item: ToUpstream) {
+        if let Some((l, tx)) = &self.up {
+            if *l == link {
+                let _ = tx.try_send(item);
+            }
+        }
+    }
+
     /// Opens upstream link `link`; its events come back tagged with it.
     fn open_upstream(&mut self, link: u64) {
         self.up = None; // dropping the sender closes a superseded link
@@ -213,8 +223,12 @@ impl Actor {
                     if events.send(open).await.is_err() {
                         return;
                     }
-                    while let Ok(text) = l.from_upstream.recv().await {
-                        if events.send(Event::UpFrame { link, text }).await.is_err() {
+                    while let Ok(item) = l.from_upstream.recv().await {
+                        let event = match item {
+                            FromUpstream::Frame(text) => Event::UpFrame { link, text },
+                            FromUpstream::Heard => Event::UpHeard { link },
+                        };
+                        if events.send(event).await.is_err() {
                             return;
                         }
                     }
