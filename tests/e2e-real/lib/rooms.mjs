@@ -45,6 +45,11 @@ steps = [
 
 const q = (s) => JSON.stringify(s); // a TOML basic string is a JSON string for our values
 
+/** Silence timeouts short enough that every link is pinged (after a third of it) during
+ *  step 4e's quiet spell: real rindled and the real clients must answer the room's pings,
+ *  or the room takes their links as dead. Far longer than step 4d stops rindled for. */
+export const SILENCE_TIMEOUT_MS = 3_000;
+
 /** Starts the room of `kind`. `ctx`: { dir, logDir, bin, roomPort, controlPort, apiUrl,
  *  shellSecret, tokenKey: {kid, secret}, stack, onProc }; the room's process is handed to
  *  `onProc` as soon as it is spawned. */
@@ -60,6 +65,9 @@ port = ${ctx.roomPort}
 port = ${ctx.controlPort}
 auth_token = ${q(controlToken)}
 
+[downstream]
+silence_timeout_ms = ${SILENCE_TIMEOUT_MS}
+
 [downstream.token_keys]
 ${ctx.tokenKey.kid} = ${q(ctx.tokenKey.secret)}
 
@@ -68,6 +76,7 @@ owned_tables = ["issue"]
 flush_debounce_ms = 50
 ${MUTATORS_TOML}
 [fleet]
+upstream_silence_timeout_ms = ${SILENCE_TIMEOUT_MS}
 api_url = ${q(ctx.apiUrl)}
 shell_secret = ${q(ctx.shellSecret)}
 ack = "flushed"
@@ -93,9 +102,11 @@ port = ${ctx.roomPort}
 ws_url = ${q(ctx.stack.rindledWs)}
 control_url = ${q(ctx.stack.rindledHttp)}
 footprint_ast = '''{"table":"issue"}'''
+silence_timeout_ms = ${SILENCE_TIMEOUT_MS}
 
 [downstream]
 doc_id = ${q(ROOM_DOC)}
+silence_timeout_ms = ${SILENCE_TIMEOUT_MS}
 
 [downstream.token_keys]
 ${ctx.tokenKey.kid} = ${q(ctx.tokenKey.secret)}
@@ -138,6 +149,7 @@ ${MUTATORS_TOML}`;
       rindledHttp: ctx.stack.rindledHttp,
       scopes: BOARD_SCOPES,
       journal: join(ctx.dir, "shell-room.journal"),
+      silenceTimeoutMs: SILENCE_TIMEOUT_MS,
       authority: {
         applyUrl: `${api}/apply-row-change-txn`,
         claimUrl: `${api}/claim-room-epoch`,

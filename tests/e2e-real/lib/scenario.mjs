@@ -3,7 +3,7 @@
 import { mintRoomFlushCredential } from "@rindle/api-server";
 import { ROOM_DOC } from "./app.mjs";
 import { Client } from "./clients.mjs";
-import { control } from "./rooms.mjs";
+import { SILENCE_TIMEOUT_MS, control } from "./rooms.mjs";
 import { sleep, waitFor } from "./procs.mjs";
 
 const T = 20_000; // how long any one expectation may take to come true
@@ -145,6 +145,14 @@ export const steps = [
       const want = { "r-1": null, "a-2": "second from alice", "a-3": "third from alice", "a-1": "a-1 edited by bob" };
       await bothShow(env, want, "the writes after the rejection confirmed at both clients, the rejected one gone");
       await dbHas(env, want, "every write after the rejection in the database, the rejected one not");
+      // A quiet spell longer than the silence timeout (rooms.mjs, SILENCE_TIMEOUT_MS): the
+      // room pings rindled and both clients, and takes a link that does not answer as dead.
+      // Real rindled and the real clients answer, so no link is ever taken as silent.
+      await sleep(SILENCE_TIMEOUT_MS + 500);
+      const silent = env.room.proc.output.split("\n").filter((l) => /upstream silent for|silence_timeout_ms/.test(l));
+      assert(silent.length === 0, `the room took a live link as silent: ${silent.slice(0, 3).join(" | ")}`);
+      const closes1011 = [...A.roomCloses, ...B.roomCloses].filter((c) => c.code === 1011);
+      assert(closes1011.length === 0, `a client was closed as silent: ${JSON.stringify(closes1011)}`);
     },
   },
   {

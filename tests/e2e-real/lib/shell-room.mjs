@@ -39,9 +39,15 @@ const mutators = {
 };
 
 const shell = await createRoomShell({
-  upstream: { wsUrl: cfg.rindledWs, controlUrl: cfg.rindledHttp, footprintAst: { table: "issue" } },
+  upstream: {
+    wsUrl: cfg.rindledWs,
+    controlUrl: cfg.rindledHttp,
+    footprintAst: { table: "issue" },
+    silenceTimeoutMs: cfg.silenceTimeoutMs,
+  },
   downstream: {
     docId: cfg.doc,
+    silenceTimeoutMs: cfg.silenceTimeoutMs,
     tokenKeys: cfg.tokenKeys,
     control: { authToken: cfg.controlToken, port: cfg.controlPort },
     writes: {
