@@ -409,6 +409,11 @@ export interface UpstreamOptions {
    *  the link is closed, the incarnation ends and the room reconnects. `0`: never. Not in
    *  the published options. */
   silenceTimeoutMs?: number;
+  /** The largest websocket message taken from rindled, in bytes (default 256 MiB): a
+   *  seq-0 snapshot is one message of the whole footprint. A larger one fails the link
+   *  with a log line naming this option, and the room reconnects. Not in the published
+   *  options (the published shell takes `ws`'s 100 MiB). */
+  maxFrameBytes?: number;
 }
 
 /** The write plane: mutators over the owned tables. */

@@ -488,7 +488,8 @@ class Shell {
 
   openUpstream(link) {
     this.dropUpstream();
-    const ws = new WebSocket(this.opts.upstream.wsUrl);
+    const maxPayload = this.opts.upstream.maxFrameBytes ?? DEFAULTS.upstreamMaxFrameBytes;
+    const ws = new WebSocket(this.opts.upstream.wsUrl, { maxPayload });
     const up = { link, ws, error: null };
     this.upstream = up;
     ws.on("open", () => {
@@ -512,7 +513,11 @@ class Shell {
       this.input((now) => this.host.upstreamFrame(now, link, text));
     });
     ws.on("error", (err) => {
-      up.error = message(err);
+      up.error =
+        err?.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH"
+          ? `an upstream message passes upstream.maxFrameBytes: the limit is ${maxPayload}; ` +
+            "raise it to follow a footprint this large"
+          : message(err);
     });
     ws.on("close", () => {
       if (this.upstream === up) this.upstream = null;

@@ -326,6 +326,11 @@ fn bad_values() {
         &["give a positive TTL"],
     );
     check(
+        &upstream().replace("[upstream]", "[upstream]\nmax_frame_bytes = 0"),
+        "upstream.max_frame_bytes",
+        &["must be at least 1", "0 would refuse every snapshot"],
+    );
+    check(
         &upstream().replace("[upstream]", "[upstream]\nclient_id = \"\""),
         "upstream.client_id",
         &["`upstream.client_id` is empty"],

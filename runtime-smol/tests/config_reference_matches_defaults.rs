@@ -50,6 +50,7 @@ fn server_defaults() -> BTreeMap<String, String> {
     let c = Config::parse(EVERY_SECTION).expect("the file parses");
     let (s, d, ctl) = (&c.server, &c.downstream, c.control.as_ref().unwrap());
     let (w, f) = (c.writes.as_ref().unwrap(), c.fleet.as_ref().unwrap());
+    let u = c.upstream.as_ref().unwrap();
     let lower = |v: &dyn std::fmt::Debug| format!("{v:?}").to_lowercase();
     let journal = match w.journal {
         JournalConfig::Memory => "memory",
@@ -99,6 +100,15 @@ fn server_defaults() -> BTreeMap<String, String> {
             "downstream.max_materializations",
             d.max_materializations.to_string(),
         ),
+        (
+            "downstream.silence_timeout_ms",
+            d.silence_timeout_ms.to_string(),
+        ),
+        (
+            "upstream.silence_timeout_ms",
+            u.silence_timeout_ms.to_string(),
+        ),
+        ("upstream.max_frame_bytes", u.max_frame_bytes.to_string()),
         ("control.port", ctl.port.to_string()),
         ("control.bind", ctl.bind.clone()),
         ("writes.group_commit_ms", w.group_commit_ms.to_string()),
@@ -117,6 +127,14 @@ fn server_defaults() -> BTreeMap<String, String> {
         ("fleet.refused_doc_ttl_ms", f.refused_doc_ttl_ms.to_string()),
         ("fleet.ack", lower(&f.ack)),
         ("fleet.journal_sync", lower(&f.journal_sync)),
+        (
+            "fleet.upstream_silence_timeout_ms",
+            f.upstream_silence_timeout_ms.to_string(),
+        ),
+        (
+            "fleet.upstream_max_frame_bytes",
+            f.upstream_max_frame_bytes.to_string(),
+        ),
     ];
     entries
         .into_iter()

@@ -9,7 +9,7 @@ import { createRoomShell } from "@rindle/room-native";
 import { FakeRindled } from "./support/fakes.mjs";
 import { Client } from "./support/client.mjs";
 import {
-  Logs, NOTES, control, shellOptions, subscribeFrame, token, withTimeout,
+  Logs, NOTES, control, eventually, shellOptions, subscribeFrame, token, withTimeout,
 } from "./support/harness.mjs";
 
 /** A TCP relay to `port` whose open connections can go dark: sockets stay open, nothing
@@ -108,6 +108,18 @@ test("a client that stops answering pings is closed with 1011; one that answers 
   const metrics = await control(shell, "GET", "/metrics");
   assert.match(metrics.body, /\nrindle_room_refused_total\{reason="silent"\} 1\n/);
   alive.close();
+  await shell.close();
+  await rindled.close();
+});
+
+test("an upstream message past upstream.maxFrameBytes fails the link with a reason", async () => {
+  const rindled = await FakeRindled.notes();
+  const logs = new Logs();
+  const opts = shellOptions(rindled, { writes: false }, logs);
+  opts.upstream.maxFrameBytes = 100; // the hello alone is larger
+  const shell = await createRoomShell(opts);
+  await eventually("the refusal in the log", () => logs.count("passes upstream.maxFrameBytes") > 0);
+  assert.match(logs.dump(), /the limit is 100;/);
   await shell.close();
   await rindled.close();
 });

@@ -184,6 +184,10 @@ pub struct DriverLimits {
     /// How long a closing socket waits for the peer's close frame before it is
     /// dropped, ms.
     pub close_grace_ms: u64,
+    /// The largest websocket message (and frame) the room takes from `rindled`, bytes: a
+    /// seq-0 snapshot is one message of the whole footprint. A larger one fails the
+    /// link with a reason naming the limit, and the room reconnects.
+    pub max_upstream_frame_bytes: usize,
 }
 
 impl Default for DriverLimits {
@@ -196,6 +200,7 @@ impl Default for DriverLimits {
             max_connections: 10_000,
             handshake_timeout_ms: 5_000,
             close_grace_ms: 2_000,
+            max_upstream_frame_bytes: 256 * 1024 * 1024,
         }
     }
 }

@@ -171,7 +171,7 @@ pub fn defaults_json() -> String {
          \"writes\":{{\"groupCommitMs\":{},\"flushDebounceMs\":{},\"flushDirtyMax\":{}}},\
          \"maxFrameBytes\":{},\"maxInboundBytes\":{},\"maxUnsentBytes\":{},\
          \"maxConnections\":{},\"handshakeTimeoutMs\":{},\"closeGraceMs\":{},\
-         \"heardEveryMs\":{}}}",
+         \"heardEveryMs\":{},\"upstreamMaxFrameBytes\":{}}}",
         h.idle_ttl_ms,
         h.sweep_interval_ms,
         h.revocation_window_ms,
@@ -193,6 +193,7 @@ pub fn defaults_json() -> String {
         d.handshake_timeout_ms,
         d.close_grace_ms,
         super::HEARD_EVERY_MS,
+        d.max_upstream_frame_bytes,
     )
 }
 

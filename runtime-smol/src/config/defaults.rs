@@ -72,6 +72,10 @@ pub fn first_frame_timeout_ms() -> u64 {
 pub fn upstream_silence_timeout_ms() -> u64 {
     HostConfig::default().upstream_silence_timeout_ms
 }
+/// [`DriverLimits::default`]'s `max_upstream_frame_bytes`.
+pub fn max_upstream_frame_bytes() -> usize {
+    rindle_room_core::host::DriverLimits::default().max_upstream_frame_bytes
+}
 /// [`HostConfig::default`]'s `silence_timeout_ms`.
 pub fn silence_timeout_ms() -> u64 {
     HostConfig::default().silence_timeout_ms

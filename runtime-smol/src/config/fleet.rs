@@ -62,6 +62,10 @@ pub struct FleetConfig {
     /// single room). `0`: never.
     #[serde(default = "defaults::upstream_silence_timeout_ms")]
     pub upstream_silence_timeout_ms: u64,
+    /// The largest websocket message a room takes from rindled (default 256 MiB;
+    /// `[upstream] max_frame_bytes` of a single room).
+    #[serde(default = "defaults::max_upstream_frame_bytes")]
+    pub upstream_max_frame_bytes: usize,
     /// Where per-room journals live (`<data_dir>/rooms/<hash>-<doc>/journal`); absent:
     /// journals in memory (nothing survives the process).
     pub data_dir: Option<PathBuf>,
@@ -105,7 +109,7 @@ pub struct FleetConfig {
 pub mod defaults {
     use rindle_room_core::fleet::BootLimits;
 
-    pub use crate::config::defaults::upstream_silence_timeout_ms;
+    pub use crate::config::defaults::{max_upstream_frame_bytes, upstream_silence_timeout_ms};
 
     /// `/api/rindle/room-boot`.
     pub fn boot_path() -> String {
@@ -211,6 +215,13 @@ impl FleetConfig {
             return Err(invalid(
                 "fleet.max_rooms",
                 "`fleet.max_rooms` must be at least 1 (default 10000)",
+            ));
+        }
+        if self.upstream_max_frame_bytes == 0 {
+            return Err(invalid(
+                "fleet.upstream_max_frame_bytes",
+                "`fleet.upstream_max_frame_bytes` must be at least 1 (default 268435456 = 256 \
+                 MiB); 0 would refuse every snapshot",
             ));
         }
         if self.max_boots_in_flight == 0 {

@@ -148,6 +148,10 @@ pub struct UpstreamConfig {
     /// a third of it). `0`: never.
     #[serde(default = "defaults::upstream_silence_timeout_ms")]
     pub silence_timeout_ms: u64,
+    /// The largest websocket message (a seq-0 snapshot is one) the room takes from
+    /// rindled (default 256 MiB); a larger one fails the link with a reason.
+    #[serde(default = "defaults::max_upstream_frame_bytes")]
+    pub max_frame_bytes: usize,
 }
 
 /// The embedded upstream: rows from a local JSON file.

@@ -235,6 +235,13 @@ impl UpstreamConfig {
                  positive TTL in ms, or remove it for rindled's default",
             ));
         }
+        if self.max_frame_bytes == 0 {
+            return Err(invalid(
+                "upstream.max_frame_bytes",
+                "`upstream.max_frame_bytes` must be at least 1 (default 268435456 = 256 MiB); \
+                 0 would refuse every snapshot",
+            ));
+        }
         if self.client_id.as_deref() == Some("") {
             return Err(invalid(
                 "upstream.client_id",

@@ -69,6 +69,6 @@ pub use fleet::{FleetServer, FleetServerBuilder, RoomInfo};
 pub use log::{Level, LogSink, Logger};
 pub use room_server::{RoomServer, RoomServerBuilder};
 pub use upstream::{
-    ConnectError, FromUpstream, MintError, ToUpstream, UpstreamConnector, UpstreamLink, UrlError,
-    WsUpstream, HEARD_EVERY,
+    ConnectError, FrameLimit, FromUpstream, MintError, ToUpstream, UpstreamConnector, UpstreamLink,
+    UrlError, WsUpstream, HEARD_EVERY,
 };

@@ -304,6 +304,7 @@ fn upstream_from_config(config: &Config) -> Result<Arc<dyn UpstreamConnector>, S
             footprint_ast: JsValue::from_serde(&ast),
             lease_ttl_ms: u.lease_ttl_ms,
             client_id: u.client_id.clone(),
+            max_frame_bytes: u.max_frame_bytes,
         }));
     }
     if let Some(d) = &config.demo {

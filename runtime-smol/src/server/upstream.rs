@@ -55,6 +55,8 @@ pub enum FromUpstream {
     /// The peer showed it is alive without a whole frame: a pong or a ping, or bytes of
     /// a frame still arriving (reported at most once per [`HEARD_EVERY`]).
     Heard,
+    /// Reading failed (the link is gone): why, for the log.
+    Failed(String),
 }
 
 /// The most often an upstream socket reports bytes of an unfinished frame as
@@ -147,6 +149,8 @@ pub struct WsUpstream {
     pub lease_ttl_ms: Option<u64>,
     /// The upstream `init` clientID.
     pub client_id: Option<String>,
+    /// The largest message taken from the socket (`upstream.max_frame_bytes`).
+    pub max_frame_bytes: usize,
 }
 
 impl WsUpstream {
@@ -164,7 +168,11 @@ impl UpstreamConnector for WsUpstream {
 
     fn connect(&self) -> BoxFuture<'static, Result<UpstreamLink, ConnectError>> {
         let url = self.ws_url.clone();
-        Box::pin(async move { connect_ws(&url, None).await })
+        let limit = FrameLimit {
+            bytes: self.max_frame_bytes,
+            setting: "upstream.max_frame_bytes",
+        };
+        Box::pin(async move { connect_ws(&url, None, limit).await })
     }
 
     fn client_id(&self) -> Option<String> {
@@ -241,9 +249,45 @@ pub fn ws_host_port(url: &str) -> Result<(String, u16), UrlError> {
 /// (128 KiB, zero-filled up to capacity before every read) would be resident per room —
 /// most of a small fleet room's memory. Messages are assembled outside this buffer, so
 /// a large snapshot only takes more reads.
-fn upstream_ws_config() -> async_tungstenite::tungstenite::protocol::WebSocketConfig {
+fn upstream_ws_config(
+    limit: &FrameLimit,
+) -> async_tungstenite::tungstenite::protocol::WebSocketConfig {
     async_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .read_buffer_size(UPSTREAM_READ_BUFFER_BYTES)
+        .max_message_size(Some(limit.bytes))
+        .max_frame_size(Some(limit.bytes))
+}
+
+/// The largest message an upstream link takes, and the setting that says so (named
+/// when a message passes it).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameLimit {
+    /// Bytes.
+    pub bytes: usize,
+    /// `upstream.max_frame_bytes`, `fleet.upstream_max_frame_bytes`.
+    pub setting: &'static str,
+}
+
+impl Default for FrameLimit {
+    fn default() -> FrameLimit {
+        FrameLimit {
+            bytes: rindle_room_core::host::DriverLimits::default().max_upstream_frame_bytes,
+            setting: "upstream.max_frame_bytes",
+        }
+    }
+}
+
+/// Why a link's read failed, for the host's log: a message past the limit names it.
+fn read_failure(e: &async_tungstenite::tungstenite::Error, limit: &FrameLimit) -> String {
+    use async_tungstenite::tungstenite::error::{CapacityError, Error};
+    match e {
+        Error::Capacity(CapacityError::MessageTooLong { size, max_size }) => format!(
+            "an upstream message of {size} bytes passes {}: the limit is {max_size}; raise it \
+             to follow a footprint this large",
+            limit.setting
+        ),
+        other => format!("upstream read failed: {other}"),
+    }
 }
 
 /// See [`upstream_ws_config`].
@@ -278,14 +322,19 @@ impl ConnectError {
 
 /// Opens a websocket and pumps it through a pair of channels. `protocols` is offered as
 /// `Sec-WebSocket-Protocol` (a room-boot affinity ticket: `rindle.v1, <ticket>`).
-pub async fn connect_ws(url: &str, protocols: Option<&str>) -> Result<UpstreamLink, ConnectError> {
-    open_ws(url, protocols).await
+pub async fn connect_ws(
+    url: &str,
+    protocols: Option<&str>,
+    limit: FrameLimit,
+) -> Result<UpstreamLink, ConnectError> {
+    open_ws(url, protocols, limit).await
 }
 
 /// [`connect_ws`], saying whether the upstream selected none of the offered subprotocols.
 pub(crate) async fn open_ws(
     url: &str,
     protocols: Option<&str>,
+    limit: FrameLimit,
 ) -> Result<UpstreamLink, ConnectError> {
     use async_tungstenite::tungstenite::client::IntoClientRequest;
     use async_tungstenite::tungstenite::error::{Error, ProtocolError, SubProtocolError};
@@ -312,18 +361,22 @@ pub(crate) async fn open_ws(
             .map_err(|e| ConnectError::other(format!("upstream connect to {url} failed: {e}")))?;
         let _ = stream.set_nodelay(true);
         let stream = Metered::new(stream, meter);
-        async_tungstenite::client_async_with_config(request, stream, Some(upstream_ws_config()))
-            .await
-            .map(|(ws, _)| ws)
-            .map_err(|e| ConnectError {
-                no_subprotocol_selected: matches!(
-                    e,
-                    Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(
-                        SubProtocolError::NoSubProtocol
-                    ))
-                ),
-                message: format!("upstream websocket handshake with {url} failed: {e}"),
-            })
+        async_tungstenite::client_async_with_config(
+            request,
+            stream,
+            Some(upstream_ws_config(&limit)),
+        )
+        .await
+        .map(|(ws, _)| ws)
+        .map_err(|e| ConnectError {
+            no_subprotocol_selected: matches!(
+                e,
+                Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(
+                    SubProtocolError::NoSubProtocol
+                ))
+            ),
+            message: format!("upstream websocket handshake with {url} failed: {e}"),
+        })
     };
     let timeout = async {
         smol::Timer::after(UPSTREAM_TIMEOUT).await;
@@ -344,7 +397,13 @@ pub(crate) async fn open_ws(
                     }
                     // tungstenite answers a ping itself.
                     Ok(Message::Pong(_) | Message::Ping(_)) => FromUpstream::Heard,
-                    Ok(Message::Close(_)) | Err(_) => break,
+                    Ok(Message::Close(_)) => break,
+                    Err(e) => {
+                        let _ = inbound
+                            .send(FromUpstream::Failed(read_failure(&e, &limit)))
+                            .await;
+                        break;
+                    }
                     Ok(Message::Frame(_)) => continue,
                 };
                 if inbound.send(item).await.is_err() {
@@ -407,6 +466,7 @@ mod tests {
             footprint_ast: JsValue::parse(r#"{"table":"issue"}"#).unwrap(),
             lease_ttl_ms: Some(60_000),
             client_id: None,
+            max_frame_bytes: 1 << 20,
         };
         assert_eq!(
             up.materialize_body(),

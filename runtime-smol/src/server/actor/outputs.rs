@@ -227,6 +227,11 @@ impl Actor {
                         let event = match item {
                             FromUpstream::Frame(text) => Event::UpFrame { link, text },
                             FromUpstream::Heard => Event::UpHeard { link },
+                            FromUpstream::Failed(error) => {
+                                let error = Some(error);
+                                let _ = events.send(Event::UpClosed { link, error }).await;
+                                return;
+                            }
                         };
                         if events.send(event).await.is_err() {
                             return;

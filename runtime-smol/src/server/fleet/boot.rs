@@ -172,6 +172,10 @@ pub(crate) async fn start_room(
                     .map(|ticket| affinity_offer(ticket)),
                 ws_url_setting,
                 client_id: shared.fleet.upstream_client_id.clone(),
+                frame_limit: crate::server::upstream::FrameLimit {
+                    bytes: shared.fleet.upstream_max_frame_bytes,
+                    setting: "fleet.upstream_max_frame_bytes",
+                },
                 relet: shared.relet.clone(),
                 log: log.clone(),
                 ticket_dropped: Arc::default(),

@@ -31,6 +31,8 @@ pub(crate) struct FleetUpstream {
     /// The setting that named `ws_url`, for the line that says the ticket was refused.
     pub ws_url_setting: &'static str,
     pub client_id: Option<String>,
+    /// The largest message taken from the socket (`fleet.upstream_max_frame_bytes`).
+    pub frame_limit: crate::server::upstream::FrameLimit,
     /// Tells the fleet this room needs a new lease (a re-boot).
     pub relet: Sender<String>,
     /// The room's log.
@@ -96,10 +98,10 @@ impl UpstreamConnector for FleetUpstream {
         let me = self.clone();
         Box::pin(async move {
             let offer = me.offer();
-            match open_ws(&me.ws_url, offer.as_deref()).await {
+            match open_ws(&me.ws_url, offer.as_deref(), me.frame_limit).await {
                 Err(e) if drop_ticket_after(offer.is_some(), e.no_subprotocol_selected) => {
                     me.drop_ticket();
-                    open_ws(&me.ws_url, None).await
+                    open_ws(&me.ws_url, None, me.frame_limit).await
                 }
                 opened => opened,
             }
