@@ -591,9 +591,10 @@ impl RoomHost {
                     // Frees the connection's inbound window.
                     drop(slot);
                 }
-                ConnEvent::Heard { id } => {
+                ConnEvent::Heard { id, slot } => {
                     let input = Input::ConnHeard { conn: id };
                     self.feed(&env, "RoomHost.pumpSockets", now, input)?;
+                    drop(slot);
                 }
                 ConnEvent::Closed { id } => {
                     if let Some(s) = self.sockets_mut() {

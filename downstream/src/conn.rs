@@ -246,9 +246,17 @@ where
                 // `String(buffer)` in the published shell: binary frames are read as UTF-8 text.
                 Some(Ok(Message::Binary(b))) => String::from_utf8_lossy(&b).into_owned(),
                 // A sign of life for the host's silence timeout (tungstenite answers a
-                // ping itself).
+                // ping itself). It takes a place in the inbound window like a frame, so
+                // a ping flood waits on the owner instead of queueing without end.
                 Some(Ok(Message::Pong(_) | Message::Ping(_))) => {
-                    if events.send(E::from(ConnEvent::Heard { id })).await.is_err() {
+                    let Some(slot) = window.take(0).await else {
+                        break;
+                    };
+                    if events
+                        .send(E::from(ConnEvent::Heard { id, slot }))
+                        .await
+                        .is_err()
+                    {
                         break;
                     }
                     continue;

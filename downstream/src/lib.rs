@@ -91,10 +91,12 @@ pub enum ConnEvent {
         slot: InboundSlot,
     },
     /// The peer answered a ping (or sent one): a sign of life for the host's silence
-    /// timeout.
+    /// timeout. Drop `slot` once handled, as a frame's.
     Heard {
         /// The connection.
         id: ConnId,
+        /// Its place in the inbound window.
+        slot: InboundSlot,
     },
     /// The socket is gone (closed, failed, or dropped after the close grace).
     Closed {

@@ -118,3 +118,35 @@ fn a_client_that_stops_answering_is_closed_with_1011_and_one_that_answers_stays(
         server.shutdown().await;
     });
 }
+
+/// A ping flood goes through the connection's inbound window like frames do: the room
+/// keeps serving the flooding socket and the others.
+#[test]
+fn a_ping_flood_is_answered_and_the_room_keeps_serving() {
+    smol::block_on(async {
+        let rindled = FakeRindled::notes().await;
+        let logs = Logs::default();
+        let server = start_live(&rindled, &read_only(), &logs).await;
+        let mut flood = RawWs::connect(server.port()).await;
+        let ping = raw::frame(true, 0, raw::PING, b"x", true);
+        let burst: Vec<u8> = std::iter::repeat_n(ping, 20_000).flatten().collect();
+        flood.send(&burst).await;
+        flood
+            .send(&raw::text(&subscribe(1, &token(NOTES, "u1", 600_000))))
+            .await;
+        let mut texts = Vec::new();
+        let mut pongs = 0;
+        while texts.len() < 3 {
+            match within(flood.next_frame()).await {
+                Some((0xA, _)) => pongs += 1,
+                Some((raw::TEXT, payload)) => texts.push(String::from_utf8(payload).unwrap()),
+                other => panic!("expected pongs and the subscribe's answer, got {other:?}"),
+            }
+        }
+        assert!(texts[1].contains("\"seq\":0"), "{texts:?}");
+        assert!(pongs > 0, "pongs come back");
+        let mut other = subscriber(&server, "c2", "u2", false).await;
+        other.quiet(100).await;
+        server.shutdown().await;
+    });
+}

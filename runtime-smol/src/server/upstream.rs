@@ -395,8 +395,11 @@ pub(crate) async fn open_ws(
                     Ok(Message::Binary(b)) => {
                         FromUpstream::Frame(String::from_utf8_lossy(&b).into_owned())
                     }
-                    // tungstenite answers a ping itself.
-                    Ok(Message::Pong(_) | Message::Ping(_)) => FromUpstream::Heard,
+                    // tungstenite answers a ping itself. Anything already queued counts as
+                    // a sign of life when it is handled, so a ping flood adds nothing.
+                    Ok(Message::Pong(_) | Message::Ping(_)) if inbound.is_empty() => {
+                        FromUpstream::Heard
+                    }
                     Ok(Message::Close(_)) => break,
                     Err(e) => {
                         let _ = inbound
@@ -404,7 +407,7 @@ pub(crate) async fn open_ws(
                             .await;
                         break;
                     }
-                    Ok(Message::Frame(_)) => continue,
+                    Ok(_) => continue,
                 };
                 if inbound.send(item).await.is_err() {
                     break;

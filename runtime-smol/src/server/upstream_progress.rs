@@ -311,7 +311,10 @@ impl FrameMeter {
         let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
         if last.is_none_or(|at| now.duration_since(at) >= HEARD_EVERY) {
             *last = Some(now);
-            let _ = tx.try_send(FromUpstream::Heard);
+            // Anything already queued counts as a sign of life when it is handled.
+            if tx.is_empty() {
+                let _ = tx.try_send(FromUpstream::Heard);
+            }
         }
     }
 

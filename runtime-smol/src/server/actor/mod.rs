@@ -284,7 +284,10 @@ impl Actor {
                 });
                 drop(slot);
             }
-            Event::Conn(ConnEvent::Heard { id }) => self.input(Input::ConnHeard { conn: id }),
+            Event::Conn(ConnEvent::Heard { id, slot }) => {
+                self.input(Input::ConnHeard { conn: id });
+                drop(slot);
+            }
             Event::Conn(ConnEvent::Closed { id }) => {
                 self.conns.remove(&id);
                 self.input(Input::ConnClosed { conn: id });
