@@ -150,3 +150,42 @@ fn a_ping_flood_is_answered_and_the_room_keeps_serving() {
         server.shutdown().await;
     });
 }
+
+/// Fleet mode: a room whose link to rindled is partitioned takes it as dead after
+/// `fleet.upstream_silence_timeout_ms`, and comes back on a route that works.
+#[test]
+fn a_fleet_room_drops_a_partitioned_upstream_and_comes_back() {
+    smol::block_on(async {
+        use common::api::{FakeApi, SHELL_SECRET};
+        use common::fleet::{reader, start_box};
+        let rindled = FakeRindled::notes().await;
+        let relay = Blackhole::start(rindled.ws_url.trim_start_matches("ws://")).await;
+        let api = FakeApi::start(&format!("ws://127.0.0.1:{}", relay.port)).await;
+        let b = start_box(
+            api,
+            rindled,
+            SHELL_SECRET,
+            "upstream_silence_timeout_ms = 900",
+            "",
+        )
+        .await;
+        let port = b.server.port();
+        let mut c = reader(port, "doc-a", "doc-a").await;
+        c.subscribed().await;
+        assert_eq!(relay.accepted(), 1);
+        relay.go_dark();
+        b.rindled
+            .live(&[json!({"table":"note","op":"add","row":[9,"nine","u1"]})]);
+        match c.closed().await {
+            Next::Closed(Some((code, _))) => assert!([1001, 1012].contains(&code), "{code}"),
+            other => panic!("expected the room to close its clients, got {other:?}"),
+        }
+        let mut d = reader(port, "doc-a", "doc-a").await;
+        let snap = d.subscribed().await;
+        assert!(snap.to_string().contains("nine"), "{snap}");
+        assert!(relay.accepted() >= 2, "a new route");
+        let logs = b.logs.lock().unwrap().join("\n");
+        assert!(logs.contains("upstream silent for"), "{logs}");
+        b.server.shutdown().await;
+    });
+}
