@@ -157,7 +157,7 @@ fn a_ping_flood_is_answered_and_the_room_keeps_serving() {
 fn a_fleet_room_drops_a_partitioned_upstream_and_comes_back() {
     smol::block_on(async {
         use common::api::{FakeApi, SHELL_SECRET};
-        use common::fleet::{reader, start_box};
+        use common::fleet::{fleet_control, reader, start_box};
         let rindled = FakeRindled::notes().await;
         let relay = Blackhole::start(rindled.ws_url.trim_start_matches("ws://")).await;
         let api = FakeApi::start(&format!("ws://127.0.0.1:{}", relay.port)).await;
@@ -186,6 +186,16 @@ fn a_fleet_room_drops_a_partitioned_upstream_and_comes_back() {
         assert!(relay.accepted() >= 2, "a new route");
         let logs = b.logs.lock().unwrap().join("\n");
         assert!(logs.contains("upstream silent for"), "{logs}");
+        // The box's /metrics sums its rooms' own counters.
+        let (_, metrics) = fleet_control(&b, "GET", "/metrics", "", Some(CONTROL)).await;
+        assert!(
+            metrics.contains("\nrindle_room_upstream_silences_total 1\n"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("\nrindle_room_incarnations_total 2\n"),
+            "{metrics}"
+        );
         b.server.shutdown().await;
     });
 }

@@ -54,6 +54,101 @@ pub struct Counters {
     pub silent_sockets: u64,
 }
 
+/// How many counters [`Counters`] holds.
+const COUNTERS: usize = 21;
+
+impl Counters {
+    /// Every counter, in declaration order (the destructuring is exhaustive: a counter
+    /// added to the struct must be added here, or this does not compile).
+    fn values(&self) -> [u64; COUNTERS] {
+        let Counters {
+            frames_out,
+            bytes_out,
+            mutations_applied,
+            mutations_rejected,
+            mutations_deopt,
+            mutations_dedup,
+            flushes_ok,
+            flushes_conflict,
+            flushes_fenced,
+            flushes_fatal,
+            authority_retries,
+            incarnations,
+            incarnation_deaths,
+            budget_terminations,
+            expired_leases,
+            revocations,
+            limit_closes,
+            budget_refusals,
+            confirmed_unechoed,
+            upstream_silences,
+            silent_sockets,
+        } = *self;
+        [
+            frames_out,
+            bytes_out,
+            mutations_applied,
+            mutations_rejected,
+            mutations_deopt,
+            mutations_dedup,
+            flushes_ok,
+            flushes_conflict,
+            flushes_fenced,
+            flushes_fatal,
+            authority_retries,
+            incarnations,
+            incarnation_deaths,
+            budget_terminations,
+            expired_leases,
+            revocations,
+            limit_closes,
+            budget_refusals,
+            confirmed_unechoed,
+            upstream_silences,
+            silent_sockets,
+        ]
+    }
+
+    /// The counters from [`Counters::values`]' order.
+    fn from_values(v: [u64; COUNTERS]) -> Counters {
+        let [frames_out, bytes_out, mutations_applied, mutations_rejected, mutations_deopt, mutations_dedup, flushes_ok, flushes_conflict, flushes_fenced, flushes_fatal, authority_retries, incarnations, incarnation_deaths, budget_terminations, expired_leases, revocations, limit_closes, budget_refusals, confirmed_unechoed, upstream_silences, silent_sockets] =
+            v;
+        Counters {
+            frames_out,
+            bytes_out,
+            mutations_applied,
+            mutations_rejected,
+            mutations_deopt,
+            mutations_dedup,
+            flushes_ok,
+            flushes_conflict,
+            flushes_fenced,
+            flushes_fatal,
+            authority_retries,
+            incarnations,
+            incarnation_deaths,
+            budget_terminations,
+            expired_leases,
+            revocations,
+            limit_closes,
+            budget_refusals,
+            confirmed_unechoed,
+            upstream_silences,
+            silent_sockets,
+        }
+    }
+
+    /// Adds what each counter of `now` grew by since `before` (a box summing its rooms:
+    /// a room's counters only grow).
+    pub fn add_growth(&mut self, now: &Counters, before: &Counters) {
+        let (mut sum, now, before) = (self.values(), now.values(), before.values());
+        for i in 0..COUNTERS {
+            sum[i] = sum[i].saturating_add(now[i].saturating_sub(before[i]));
+        }
+        *self = Counters::from_values(sum);
+    }
+}
+
 /// What a driver's socket layer counts (not the host): connections refused at the cap,
 /// handshakes that timed out, sockets closed for a websocket-level violation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -122,6 +217,12 @@ pub fn render_prometheus(out: &mut String, c: &Counters, g: &Gauges, s: &SocketC
         let _ = writeln!(out, "# TYPE {name} gauge");
         let _ = writeln!(out, "{name} {v}");
     }
+    render_counters(out, c, s);
+}
+
+/// Appends the counters' part of [`render_prometheus`] to `out`: what a fleet box serves
+/// for the sum of its rooms, which have no gauges in common.
+pub fn render_counters(out: &mut String, c: &Counters, s: &SocketCounts) {
     let counter = |out: &mut String, name: &str, help: &str, rows: &[(&str, u64)]| {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} counter");
@@ -223,4 +324,45 @@ pub fn render_prometheus(out: &mut String, c: &Counters, g: &Gauges, s: &SocketC
         "Upstream links taken as dead after upstream.silence_timeout_ms without a frame or pong.",
         &[("", c.upstream_silences)],
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_box_adds_each_rooms_growth_to_every_counter() {
+        let mut v = [0u64; COUNTERS];
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = 10 * (i as u64 + 1);
+        }
+        let before = Counters::from_values(v);
+        assert_eq!(before.values(), v, "the two orders agree");
+        let mut now = before;
+        now.upstream_silences += 2;
+        now.frames_out += 5;
+        let mut total = Counters {
+            frames_out: 1,
+            ..Counters::default()
+        };
+        total.add_growth(&now, &before);
+        assert_eq!(
+            total,
+            Counters {
+                frames_out: 6,
+                upstream_silences: 2,
+                ..Counters::default()
+            }
+        );
+        // A second room starting from zero adds all it counted.
+        total.add_growth(&now, &Counters::default());
+        assert_eq!(total.upstream_silences, 2 + now.upstream_silences);
+        let mut text = String::new();
+        render_counters(&mut text, &total, &SocketCounts::default());
+        assert!(text.contains(&alloc::format!(
+            "\nrindle_room_upstream_silences_total {}\n",
+            total.upstream_silences
+        )));
+        assert!(!text.contains("rindle_room_live"), "no gauges");
+    }
 }

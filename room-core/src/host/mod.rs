@@ -102,7 +102,7 @@ pub use limits::{
     unsent_cut_reason, unsent_cuts, DEFAULT_MAX_UNSENT_BYTES, MAX_HELD_MUTATIONS_PER_CONN,
 };
 pub use liveness::HEARD_EVERY_MS;
-pub use metrics::{render_prometheus, Counters, SocketCounts};
+pub use metrics::{render_counters, render_prometheus, Counters, SocketCounts};
 pub use newcomer::{
     MAX_DEFERRED_FETCHES, MAX_FRAMES_AWAITING_LMID, MAX_KNOWN_NEWCOMERS, MAX_NEWCOMER_FETCHES,
     NEWCOMER_WAIT_MS,

@@ -106,7 +106,13 @@ pub struct Metrics {
     /// a counter the host adds is exported without a field here (the atomics above are
     /// for readers in this process).
     host: std::sync::Mutex<rindle_room_core::host::Counters>,
+    /// A fleet box's sum of its rooms' host counters, which [`Metrics::sync`] adds this
+    /// room's growth to (the box's `/metrics`).
+    box_totals: Option<BoxTotals>,
 }
+
+/// A fleet box's sum of every room's host counters, rooms that stopped included.
+pub type BoxTotals = std::sync::Arc<std::sync::Mutex<rindle_room_core::host::Counters>>;
 
 /// Point-in-time values the room task reads when `/metrics` is rendered: the host's.
 pub use rindle_room_core::host::Gauges;
@@ -132,7 +138,20 @@ impl Metrics {
         set(&self.expired_leases, c.expired_leases);
         set(&self.revocations, c.revocations);
         set(&self.limit_closes, c.limit_closes);
-        *self.host.lock().unwrap_or_else(|e| e.into_inner()) = *c;
+        let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(totals) = &self.box_totals {
+            let mut totals = totals.lock().unwrap_or_else(|e| e.into_inner());
+            totals.add_growth(c, &host);
+        }
+        *host = *c;
+    }
+
+    /// A room's metrics that also add to its fleet box's `totals`.
+    pub fn adding_to(totals: BoxTotals) -> Metrics {
+        Metrics {
+            box_totals: Some(totals),
+            ..Metrics::default()
+        }
     }
 
     /// Renders the exposition text: the room's (the core's renderer, the same as the

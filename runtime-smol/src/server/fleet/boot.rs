@@ -196,7 +196,7 @@ pub(crate) async fn start_room(
         config: Arc::new(config),
         env: shared.env.clone(),
         log: log.clone(),
-        metrics: Arc::new(Metrics::default()),
+        metrics: Arc::new(Metrics::adding_to(shared.counters.host.clone())),
         registry: shared.registry.clone(),
         journal,
         authority,

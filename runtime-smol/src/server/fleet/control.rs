@@ -304,5 +304,15 @@ fn metrics(rooms: &Rooms, list: &[rindle_room_core::fleet::RoomSummary]) -> Stri
         let _ = writeln!(s, "# TYPE {name} {kind}");
         let _ = writeln!(s, "{name} {value}");
     }
+    // The rooms' own counters, summed over every room the box ran.
+    let counters = &rooms.shared.counters;
+    let host = *counters.host.lock().unwrap_or_else(|e| e.into_inner());
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    let sockets = rindle_room_core::host::SocketCounts {
+        connections_refused: load(&counters.conn.connections_refused),
+        handshake_timeouts: load(&counters.conn.handshake_timeouts),
+        protocol_closes: load(&counters.conn.protocol_closes),
+    };
+    rindle_room_core::host::render_counters(&mut s, &host, &sockets);
     s
 }

@@ -89,6 +89,10 @@ pub(crate) struct Shared {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub crashes: AtomicU64,
+    /// Every room's host counters summed, rooms that stopped included.
+    pub host: crate::server::metrics::BoxTotals,
+    /// The connection tasks' counters (refused upgrades, handshake timeouts, violations).
+    pub conn: Arc<conn::ConnMetrics>,
 }
 
 /// The box-level journal sync, when the configuration asks for one and the kernel can
@@ -277,7 +281,7 @@ impl FleetServerBuilder {
                     Arc::new(move |fut| env.spawn(fut))
                 },
                 limits: Arc::new(limits),
-                metrics: Arc::new(conn::ConnMetrics::default()),
+                metrics: rooms.shared.counters.conn.clone(),
                 gauge: gauge.clone(),
                 router: Some(Arc::new(RoomRouter(rooms.clone()))),
             },
