@@ -48,7 +48,7 @@ const q = (s) => JSON.stringify(s); // a TOML basic string is a JSON string for 
 /** Silence timeouts short enough that every link is pinged (after a third of it) during
  *  step 4e's quiet spell: real rindled and the real clients must answer the room's pings,
  *  or the room takes their links as dead. Far longer than step 4d stops rindled for. */
-export const SILENCE_TIMEOUT_MS = 3_000;
+export const SILENCE_TIMEOUT_MS = 5_000;
 
 /** Starts the room of `kind`. `ctx`: { dir, logDir, bin, roomPort, controlPort, apiUrl,
  *  shellSecret, tokenKey: {kid, secret}, stack, onProc }; the room's process is handed to
