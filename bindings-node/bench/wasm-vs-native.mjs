@@ -6,6 +6,9 @@
 //
 //   cd bindings-node && npm run build && (cd bench && npm ci) && node bench/wasm-vs-native.mjs
 //
+// `npm run build:dist` instead of `npm run build` measures the addon as published (the
+// `dist` profile: fat LTO, one codegen unit); `RINDLE_ROOM_NATIVE_PATH` names any other.
+//
 // Rows (docs/BENCHMARKS.md, "The published room, side by side"):
 // - snapshot apply: the seq-0 batch of 100 users and N issues, on a fresh room;
 // - W1 hydrate: the first W1 subscribe on a loaded room (its ordering built then);
