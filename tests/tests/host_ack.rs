@@ -3,7 +3,7 @@
 //! `ack = "flushed"` an author's lmid is released only once the flush carrying its
 //! mutation commits; with the default `ack = "journaled"` a fenced room reports the
 //! acknowledged mutations the authority never confirmed as stranded. Virtual clock,
-//! scripted inputs (tests/src/pair.rs).
+//! scripted inputs (tests/src/pair/).
 
 use rindle_room_core::fleet::StrandedMutation;
 use rindle_room_tests::pair::*;

@@ -1,5 +1,5 @@
 //! Silent links: an upstream link or a client socket whose peer vanished without a FIN
-//! or RST, on the virtual clock (tests/src/pair.rs). The host pings a link silent for a
+//! or RST, on the virtual clock (tests/src/pair/). The host pings a link silent for a
 //! third of its timeout and takes it as dead past the timeout.
 
 use rindle_room_tests::pair::*;

@@ -1,7 +1,7 @@
 //! The room host without sockets: a writer the room has no journal entries for (its
 //! doc moved here from another box, or the journal is gone) is served only after the
 //! authority told its durable lmid — never from an empty ledger. Virtual clock,
-//! scripted inputs (tests/src/pair.rs).
+//! scripted inputs (tests/src/pair/).
 
 use rindle_room_tests::pair::*;
 use serde_json::json;

@@ -1,5 +1,5 @@
 //! The room host without sockets, read path and incarnations: scripted inputs on a
-//! virtual clock, asserted outputs (tests/src/pair.rs). The socket tests of
+//! virtual clock, asserted outputs (tests/src/pair/). The socket tests of
 //! runtime-smol cover the same behaviours through a driver; these pin the host itself.
 
 use rindle_room_core::host::{ControlReply, ControlRequest, Level};

@@ -1,7 +1,7 @@
 //! The room host without sockets, write path: mutations, group commit, acks only after
 //! a durable append, outcomes, replay after a reboot, the write-behind flush against an
 //! authority (outage, fencing, drain, boot settlement), shutdown, and the clientID
-//! binding. Virtual clock, scripted inputs (tests/src/pair.rs).
+//! binding. Virtual clock, scripted inputs (tests/src/pair/).
 
 use rindle_room_core::host::{ControlReply, ControlRequest, Placement};
 use rindle_room_tests::pair::*;
