@@ -11,8 +11,10 @@ use core::cmp::Ordering;
 
 use crate::value::{compare, CellRef, Text, Value};
 
+pub use in_set::InSet;
 pub use like::LikeMatcher;
 
+mod in_set;
 mod like;
 
 /// A literal from a query: numbers keep the exact integer plane of the wire AST.
@@ -218,7 +220,7 @@ pub enum Pred {
     /// `IS` / `IS NOT` (negated) against a scalar literal, NULL included.
     Is(Lit, bool),
     /// `IN` / `NOT IN` (negated) against the list's non-null elements.
-    In(Vec<Lit>, bool),
+    In(InSet, bool),
     /// `LIKE` family: the matcher and whether the result is negated.
     Like(LikeMatcher, bool),
 }
@@ -248,7 +250,7 @@ impl Pred {
                     _ => false,
                 }
             }
-            Pred::In(list, negated) => list.iter().any(|l| identical(cell, l)) != *negated,
+            Pred::In(set, negated) => set.contains(cell) != *negated,
             Pred::Like(m, negated) => match cell {
                 CellRef::Str(s) => m.matches(s.as_bytes()) != *negated,
                 _ => *negated,
@@ -267,8 +269,7 @@ impl Pred {
                     if items.iter().any(|i| matches!(i, Lit::List(_))) {
                         return Err(NOT_SCALAR);
                     }
-                    let items: Vec<Lit> = items.into_iter().filter(|i| *i != Lit::Null).collect();
-                    Ok(Pred::In(items, op == SimpleOp::NotIn))
+                    Ok(Pred::In(InSet::new(&items), op == SimpleOp::NotIn))
                 }
                 _ => Err("IN / NOT IN requires an array literal"),
             },
@@ -282,10 +283,8 @@ impl Pred {
                 };
                 let fold = matches!(op, SimpleOp::ILike | SimpleOp::NotILike);
                 let negated = matches!(op, SimpleOp::NotLike | SimpleOp::NotILike);
-                Ok(Pred::Like(
-                    LikeMatcher::new(pattern.as_bytes(), fold),
-                    negated,
-                ))
+                let matcher = LikeMatcher::new(pattern.as_bytes(), fold).ok_or(LONG_PATTERN)?;
+                Ok(Pred::Like(matcher, negated))
             }
             _ => Ok(Pred::Cmp(op, lit)),
         }
@@ -294,6 +293,10 @@ impl Pred {
 
 /// An array literal where one value belongs.
 pub const NOT_SCALAR: &str = "expected a scalar literal, found an array";
+
+/// A LIKE pattern longer than a matcher takes (64 MiB).
+pub const LONG_PATTERN: &str = "LIKE pattern longer than 67108864 bytes";
+const _: () = assert!(like::MAX_PATTERN_BYTES == 67_108_864);
 
 /// Folds a `literal <op> literal` comparison to a constant (a literal on the left is
 /// allowed and evaluated at build time).

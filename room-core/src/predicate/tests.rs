@@ -103,10 +103,16 @@ fn in_lists_ignore_null_elements() {
 
 #[test]
 fn like_semantics() {
-    let like =
-        |pat: &str, text: &str| LikeMatcher::new(pat.as_bytes(), false).matches(text.as_bytes());
-    let ilike =
-        |pat: &str, text: &str| LikeMatcher::new(pat.as_bytes(), true).matches(text.as_bytes());
+    let like = |pat: &str, text: &str| {
+        LikeMatcher::new(pat.as_bytes(), false)
+            .unwrap()
+            .matches(text.as_bytes())
+    };
+    let ilike = |pat: &str, text: &str| {
+        LikeMatcher::new(pat.as_bytes(), true)
+            .unwrap()
+            .matches(text.as_bytes())
+    };
     assert!(like("%", ""));
     assert!(like("a%", "abc"));
     assert!(like("%c", "abc"));
@@ -198,13 +204,19 @@ fn linear_like_agrees_with_the_reference() {
             .map(|_| b"aAb_%\\"[(next() % 6) as usize])
             .collect();
         for fold in [false, true] {
-            assert_eq!(
-                LikeMatcher::new(&pat, fold).matches(&text),
-                reference_like(&pat, &text, fold),
-                "pattern {:?} text {:?} fold {fold}",
-                core::str::from_utf8(&pat),
-                core::str::from_utf8(&text)
-            );
+            // Dense tables (every segment of a short pattern) and per-byte masks (the
+            // segments past a matcher's dense budget) must agree with the reference.
+            for dense in [usize::MAX, 0] {
+                assert_eq!(
+                    LikeMatcher::build(&pat, fold, dense)
+                        .unwrap()
+                        .matches(&text),
+                    reference_like(&pat, &text, fold),
+                    "pattern {:?} text {:?} fold {fold} dense budget {dense}",
+                    core::str::from_utf8(&pat),
+                    core::str::from_utf8(&text)
+                );
+            }
         }
     }
     // Long segments cross the 64-bit word boundary.
@@ -213,7 +225,177 @@ fn linear_like_agrees_with_the_reference() {
     pat.extend_from_slice(&long);
     pat.push(b'%');
     let mut text = alloc::vec![b'a'; 300];
-    assert!(!LikeMatcher::new(&pat, false).matches(&text));
+    for dense in [usize::MAX, 0] {
+        assert!(!LikeMatcher::build(&pat, false, dense)
+            .unwrap()
+            .matches(&text));
+    }
     text.push(b'b');
-    assert!(LikeMatcher::new(&pat, false).matches(&text));
+    for dense in [usize::MAX, 0] {
+        assert!(LikeMatcher::build(&pat, false, dense)
+            .unwrap()
+            .matches(&text));
+    }
+}
+
+#[test]
+fn long_segments_through_per_byte_masks_agree_with_the_reference() {
+    // Segments of 60–140 positions (one to three words), with wildcards and a few
+    // distinct bytes, searched without dense tables.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..300 {
+        let seg = |next: &mut dyn FnMut() -> u64| -> alloc::vec::Vec<u8> {
+            let len = 60 + (next() % 80) as usize;
+            (0..len).map(|_| b"abA_"[(next() % 4) as usize]).collect()
+        };
+        let mut pat = alloc::vec![b'%'];
+        pat.extend(seg(&mut next));
+        pat.push(b'%');
+        pat.extend(seg(&mut next));
+        pat.push(b'%');
+        // A text that holds both segments (wildcards made `b`) with noise around them,
+        // or, one time in three, a random text.
+        let mut text: alloc::vec::Vec<u8> = alloc::vec::Vec::new();
+        if next() % 3 == 0 {
+            text.extend((0..300).map(|_| b"abAB"[(next() % 4) as usize]));
+        } else {
+            for part in pat.split(|&b| b == b'%').filter(|p| !p.is_empty()) {
+                text.extend((0..next() % 20).map(|_| b"abA"[(next() % 3) as usize]));
+                text.extend(part.iter().map(|&b| if b == b'_' { b'b' } else { b }));
+            }
+        }
+        for fold in [false, true] {
+            assert_eq!(
+                LikeMatcher::build(&pat, fold, 0).unwrap().matches(&text),
+                reference_like(&pat, &text, fold),
+                "fold {fold}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_pattern_of_many_segments_holds_memory_in_proportion_to_its_length() {
+    // `%a%a…%a%`: 250,000 middle segments. With a 2 KiB table for each, this one
+    // pattern held a gigabyte; now it holds a few bytes per pattern byte.
+    let n = 250_000;
+    let pat: alloc::vec::Vec<u8> = b"%a".repeat(n).into_iter().chain([b'%']).collect();
+    let m = LikeMatcher::new(&pat, false).unwrap();
+    let held = m.retained();
+    assert!(
+        held <= 40 * pat.len(),
+        "{held} bytes for a pattern of {}",
+        pat.len()
+    );
+    assert!(m.matches(&b"a".repeat(n)));
+    assert!(m.matches(&b"xa".repeat(n + 1)));
+    assert!(!m.matches(&b"a".repeat(n - 1)));
+    // The widest segments: 256 distinct bytes, many words.
+    let wide: alloc::vec::Vec<u8> = (0..=255u8)
+        .filter(|&b| b != b'%' && b != b'_' && b != b'\\')
+        .collect();
+    let mut pat = alloc::vec![b'%'];
+    for _ in 0..200 {
+        pat.extend(wide.iter().cycle().take(1_000));
+        pat.push(b'%');
+    }
+    let m = LikeMatcher::new(&pat, false).unwrap();
+    assert!(
+        m.retained() <= 40 * pat.len() + 64 * 1024,
+        "{} bytes",
+        m.retained()
+    );
+}
+
+#[test]
+fn a_pattern_past_the_longest_is_refused() {
+    let pat = alloc::vec![b'a'; 64 * 1024 * 1024 + 1];
+    assert!(LikeMatcher::new(&pat, false).is_none());
+    assert_eq!(
+        Pred::compile(
+            SimpleOp::Like,
+            Lit::Str(Text::from(core::str::from_utf8(&pat).unwrap()))
+        )
+        .err(),
+        Some(LONG_PATTERN)
+    );
+}
+
+/// Literals and cells near the edges of identity: integers past 2^53 and past i64,
+/// fractions, both zeros, strings that share prefixes, booleans, nulls.
+fn edge_lit() -> impl proptest::strategy::Strategy<Value = Lit> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Lit::Null),
+        any::<bool>().prop_map(Lit::Bool),
+        (-5i64..5).prop_map(Lit::Int),
+        prop_oneof![
+            Just(i64::MIN),
+            Just(i64::MAX),
+            Just((1i64 << 53) + 1),
+            Just(1i64 << 53)
+        ]
+        .prop_map(Lit::Int),
+        prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(0.5),
+            Just(-2.0),
+            Just(9_007_199_254_740_992.0),
+            Just(1e300)
+        ]
+        .prop_map(Lit::Float),
+        "[ab]{0,3}".prop_map(|s: alloc::string::String| Lit::Str(Text::from(s.as_str()))),
+    ]
+}
+
+fn edge_cell() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        prop_oneof![
+            (-5i32..5).prop_map(f64::from),
+            Just(0.5),
+            Just(-2.0),
+            Just(9_007_199_254_740_992.0),
+            Just(9_007_199_254_740_994.0),
+            Just(9_223_372_036_854_775_808.0),
+            Just(-9_223_372_036_854_775_808.0),
+            Just(1e300),
+        ]
+        .prop_map(Value::num),
+        "[ab]{0,3}".prop_map(|s: alloc::string::String| Value::str(&s)),
+    ]
+}
+
+proptest::proptest! {
+    /// The sorted set answers what a scan of the list with `identical` answers.
+    #[test]
+    fn an_in_set_agrees_with_a_scan_of_its_list(
+        items in proptest::collection::vec(edge_lit(), 0..12),
+        cells in proptest::collection::vec(edge_cell(), 1..12),
+    ) {
+        let set = InSet::new(&items);
+        for cell in &cells {
+            let scan = items.iter().any(|l| *l != Lit::Null && identical(cell.cell(), l));
+            proptest::prop_assert_eq!(set.contains(cell.cell()), scan, "cell {:?} items {:?}", cell, items);
+        }
+    }
+}
+
+#[test]
+fn an_in_list_of_many_ids_is_a_search_per_row() {
+    // 200,000 ids: a scan per row would be 200,000 comparisons.
+    let items: alloc::vec::Vec<Lit> = (0..200_000).map(|i| Lit::Int(i * 3)).collect();
+    let pred = Pred::compile(SimpleOp::In, Lit::List(items)).unwrap();
+    for i in 0..600_000i32 {
+        assert_eq!(pred.eval(&Value::num(f64::from(i))), i % 3 == 0);
+    }
 }
