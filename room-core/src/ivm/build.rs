@@ -10,6 +10,7 @@ use crate::ast::{Cond, Query};
 use crate::keys::{join_key_into, sort_key_into, Key};
 use crate::store::{RowId, Store};
 
+use super::fold::merge_set_leaves;
 use super::footprint::Footprint;
 use super::node::{find_guard, Filter, Link, Node, Role, Windowed};
 use super::part::ByPart;
@@ -196,14 +197,17 @@ impl Engine {
             Cond::Const(b) => Filter::Const(*b),
             Cond::Simple { col, pred, .. } => Filter::Leaf(*col, pred.clone()),
             Cond::And(items) | Cond::Or(items) => {
-                let compiled: Box<[Filter]> = items
+                let or = matches!(c, Cond::Or(_));
+                let mut compiled: Vec<Filter> = items
                     .iter()
                     .map(|c| self.compile(store, p, table, n, c, demanded, order, indexes))
                     .collect();
-                if matches!(c, Cond::And(_)) {
-                    Filter::And(compiled)
-                } else {
+                merge_set_leaves(&mut compiled, or);
+                let compiled: Box<[Filter]> = compiled.into_boxed_slice();
+                if or {
                     Filter::Or(compiled)
+                } else {
+                    Filter::And(compiled)
                 }
             }
             Cond::Exists(e) => {

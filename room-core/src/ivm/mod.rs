@@ -5,6 +5,7 @@
 //! write a row change to the store first, then call [`Engine::on_change`].
 
 mod build;
+mod fold;
 pub(crate) mod footprint;
 mod keyed;
 mod lazy;

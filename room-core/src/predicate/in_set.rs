@@ -45,14 +45,32 @@ impl InSet {
                 Value::Str(s) => set.strs.push(s),
             }
         }
-        set.nums.sort_unstable_by(f64::total_cmp);
-        set.nums.dedup_by(|a, b| a.total_cmp(b).is_eq());
-        set.strs
-            .sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-        set.strs.dedup_by(|a, b| a.as_bytes() == b.as_bytes());
-        set.nums.shrink_to_fit();
-        set.strs.shrink_to_fit();
+        set.settle();
         set
+    }
+
+    /// The union of `sets`.
+    pub fn union(sets: impl IntoIterator<Item = InSet>) -> InSet {
+        let mut out = InSet::default();
+        for s in sets {
+            out.nums.extend(s.nums);
+            out.strs.extend(s.strs);
+            out.bools[0] |= s.bools[0];
+            out.bools[1] |= s.bools[1];
+        }
+        out.settle();
+        out
+    }
+
+    /// Sorts the lists and drops repeats.
+    fn settle(&mut self) {
+        self.nums.sort_unstable_by(f64::total_cmp);
+        self.nums.dedup_by(|a, b| a.total_cmp(b).is_eq());
+        self.strs
+            .sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        self.strs.dedup_by(|a, b| a.as_bytes() == b.as_bytes());
+        self.nums.shrink_to_fit();
+        self.strs.shrink_to_fit();
     }
 
     /// Whether `cell` is identical to an element of the list.
