@@ -21,6 +21,12 @@ use crate::value::{Cells, Value};
 /// Subqueries may nest at most this deep (related and EXISTS levels together).
 pub const MAX_DEPTH: usize = 64;
 
+/// A query holds at most this many subqueries, at every depth (related and EXISTS
+/// levels together). Each is a node the room maintains, and a filter's EXISTS gates are
+/// evaluated for every row it reads: a one-megabyte OR of 3,000 EXISTS held the room for
+/// five seconds per subscribe. The widest query an application writes holds a few dozen.
+pub const MAX_SUBQUERIES: usize = 128;
+
 /// One validated query level.
 #[derive(Clone, Debug)]
 pub struct Query {
@@ -137,6 +143,7 @@ impl Query {
         let parsed = Parser {
             catalog,
             depth: 0,
+            levels: 0,
             drop_empty_groups: true,
         }
         .level(json, Level::Root);
@@ -175,6 +182,7 @@ impl Cond {
         let cond = Parser {
             catalog,
             depth: 0,
+            levels: 0,
             drop_empty_groups: false,
         }
         .cond(&Json::of_value(json), schema)?;
@@ -249,6 +257,8 @@ enum Level {
 struct Parser<'a> {
     catalog: &'a dyn Catalog,
     depth: usize,
+    /// Levels read so far, the root included ([`MAX_SUBQUERIES`]).
+    levels: usize,
     /// A query AST drops an empty `and` / `or` wherever it stands (the published room's
     /// reading); a row-local scope predicate keeps them (`and: []` holds, `or: []` not).
     drop_empty_groups: bool,
@@ -269,6 +279,12 @@ impl Parser<'_> {
         if self.depth > MAX_DEPTH {
             return Err(Error::ast_shape(format_args!(
                 "subqueries nest deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        self.levels += 1;
+        if self.levels > MAX_SUBQUERIES + 1 {
+            return Err(Error::ast_shape(format_args!(
+                "a query holds more than {MAX_SUBQUERIES} subqueries (related and EXISTS levels together)"
             )));
         }
         let o = obj(json, "an AST")?;

@@ -166,6 +166,51 @@ fn depth_is_bounded() {
 }
 
 #[test]
+fn subqueries_are_counted_at_every_depth_and_bounded() {
+    let related = |n: usize| {
+        let one = r#"{"correlation":{"parentField":["id"],"childField":["id"]},"subquery":{"alias":"x","table":"issue"}}"#;
+        alloc::format!(
+            r#"{{"table":"issue","related":[{}]}}"#,
+            alloc::vec![one; n].join(",")
+        )
+    };
+    let exists = |n: usize| {
+        let one = r#"{"type":"correlatedSubquery","op":"EXISTS","related":{"correlation":{"parentField":["id"],"childField":["id"]},"subquery":{"alias":"x","table":"issue"}}}"#;
+        alloc::format!(
+            r#"{{"table":"issue","where":{{"type":"or","conditions":[{}]}}}}"#,
+            alloc::vec![one; n].join(",")
+        )
+    };
+    for ast in [related(MAX_SUBQUERIES), exists(MAX_SUBQUERIES)] {
+        assert!(parse(&ast).is_ok());
+    }
+    for ast in [related(MAX_SUBQUERIES + 1), exists(MAX_SUBQUERIES + 1)] {
+        let e = parse(&ast).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "ast: not a wire Ast: a query holds more than 128 subqueries (related and EXISTS levels together)"
+        );
+    }
+    // Nested levels count too: 30 levels, each with four more children beside the
+    // next (1 + 30 × 5 = 151 levels), pass the depth bound and not the count.
+    let corr = r#""correlation":{"parentField":["id"],"childField":["id"]}"#;
+    let leaf = alloc::format!(r#"{{{corr},"subquery":{{"alias":"y","table":"issue"}}}}"#);
+    let mut ast = alloc::string::String::from(r#"{"alias":"x","table":"issue"}"#);
+    for _ in 0..30 {
+        ast = alloc::format!(
+            r#"{{"alias":"x","table":"issue","related":[{{{corr},"subquery":{ast}}},{leaf},{leaf},{leaf},{leaf}]}}"#
+        );
+    }
+    let ast = ast.replacen(r#"{"alias":"x","table""#, r#"{"table""#, 1);
+    let e = parse(&ast).unwrap_err();
+    assert!(
+        e.message().contains("more than 128 subqueries"),
+        "{}",
+        e.message()
+    );
+}
+
+#[test]
 fn an_exists_limited_to_no_rows_is_checked_for_shape_only() {
     let exists = |subquery: &str| {
         alloc::format!(

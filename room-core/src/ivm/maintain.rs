@@ -186,13 +186,16 @@ impl Engine {
                 cols,
                 negated,
             } => {
-                let mut key = Vec::new();
+                // The engine's scratch buffer: a filter of many EXISTS gates evaluates
+                // one per gate for every row it reads.
+                let mut key = self.scratch.take();
                 let has = join_key_into(&mut key, row, cols)
                     && self
                         .node(*node)
                         .parts
                         .get(key.as_slice())
                         .is_some_and(|p| !p.is_empty());
+                self.scratch.set(key);
                 has != *negated
             }
         }
