@@ -226,6 +226,20 @@ pub enum Pred {
 }
 
 impl Pred {
+    /// Heap bytes (see [`crate::retained`]): an `IN` list's set and a LIKE matcher can
+    /// hold as much as the query text that wrote them.
+    pub fn retained(&self) -> usize {
+        match self {
+            Pred::Const(_) => 0,
+            Pred::Cmp(_, lit) | Pred::Is(lit, _) => match lit {
+                Lit::Str(t) => t.heap_bytes(),
+                _ => 0,
+            },
+            Pred::In(set, _) => set.retained(),
+            Pred::Like(m, _) => m.retained(),
+        }
+    }
+
     /// Evaluates the predicate on one cell.
     pub fn eval(&self, cell: &Value) -> bool {
         self.eval_cell(cell.cell())

@@ -357,6 +357,40 @@ fn a_subscribe_past_the_room_budget_is_taken_back_and_answered_with_a_query_erro
 }
 
 #[test]
+fn the_room_budget_counts_what_a_query_s_conditions_hold() {
+    // An `IN` list of 20,000 texts: its set (each text kept once, ~1 MB) is part of
+    // what the room retains, so a budget with a megabyte of headroom refuses it while
+    // an ordinary query passes.
+    let probe = Pair::live(&Options::default());
+    let budget = probe.host.room().unwrap().retained_bytes() as u64 + (1 << 20);
+    let mut p = Pair::live(&Options {
+        max_room_bytes: Some(budget),
+        ..Options::default()
+    });
+    let c = p.connect();
+    let tok = p.token(NOTES, "u1", 600_000);
+    p.send(c, &subscribe_frame(1, &tok));
+    p.subscribed(c);
+    let owners: Vec<String> = (0..20_000).map(|i| format!("owner-{i:020}")).collect();
+    let ast = json!({
+        "table": "note",
+        "where": {"type": "simple", "op": "IN",
+                  "left": {"type": "column", "name": "owner"},
+                  "right": {"type": "literal", "value": owners}},
+    })
+    .to_string();
+    let tok = p.token(&ast, "u1", 600_000);
+    p.send(c, &subscribe_frame(2, &tok));
+    let err = p.expect_t(c, "queryError");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("room memory budget exceeded: "),
+        "{message}"
+    );
+    assert!(p.clients[&c].closed.is_none(), "the socket keeps serving");
+}
+
+#[test]
 fn a_snapshot_alone_past_the_room_budget_kills_the_incarnation_with_a_reason() {
     let mut p = Pair::new(
         &Options {

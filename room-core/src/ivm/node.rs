@@ -149,8 +149,8 @@ pub(crate) struct Node {
 }
 
 impl Filter {
-    /// Heap bytes of the filter tree's own nodes (predicate literals are not counted:
-    /// a handful of bytes per query).
+    /// Heap bytes of the filter tree: its nodes and what its predicates hold (an `IN`
+    /// set, a LIKE matcher, a text literal).
     fn retained(&self) -> usize {
         use crate::retained as r;
         match self {
@@ -158,7 +158,8 @@ impl Filter {
                 r::slice(items) + items.iter().map(Filter::retained).sum::<usize>()
             }
             Filter::Exists { cols, .. } => r::slice(cols),
-            _ => 0,
+            Filter::Leaf(_, pred) => pred.retained(),
+            Filter::Const(_) => 0,
         }
     }
 }

@@ -62,6 +62,14 @@ impl InSet {
         out
     }
 
+    /// Heap bytes (see [`crate::retained`]).
+    pub fn retained(&self) -> usize {
+        use crate::retained as r;
+        r::vec(&self.nums)
+            + r::vec(&self.strs)
+            + self.strs.iter().map(Text::heap_bytes).sum::<usize>()
+    }
+
     /// Sorts the lists and drops repeats.
     fn settle(&mut self) {
         self.nums.sort_unstable_by(f64::total_cmp);
