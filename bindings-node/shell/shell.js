@@ -112,6 +112,7 @@ function hostConfig(opts) {
     maxSubscriptionsPerConn: d.maxSubscriptionsPerConn,
     maxSnapshotBytes: d.maxSnapshotBytes,
     maxMaterializations: d.maxMaterializations,
+    maxQueryBytes: d.maxQueryBytes,
     upstreamClientId: opts.upstream.clientId,
     upstreamSilenceTimeoutMs: opts.upstream.silenceTimeoutMs,
     silenceTimeoutMs: d.silenceTimeoutMs,

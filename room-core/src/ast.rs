@@ -155,6 +155,18 @@ impl Query {
         }
     }
 
+    /// Heap bytes the compiled conditions of every level hold: `IN` sets, LIKE
+    /// matchers, text literals (what a query costs beyond its text; see
+    /// [`crate::Room::materialization_cost`]).
+    pub fn conditions_bytes(&self) -> usize {
+        self.filter.as_ref().map_or(0, Cond::conditions_bytes)
+            + self
+                .related
+                .iter()
+                .map(|r| r.query.conditions_bytes())
+                .sum::<usize>()
+    }
+
     /// Whether any level of this query (or its EXISTS children) reads `table`.
     pub fn reads_table(&self, table: usize) -> bool {
         if self.table == table {
@@ -166,6 +178,16 @@ impl Query {
 }
 
 impl Cond {
+    /// Heap bytes its compiled predicates hold, EXISTS levels included.
+    fn conditions_bytes(&self) -> usize {
+        match self {
+            Cond::Const(_) => 0,
+            Cond::Simple { pred, .. } => pred.retained(),
+            Cond::And(items) | Cond::Or(items) => items.iter().map(Cond::conditions_bytes).sum(),
+            Cond::Exists(e) => e.query.conditions_bytes(),
+        }
+    }
+
     /// Parses a row-local wire `Condition` over `table` (simple / and / or only): the
     /// shape of scope-spec predicates. A `correlatedSubquery` is refused.
     pub fn parse_row_local(

@@ -226,7 +226,7 @@ pub enum Pred {
 }
 
 impl Pred {
-    /// Heap bytes (see [`crate::retained`]): an `IN` list's set and a LIKE matcher can
+    /// Heap bytes, as `Room::retained_bytes` counts them: an `IN` list's set and a LIKE matcher can
     /// hold as much as the query text that wrote them.
     pub fn retained(&self) -> usize {
         match self {

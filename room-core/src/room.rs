@@ -254,6 +254,7 @@ impl Room {
                 let (tables, normalized_fp) = self.hello_of(query, &projection);
                 let mut h = Fnv64::new();
                 h.bytes(canonical.as_bytes());
+                let cost = canonical.len() + query.conditions_bytes();
                 let canonical: Arc<str> = Arc::from(canonical);
                 let served = Served {
                     key: Arc::from(h.hex()),
@@ -264,6 +265,7 @@ impl Room {
                     built_cv: self.head_cv,
                     subs: Vec::new(),
                     idle_since: None,
+                    cost,
                 };
                 self.server.served.insert(p, served);
                 self.server.by_canonical.insert(canonical, p);
@@ -429,30 +431,68 @@ impl Room {
             .contains_key(canonical_text(query, &self.store).as_str())
     }
 
+    /// What materializing `query` would add to [`Room::query_bytes`]: its canonical
+    /// text and what its compiled conditions hold (an `IN` list's set, a LIKE matcher).
+    /// `None` when an equal query is materialized already (subscribing shares it).
+    pub fn materialization_cost(&self, query: &Query) -> Option<usize> {
+        let canonical = canonical_text(query, &self.store);
+        (!self.server.by_canonical.contains_key(canonical.as_str()))
+            .then(|| canonical.len() + query.conditions_bytes())
+    }
+
+    /// The bytes every materialized query holds beyond its rows, as
+    /// [`Room::materialization_cost`] counts them.
+    pub fn query_bytes(&self) -> usize {
+        self.server.served.values().map(|s| s.cost).sum()
+    }
+
     /// Reclaims idle queries, longest idle first and regardless of the TTL, until at
     /// most `keep` queries are materialized (or none is idle); returns how many. A host
     /// calls it when it would pass its cap on materializations.
     pub fn reclaim_idle(&mut self, keep: usize) -> usize {
         let count = self.server.served.len();
-        if count <= keep {
-            return 0;
-        }
-        let mut idle: Vec<(u64, crate::ivm::PipelineId)> = self
+        let mut left = count;
+        self.reclaim_idle_while(|_| {
+            let more = left > keep;
+            left = left.saturating_sub(1);
+            more
+        })
+    }
+
+    /// Reclaims idle queries, longest idle first, until the materialized ones hold at
+    /// most `keep_bytes` ([`Room::query_bytes`]) or none is idle; returns how many. A
+    /// host calls it when a new query would pass its cap on query bytes.
+    pub fn reclaim_idle_bytes(&mut self, keep_bytes: usize) -> usize {
+        let mut held = self.query_bytes();
+        self.reclaim_idle_while(|cost| {
+            let more = held > keep_bytes;
+            held = held.saturating_sub(cost);
+            more
+        })
+    }
+
+    /// Drops idle queries, longest idle first, while `more(cost of the next)` says so.
+    fn reclaim_idle_while(&mut self, mut more: impl FnMut(usize) -> bool) -> usize {
+        let mut idle: Vec<(u64, crate::ivm::PipelineId, usize)> = self
             .server
             .served
             .iter()
             .filter(|(_, s)| s.subs.is_empty())
-            .filter_map(|(&p, s)| s.idle_since.map(|t| (t, p)))
+            .filter_map(|(&p, s)| s.idle_since.map(|t| (t, p, s.cost)))
             .collect();
         idle.sort_unstable();
-        idle.truncate(count - keep);
-        for &(_, p) in &idle {
+        let mut reclaimed = 0;
+        for &(_, p, cost) in &idle {
+            if !more(cost) {
+                break;
+            }
             if let Some(served) = self.server.served.remove(&p) {
                 self.server.by_canonical.remove(&*served.canonical);
             }
             self.engine.destroy(&mut self.store, p);
+            reclaimed += 1;
         }
-        idle.len()
+        reclaimed
     }
 
     /// Drains every query once: one frame per subscriber with a non-empty net change

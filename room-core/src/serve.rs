@@ -79,6 +79,9 @@ pub(crate) struct Served {
     /// The attached subscribers' keys.
     pub subs: Vec<Arc<str>>,
     pub idle_since: Option<u64>,
+    /// What the query holds beyond its rows: its canonical text and its compiled
+    /// conditions ([`crate::Room::materialization_cost`]).
+    pub cost: usize,
 }
 
 /// One attached subscriber.

@@ -261,6 +261,46 @@ fn materializations_are_capped_room_wide() {
     });
 }
 
+/// The bytes a room's queries hold are capped (`downstream.max_query_bytes`): a query
+/// whose `IN` set and text would pass it is refused, and the socket goes on serving.
+#[test]
+fn queries_past_max_query_bytes_are_refused_over_the_socket() {
+    smol::block_on(async {
+        let rindled = FakeRindled::notes().await;
+        let logs = Logs::default();
+        let opts = limits("", "max_query_bytes = 4096\n");
+        let server = start_live(&rindled, &opts, &logs).await;
+        let mut c = WsClient::connect(server.port()).await;
+        let sub = |qid: u64, ast: &str| {
+            format!(
+                r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{}"}}"#,
+                token(ast, "u1", 600_000)
+            )
+        };
+        c.send(&sub(1, NOTES)).await;
+        c.subscribed().await;
+        let owners: Vec<String> = (0..500).map(|i| format!("owner-{i}")).collect();
+        let big = json!({
+            "table": "note",
+            "where": {"type": "simple", "op": "IN",
+                      "left": {"type": "column", "name": "owner"},
+                      "right": {"type": "literal", "value": owners}},
+        })
+        .to_string();
+        c.send(&sub(2, &big)).await;
+        let refused = c.expect_t("queryError").await;
+        let message = refused["message"].as_str().unwrap();
+        assert!(
+            message.contains("the limit is 4096 (downstream.max_query_bytes)"),
+            "{message}"
+        );
+        c.send(&sub(3, NOTES)).await;
+        c.subscribed().await;
+        drop(c);
+        server.shutdown().await;
+    });
+}
+
 /// A client that inits `client` and subscribes its lmid query (the answer unread).
 async fn lmid_client(port: u16, client: &str) -> WsClient {
     let mut ws = WsClient::connect(port).await;

@@ -371,15 +371,7 @@ fn the_room_budget_counts_what_a_query_s_conditions_hold() {
     let tok = p.token(NOTES, "u1", 600_000);
     p.send(c, &subscribe_frame(1, &tok));
     p.subscribed(c);
-    let owners: Vec<String> = (0..20_000).map(|i| format!("owner-{i:020}")).collect();
-    let ast = json!({
-        "table": "note",
-        "where": {"type": "simple", "op": "IN",
-                  "left": {"type": "column", "name": "owner"},
-                  "right": {"type": "literal", "value": owners}},
-    })
-    .to_string();
-    let tok = p.token(&ast, "u1", 600_000);
+    let tok = p.token(&owners_query("x", 20_000), "u1", 600_000);
     p.send(c, &subscribe_frame(2, &tok));
     let err = p.expect_t(c, "queryError");
     let message = err["message"].as_str().unwrap();
@@ -387,6 +379,76 @@ fn the_room_budget_counts_what_a_query_s_conditions_hold() {
         message.starts_with("room memory budget exceeded: "),
         "{message}"
     );
+    assert!(p.clients[&c].closed.is_none(), "the socket keeps serving");
+}
+
+/// A query naming `n` owners of 30-odd bytes each: its `IN` set holds ~50 bytes per
+/// owner, its canonical text ~30.
+fn owners_query(tag: &str, n: usize) -> String {
+    let owners: Vec<String> = (0..n).map(|i| format!("{tag}-owner-{i:020}")).collect();
+    json!({
+        "table": "note",
+        "where": {"type": "simple", "op": "IN",
+                  "left": {"type": "column", "name": "owner"},
+                  "right": {"type": "literal", "value": owners}},
+    })
+    .to_string()
+}
+
+#[test]
+fn queries_past_max_query_bytes_are_refused_and_idle_ones_make_room() {
+    // Room for two 2,000-owner queries (~150 KB each), not for a third of 3,000.
+    let mut p = Pair::live(&Options {
+        max_query_bytes: 400_000,
+        ..Options::default()
+    });
+    let c = p.connect();
+    let (a, b, big) = (
+        owners_query("a", 2_000),
+        owners_query("b", 2_000),
+        owners_query("c", 3_000),
+    );
+    for (qid, ast) in [(1, &a), (2, &b)] {
+        let tok = p.token(ast, "u1", 600_000);
+        p.send(c, &subscribe_frame(qid, &tok));
+        p.subscribed(c);
+    }
+    let held = p.host.room().unwrap().query_bytes();
+    assert!(held > 200_000 && held < 400_000, "{held}");
+    // A query that does not fit while the others are live is refused, naming the option.
+    let tok = p.token(&big, "u1", 600_000);
+    p.send(c, &subscribe_frame(3, &tok));
+    let err = p.expect_t(c, "queryError");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("materialize refused: this query holds ")
+            && message.contains("the limit is 400000 (downstream.max_query_bytes)"),
+        "{message}"
+    );
+    assert_eq!(p.host.room().unwrap().materialization_count(), 2);
+    // Subscribing a query equal to a live one costs nothing.
+    let tok = p.token(&a, "u2", 600_000);
+    let d = p.connect();
+    p.send(d, &subscribe_frame(1, &tok));
+    p.subscribed(d);
+    // Once the first two are idle (unsubscribed), idle queries are reclaimed, longest
+    // idle first, until the new one fits: one is enough.
+    for conn in [c, d] {
+        for qid in [1, 2] {
+            p.send(conn, &format!(r#"{{"t":"unsubscribe","queryId":{qid}}}"#));
+        }
+    }
+    p.settle();
+    let tok = p.token(&big, "u1", 600_000);
+    p.send(c, &subscribe_frame(3, &tok));
+    p.subscribed(c);
+    let room = p.host.room().unwrap();
+    assert_eq!(
+        room.materialization_count(),
+        2,
+        "one idle query was reclaimed"
+    );
+    assert!(room.query_bytes() <= 400_000);
     assert!(p.clients[&c].closed.is_none(), "the socket keeps serving");
 }
 

@@ -208,3 +208,25 @@ test("start-up gives up past startupTimeoutMs and says how to wait longer", asyn
   );
   await rindled.close();
 });
+
+test("downstream.maxQueryBytes reaches the room: a query past it is refused, the socket stays", async () => {
+  const rindled = await FakeRindled.notes();
+  const shell = await startLive(rindled, { writes: false, downstream: { maxQueryBytes: 4096 } });
+  const c = await Client.connect(shell.port);
+  c.send(subscribeFrame(1, await token(NOTES, "u1", 60_000)));
+  await c.subscribed();
+  const owners = Array.from({ length: 500 }, (_, i) => `owner-${i}`);
+  const big = {
+    table: "note",
+    where: { type: "simple", op: "IN", left: { type: "column", name: "owner" }, right: { type: "literal", value: owners } },
+  };
+  c.send(subscribeFrame(2, await token(big, "u1", 60_000)));
+  const e = await c.expectT("queryError");
+  assert.equal(e.queryId, 2);
+  assert.match(e.message, /^materialize refused: this query holds \d+ bytes .* the limit is 4096 \(downstream\.max_query_bytes\)/);
+  c.send(subscribeFrame(3, await token(NOTES, "u1", 60_000)));
+  await c.subscribed();
+  c.close();
+  await shell.close();
+  await rindled.close();
+});

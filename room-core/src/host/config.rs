@@ -69,6 +69,11 @@ pub struct HostConfig {
     pub max_snapshot_bytes: usize,
     /// Materialized queries per room, idle ones included.
     pub max_materializations: usize,
+    /// The most bytes the room's materialized queries may hold beyond their rows —
+    /// canonical texts and compiled conditions, as [`crate::Room::query_bytes`] counts
+    /// them. A query one megabyte long can hold tens of megabytes (a LIKE matcher, an
+    /// `IN` set); this bounds what many of them hold together.
+    pub max_query_bytes: usize,
     /// The upstream `init` clientID (`None` = `room-shell-<bootId>`).
     pub upstream_client_id: Option<String>,
     /// How long the upstream link may stay silent — no frame, no pong, no bytes of a
@@ -145,6 +150,7 @@ impl Default for HostConfig {
             max_subscriptions_per_conn: 1_000,
             max_snapshot_bytes: 64 * 1024 * 1024,
             max_materializations: 10_000,
+            max_query_bytes: 256 * 1024 * 1024,
             upstream_client_id: None,
             upstream_silence_timeout_ms: 45_000,
             silence_timeout_ms: 90_000,
@@ -300,6 +306,7 @@ mod tests {
             cfg.max_subscriptions_per_conn,
             cfg.max_snapshot_bytes,
             cfg.max_materializations,
+            cfg.max_query_bytes,
         );
         let want = (
             d.idle_ttl_ms,
@@ -310,6 +317,7 @@ mod tests {
             d.max_subscriptions_per_conn,
             d.max_snapshot_bytes,
             d.max_materializations,
+            d.max_query_bytes,
         );
         assert_eq!(got, want);
         let (w, dw) = (cfg.writes.unwrap(), WriteSettings::default());
@@ -327,7 +335,12 @@ mod tests {
         // The reader ignores the driver limits; with everything else set to its default
         // and the windows doubled, each field must land where its name says.
         v["docId"] = Json::from("d");
-        for k in ["idleTtlMs", "sendBudgetBytes", "maxMaterializations"] {
+        for k in [
+            "idleTtlMs",
+            "sendBudgetBytes",
+            "maxMaterializations",
+            "maxQueryBytes",
+        ] {
             v[k] = Json::from(v[k].as_u64().unwrap() * 2);
         }
         v["writes"]["ownedTables"] = serde_json::json!(["t"]);
@@ -337,6 +350,7 @@ mod tests {
         assert_eq!(cfg.idle_ttl_ms, d.idle_ttl_ms * 2);
         assert_eq!(cfg.send_budget_bytes, d.send_budget_bytes * 2);
         assert_eq!(cfg.max_materializations, d.max_materializations * 2);
+        assert_eq!(cfg.max_query_bytes, d.max_query_bytes * 2);
         assert_eq!(cfg.sweep_interval_ms, d.sweep_interval_ms);
         assert_eq!(cfg.writes.unwrap().flush_dirty_max, 1024);
         assert_eq!(v["closeGraceMs"], DriverLimits::default().close_grace_ms);

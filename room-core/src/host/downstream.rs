@@ -583,23 +583,16 @@ impl Host {
             self.down.subs.remove(&p.sub_key);
         }
         let now = self.now;
-        let max = self.cfg.max_materializations;
+        let (max, max_bytes) = (self.cfg.max_materializations, self.cfg.max_query_bytes);
         let Some(room) = self.inc.room.as_mut() else {
             return;
         };
         let room = room.room_mut();
         let res = match make_query(room) {
             Ok(query) => {
-                if !room.is_materialized(&query) && room.materialization_count() >= max {
-                    room.reclaim_idle(max - 1);
-                    if room.materialization_count() >= max {
-                        let message = format!(
-                            "materialize refused: this room holds {max} live queries \
-                             (downstream.max_materializations); try again later"
-                        );
-                        self.query_error(id, qid, &message);
-                        return;
-                    }
+                if let Some(refusal) = admit(room, &query, max, max_bytes) {
+                    self.query_error(id, qid, &refusal);
+                    return;
                 }
                 room.subscribe(&sub_key, epoch, &query, now)
             }
@@ -750,4 +743,38 @@ impl Host {
             self.up.daemon_boot.as_deref(),
         ))
     }
+}
+
+/// Whether the room can materialize `query` within its caps on materializations
+/// (`max`) and on the bytes its queries hold (`max_bytes`), reclaiming idle queries
+/// (longest idle first) to make room; `Some(refusal)` when it cannot. A query equal to
+/// one already materialized is shared, and costs nothing.
+fn admit(
+    room: &mut crate::Room,
+    query: &crate::ast::Query,
+    max: usize,
+    max_bytes: usize,
+) -> Option<String> {
+    let cost = room.materialization_cost(query)?;
+    if room.materialization_count() >= max {
+        room.reclaim_idle(max - 1);
+        if room.materialization_count() >= max {
+            return Some(format!(
+                "materialize refused: this room holds {max} live queries \
+                 (downstream.max_materializations); try again later"
+            ));
+        }
+    }
+    if room.query_bytes() + cost > max_bytes {
+        room.reclaim_idle_bytes(max_bytes.saturating_sub(cost));
+        let held = room.query_bytes();
+        if held + cost > max_bytes {
+            return Some(format!(
+                "materialize refused: this query holds {cost} bytes and the room's live \
+                 queries {held}, the limit is {max_bytes} (downstream.max_query_bytes); \
+                 narrow the query or try again later"
+            ));
+        }
+    }
+    None
 }

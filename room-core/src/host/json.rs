@@ -44,7 +44,7 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 
 /// The host configuration: `{docId, tokenKeys: [[kid, secret]], idleTtlMs?,
 /// sweepIntervalMs?, revocationWindowMs?, sendBudgetBytes?, firstFrameTimeoutMs?,
-/// maxSubscriptionsPerConn?, maxSnapshotBytes?, maxMaterializations?,
+/// maxSubscriptionsPerConn?, maxSnapshotBytes?, maxMaterializations?, maxQueryBytes?,
 /// upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
 /// flushDebounceMs?, flushDirtyMax?, authority, ack?: "journaled" | "flushed"},
 /// placement?: {epoch, leaseToken}}`
@@ -80,6 +80,7 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     cfg.max_snapshot_bytes = num(&v, "maxSnapshotBytes", cfg.max_snapshot_bytes as u64)? as usize;
     cfg.max_materializations =
         num(&v, "maxMaterializations", cfg.max_materializations as u64)? as usize;
+    cfg.max_query_bytes = num(&v, "maxQueryBytes", cfg.max_query_bytes as u64)? as usize;
     cfg.startup_timeout_ms = num(&v, "startupTimeoutMs", cfg.startup_timeout_ms)?;
     cfg.upstream_client_id = v["upstreamClientId"].as_str().map(str::to_string);
     cfg.upstream_silence_timeout_ms = num(
@@ -166,7 +167,8 @@ pub fn defaults_json() -> String {
     format!(
         "{{\"idleTtlMs\":{},\"sweepIntervalMs\":{},\"revocationWindowMs\":{},\
          \"sendBudgetBytes\":{},\"firstFrameTimeoutMs\":{},\"maxSubscriptionsPerConn\":{},\
-         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\"startupTimeoutMs\":{},\
+         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\"maxQueryBytes\":{},\
+         \"startupTimeoutMs\":{},\
          \"upstreamSilenceTimeoutMs\":{},\"silenceTimeoutMs\":{},\
          \"writes\":{{\"groupCommitMs\":{},\"flushDebounceMs\":{},\"flushDirtyMax\":{}}},\
          \"maxFrameBytes\":{},\"maxInboundBytes\":{},\"maxUnsentBytes\":{},\
@@ -180,6 +182,7 @@ pub fn defaults_json() -> String {
         h.max_subscriptions_per_conn,
         h.max_snapshot_bytes,
         h.max_materializations,
+        h.max_query_bytes,
         h.startup_timeout_ms,
         h.upstream_silence_timeout_ms,
         h.silence_timeout_ms,

@@ -62,7 +62,7 @@ impl InSet {
         out
     }
 
-    /// Heap bytes (see [`crate::retained`]).
+    /// Heap bytes, as `Room::retained_bytes` counts them.
     pub fn retained(&self) -> usize {
         use crate::retained as r;
         r::vec(&self.nums)

@@ -89,7 +89,7 @@ fn at(len: usize) -> u32 {
 
 impl LikeMatcher {
     /// Compiles `pattern`; `fold` makes it ILIKE. `None` for a pattern longer than
-    /// [`MAX_PATTERN_BYTES`].
+    /// `MAX_PATTERN_BYTES` (64 MiB).
     pub fn new(pattern: &[u8], fold: bool) -> Option<LikeMatcher> {
         LikeMatcher::build(pattern, fold, DENSE_WORDS)
     }
@@ -311,7 +311,7 @@ impl LikeMatcher {
         true
     }
 
-    /// Heap bytes (see [`crate::retained`]).
+    /// Heap bytes, as `Room::retained_bytes` counts them.
     pub fn retained(&self) -> usize {
         use crate::retained as r;
         r::vec(&self.toks)

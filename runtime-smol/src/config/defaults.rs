@@ -92,6 +92,10 @@ pub fn max_snapshot_bytes() -> usize {
 pub fn max_materializations() -> usize {
     HostConfig::default().max_materializations
 }
+/// [`HostConfig::default`]'s `max_query_bytes`.
+pub fn max_query_bytes() -> usize {
+    HostConfig::default().max_query_bytes
+}
 /// [`WriteSettings::default`]'s `group_commit_ms`.
 pub fn group_commit_ms() -> u64 {
     WriteSettings::default().group_commit_ms

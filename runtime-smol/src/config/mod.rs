@@ -204,6 +204,12 @@ pub struct DownstreamConfig {
     /// is idle, a subscribe that needs a new one is a `queryError`.
     #[serde(default = "defaults::max_materializations")]
     pub max_materializations: usize,
+    /// The most bytes the room's materialized queries may hold beyond their rows:
+    /// canonical texts and compiled conditions (`IN` sets, LIKE matchers; default
+    /// 268435456 = 256 MiB). At the cap, idle queries are reclaimed oldest first; when
+    /// that is not enough, a subscribe that needs a new query is a `queryError`.
+    #[serde(default = "defaults::max_query_bytes")]
+    pub max_query_bytes: usize,
     /// How long a client socket may stay silent (no frame, no pong) before it is
     /// closed with 1011 (default 90000 ms; a ping after a third of it). `0`: never.
     #[serde(default = "defaults::silence_timeout_ms")]

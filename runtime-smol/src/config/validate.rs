@@ -325,6 +325,11 @@ impl DownstreamConfig {
                 self.max_materializations == 0,
                 "10000",
             ),
+            (
+                "max_query_bytes",
+                self.max_query_bytes == 0,
+                "268435456 = 256 MiB",
+            ),
         ];
         for (name, zero, default) in at_least_one {
             if zero {

@@ -73,6 +73,8 @@ pub struct Options {
     pub revoked: Vec<(String, u64)>,
     /// The room's memory budget.
     pub max_room_bytes: Option<u64>,
+    /// The most bytes the room's queries may hold (`downstream.max_query_bytes`).
+    pub max_query_bytes: usize,
     /// `ack = "flushed"`: acks wait for the flush's commit.
     pub ack_after_flush: bool,
     /// How long start-up retries, ms.
@@ -97,6 +99,7 @@ impl Default for Options {
             placement: None,
             revoked: Vec::new(),
             max_room_bytes: None,
+            max_query_bytes: HostConfig::default().max_query_bytes,
             ack_after_flush: false,
             startup_timeout_ms: 60_000,
             group_commit_ms: 5,
@@ -136,6 +139,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.placement = o.placement.clone();
     cfg.revoked = o.revoked.clone();
     cfg.max_room_bytes = o.max_room_bytes;
+    cfg.max_query_bytes = o.max_query_bytes;
     cfg.startup_timeout_ms = o.startup_timeout_ms;
     (cfg.max_newcomer_fetches, cfg.max_deferred_fetches) = o.newcomer_fetch_limits;
     if o.writes {
