@@ -476,9 +476,9 @@ export interface DownstreamOptions {
    *  with 1011 (default 90 s): a ping after a third of it. Browsers and `ws` answer pings
    *  by themselves. `0`: never. Not in the published options. */
   silenceTimeoutMs?: number;
-  /** The most bytes the room's materialized queries may hold beyond their rows — their
-   *  canonical texts and compiled conditions (`IN` sets, LIKE matchers) — default
-   *  256 MiB. At the cap idle queries are reclaimed longest-idle first; past that a new
+  /** The most bytes the room's materialized queries may hold beyond their rows, their
+   *  canonical texts and compiled conditions: `IN` sets, LIKE matchers (default
+   *  256 MiB). At the cap idle queries are reclaimed longest-idle first; past that a new
    *  query is a `queryError` naming `downstream.max_query_bytes`. Not in the published
    *  options. */
   maxQueryBytes?: number;

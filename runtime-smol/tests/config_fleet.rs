@@ -77,6 +77,14 @@ fn single_room_sections_are_refused_beside_fleet() {
         &["room-boot"],
     );
     check(
+        &FLEET.replace(
+            "[downstream.token_keys]",
+            "[downstream]\nmax_room_bytes = 1000000\n\n[downstream.token_keys]",
+        ),
+        "downstream.max_room_bytes",
+        &["fleet.max_room_bytes"],
+    );
+    check(
         &format!(
             "{FLEET}\n[authority]\napply_url = \"http://a/x\"\nclaim_url = \"http://a/y\"\n\
              lmids_url = \"http://a/z\"\n"

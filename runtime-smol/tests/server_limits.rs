@@ -301,6 +301,48 @@ fn queries_past_max_query_bytes_are_refused_over_the_socket() {
     });
 }
 
+/// `downstream.max_room_bytes` reaches a single room: a subscribe that would leave the
+/// room past it is taken back with a `queryError`, and the socket goes on serving.
+#[test]
+fn a_single_room_takes_a_memory_budget_from_downstream_max_room_bytes() {
+    smol::block_on(async {
+        let rindled = FakeRindled::notes().await;
+        let logs = Logs::default();
+        // Room for the notes and a query or two, not for a query holding 20,000 texts.
+        let opts = limits("", "max_room_bytes = 200000\n");
+        let server = start_live(&rindled, &opts, &logs).await;
+        let mut c = WsClient::connect(server.port()).await;
+        let sub = |qid: u64, ast: &str| {
+            format!(
+                r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{}"}}"#,
+                token(ast, "u1", 600_000)
+            )
+        };
+        c.send(&sub(1, NOTES)).await;
+        c.subscribed().await;
+        let owners: Vec<String> = (0..20_000).map(|i| format!("owner-{i:020}")).collect();
+        let big = json!({
+            "table": "note",
+            "where": {"type": "simple", "op": "IN",
+                      "left": {"type": "column", "name": "owner"},
+                      "right": {"type": "literal", "value": owners}},
+        })
+        .to_string();
+        c.send(&sub(2, &big)).await;
+        let refused = c.expect_t("queryError").await;
+        let message = refused["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("room memory budget exceeded: ")
+                && message.ends_with("budget 200000"),
+            "{message}"
+        );
+        c.send(&sub(3, NOTES)).await;
+        c.subscribed().await;
+        drop(c);
+        server.shutdown().await;
+    });
+}
+
 /// A client that inits `client` and subscribes its lmid query (the answer unread).
 async fn lmid_client(port: u16, client: &str) -> WsClient {
     let mut ws = WsClient::connect(port).await;

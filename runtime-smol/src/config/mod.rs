@@ -210,6 +210,12 @@ pub struct DownstreamConfig {
     /// that is not enough, a subscribe that needs a new query is a `queryError`.
     #[serde(default = "defaults::max_query_bytes")]
     pub max_query_bytes: usize,
+    /// The most bytes the room may retain — rows, indexes, queries, subscriber and
+    /// write state, as the core counts them (single-room mode; a fleet sets it in
+    /// `[fleet]`): a subscribe past it is a `queryError`, a snapshot alone past it
+    /// stops the incarnation. Absent: no budget.
+    #[serde(default)]
+    pub max_room_bytes: Option<u64>,
     /// How long a client socket may stay silent (no frame, no pong) before it is
     /// closed with 1011 (default 90000 ms; a ping after a third of it). `0`: never.
     #[serde(default = "defaults::silence_timeout_ms")]

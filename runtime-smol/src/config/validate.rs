@@ -108,6 +108,11 @@ impl Config {
                 !self.downstream.doc_id.is_empty(),
                 "`downstream.doc_id`",
             ),
+            (
+                "downstream.max_room_bytes",
+                self.downstream.max_room_bytes.is_some(),
+                "`downstream.max_room_bytes` (a fleet's rooms take `fleet.max_room_bytes`)",
+            ),
         ];
         if let Some((option, _, name)) = single.iter().find(|(_, set, _)| *set) {
             return Err(invalid(
@@ -289,6 +294,13 @@ impl DownstreamConfig {
                     ),
                 ));
             }
+        }
+        if self.max_room_bytes == Some(0) {
+            return Err(invalid(
+                "downstream.max_room_bytes",
+                "`downstream.max_room_bytes` must be at least 1 (the bytes the room may \
+                 retain); leave it out for no budget",
+            ));
         }
         if self.sweep_interval_ms == 0 {
             return Err(invalid(

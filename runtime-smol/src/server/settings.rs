@@ -55,7 +55,7 @@ pub(crate) fn host_config(
         entropy,
         placement: None,
         revoked: Vec::new(),
-        max_room_bytes: None,
+        max_room_bytes: d.max_room_bytes,
         startup_timeout_ms: config.server.startup_timeout_ms,
         ..HostConfig::default()
     };
