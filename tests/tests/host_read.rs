@@ -2,7 +2,7 @@
 //! virtual clock, asserted outputs (tests/src/pair/). The socket tests of
 //! runtime-smol cover the same behaviours through a driver; these pin the host itself.
 
-use rindle_room_core::host::{ControlReply, ControlRequest, Level};
+use rindle_room_core::host::{ControlReply, ControlRequest, HostConfig, Level};
 use rindle_room_tests::pair::*;
 use serde_json::json;
 
@@ -450,6 +450,32 @@ fn queries_past_max_query_bytes_are_refused_and_idle_ones_make_room() {
     );
     assert!(room.query_bytes() <= 400_000);
     assert!(p.clients[&c].closed.is_none(), "the socket keeps serving");
+}
+
+#[test]
+fn caps_of_zero_refuse_every_new_query_without_a_panic() {
+    // A host configured through JSON (Node, C) may be handed zeros.
+    for (max_materializations, max_query_bytes, option) in [
+        (
+            0,
+            HostConfig::default().max_query_bytes,
+            "downstream.max_materializations",
+        ),
+        (10, 0, "downstream.max_query_bytes"),
+    ] {
+        let mut p = Pair::live(&Options {
+            max_materializations,
+            max_query_bytes,
+            ..Options::default()
+        });
+        let c = p.connect();
+        let tok = p.token(NOTES, "u1", 600_000);
+        p.send(c, &subscribe_frame(1, &tok));
+        let err = p.expect_t(c, "queryError");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.contains(option), "{message}");
+        assert!(p.clients[&c].closed.is_none(), "the socket keeps serving");
+    }
 }
 
 #[test]

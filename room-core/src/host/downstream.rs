@@ -757,7 +757,7 @@ fn admit(
 ) -> Option<String> {
     let cost = room.materialization_cost(query)?;
     if room.materialization_count() >= max {
-        room.reclaim_idle(max - 1);
+        room.reclaim_idle(max.saturating_sub(1));
         if room.materialization_count() >= max {
             return Some(format!(
                 "materialize refused: this room holds {max} live queries \

@@ -75,6 +75,8 @@ pub struct Options {
     pub max_room_bytes: Option<u64>,
     /// The most bytes the room's queries may hold (`downstream.max_query_bytes`).
     pub max_query_bytes: usize,
+    /// The most queries the room materializes (`downstream.max_materializations`).
+    pub max_materializations: usize,
     /// `ack = "flushed"`: acks wait for the flush's commit.
     pub ack_after_flush: bool,
     /// How long start-up retries, ms.
@@ -100,6 +102,7 @@ impl Default for Options {
             revoked: Vec::new(),
             max_room_bytes: None,
             max_query_bytes: HostConfig::default().max_query_bytes,
+            max_materializations: HostConfig::default().max_materializations,
             ack_after_flush: false,
             startup_timeout_ms: 60_000,
             group_commit_ms: 5,
@@ -140,6 +143,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.revoked = o.revoked.clone();
     cfg.max_room_bytes = o.max_room_bytes;
     cfg.max_query_bytes = o.max_query_bytes;
+    cfg.max_materializations = o.max_materializations;
     cfg.startup_timeout_ms = o.startup_timeout_ms;
     (cfg.max_newcomer_fetches, cfg.max_deferred_fetches) = o.newcomer_fetch_limits;
     if o.writes {
