@@ -482,6 +482,11 @@ export interface DownstreamOptions {
    *  query is a `queryError` naming `downstream.max_query_bytes`. Not in the published
    *  options. */
   maxQueryBytes?: number;
+  /** The most rows the room's materialized queries may hold together, counted per query
+   *  level (default 10,000,000; ~100 bytes each). A subscribe whose new query takes the
+   *  room past it is taken back, idle queries reclaimed first, and answered with a
+   *  `queryError` naming `downstream.max_held_rows`. Not in the published options. */
+  maxHeldRows?: number;
 }
 
 export interface RoomShellOptions {

@@ -113,6 +113,7 @@ function hostConfig(opts) {
     maxSnapshotBytes: d.maxSnapshotBytes,
     maxMaterializations: d.maxMaterializations,
     maxQueryBytes: d.maxQueryBytes,
+    maxHeldRows: d.maxHeldRows,
     upstreamClientId: opts.upstream.clientId,
     upstreamSilenceTimeoutMs: opts.upstream.silenceTimeoutMs,
     silenceTimeoutMs: d.silenceTimeoutMs,

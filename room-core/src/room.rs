@@ -446,13 +446,18 @@ impl Room {
         self.server.served.values().map(|s| s.cost).sum()
     }
 
+    /// The rows the nodes of every materialized query hold (a row two levels hold
+    /// counts twice).
+    pub fn held_rows(&self) -> usize {
+        self.engine.held_rows()
+    }
+
     /// Reclaims idle queries, longest idle first and regardless of the TTL, until at
     /// most `keep` queries are materialized (or none is idle); returns how many. A host
     /// calls it when it would pass its cap on materializations.
     pub fn reclaim_idle(&mut self, keep: usize) -> usize {
-        let count = self.server.served.len();
-        let mut left = count;
-        self.reclaim_idle_while(|_| {
+        let mut left = self.server.served.len();
+        self.reclaim_idle_while(|_, _| {
             let more = left > keep;
             left = left.saturating_sub(1);
             more
@@ -464,15 +469,30 @@ impl Room {
     /// host calls it when a new query would pass its cap on query bytes.
     pub fn reclaim_idle_bytes(&mut self, keep_bytes: usize) -> usize {
         let mut held = self.query_bytes();
-        self.reclaim_idle_while(|cost| {
+        self.reclaim_idle_while(|_, q| {
             let more = held > keep_bytes;
-            held = held.saturating_sub(cost);
+            held = held.saturating_sub(q.cost);
             more
         })
     }
 
-    /// Drops idle queries, longest idle first, while `more(cost of the next)` says so.
-    fn reclaim_idle_while(&mut self, mut more: impl FnMut(usize) -> bool) -> usize {
+    /// Reclaims idle queries, longest idle first, until the materialized ones hold at
+    /// most `keep_rows` rows ([`Room::held_rows`]) or none is idle; returns how many. A
+    /// host calls it when a new query took the room past its cap on held rows.
+    pub fn reclaim_idle_rows(&mut self, keep_rows: usize) -> usize {
+        let mut held = self.held_rows();
+        self.reclaim_idle_while(|engine, q| {
+            let more = held > keep_rows;
+            held = held.saturating_sub(engine.pipeline_rows(q.pipeline));
+            more
+        })
+    }
+
+    /// Drops idle queries, longest idle first, while `more(engine, the next)` says so.
+    fn reclaim_idle_while(
+        &mut self,
+        mut more: impl FnMut(&crate::ivm::Engine, IdleQuery) -> bool,
+    ) -> usize {
         let mut idle: Vec<(u64, crate::ivm::PipelineId, usize)> = self
             .server
             .served
@@ -483,7 +503,7 @@ impl Room {
         idle.sort_unstable();
         let mut reclaimed = 0;
         for &(_, p, cost) in &idle {
-            if !more(cost) {
+            if !more(&self.engine, IdleQuery { pipeline: p, cost }) {
                 break;
             }
             if let Some(served) = self.server.served.remove(&p) {
@@ -662,6 +682,14 @@ impl core::fmt::Display for InsertRefused {
             StoreRefusal::WrongWidth => write!(f, "a {name:?} row has the wrong width"),
         }
     }
+}
+
+/// An idle query [`Room::reclaim_idle_while`] may drop next: its pipeline and its
+/// [`Room::materialization_cost`].
+#[derive(Clone, Copy)]
+struct IdleQuery {
+    pipeline: crate::ivm::PipelineId,
+    cost: usize,
 }
 
 #[cfg(test)]

@@ -101,6 +101,7 @@ fn server_defaults() -> BTreeMap<String, String> {
             d.max_materializations.to_string(),
         ),
         ("downstream.max_query_bytes", d.max_query_bytes.to_string()),
+        ("downstream.max_held_rows", d.max_held_rows.to_string()),
         (
             "downstream.silence_timeout_ms",
             d.silence_timeout_ms.to_string(),
@@ -231,7 +232,7 @@ fn the_server_takes_its_shared_defaults_from_the_core() {
         DriverLimits::default(),
     );
     let (ds, wc, s) = (&c.downstream, c.writes.as_ref().unwrap(), &c.server);
-    let pairs: [(&str, u64, u64); 17] = [
+    let pairs: [(&str, u64, u64); 18] = [
         ("idle_ttl_ms", ds.idle_ttl_ms, h.idle_ttl_ms),
         (
             "sweep_interval_ms",
@@ -272,6 +273,11 @@ fn the_server_takes_its_shared_defaults_from_the_core() {
             "max_query_bytes",
             ds.max_query_bytes as u64,
             h.max_query_bytes as u64,
+        ),
+        (
+            "max_held_rows",
+            ds.max_held_rows as u64,
+            h.max_held_rows as u64,
         ),
         ("group_commit_ms", wc.group_commit_ms, w.group_commit_ms),
         (

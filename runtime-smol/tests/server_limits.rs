@@ -343,6 +343,40 @@ fn a_single_room_takes_a_memory_budget_from_downstream_max_room_bytes() {
     });
 }
 
+/// The rows a room's queries hold are capped (`downstream.max_held_rows`): a query that
+/// would take the room past it is taken back with a `queryError`.
+#[test]
+fn a_query_past_max_held_rows_is_refused_over_the_socket() {
+    smol::block_on(async {
+        let rindled = FakeRindled::notes().await;
+        let logs = Logs::default();
+        // Three notes: one query over them fits, two do not.
+        let opts = limits("", "max_held_rows = 4\n");
+        let server = start_live(&rindled, &opts, &logs).await;
+        let mut c = WsClient::connect(server.port()).await;
+        let sub = |qid: u64, ast: &str| {
+            format!(
+                r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{}"}}"#,
+                token(ast, "u1", 600_000)
+            )
+        };
+        c.send(&sub(1, NOTES)).await;
+        c.subscribed().await;
+        let other = r#"{"table":"note","where":{"type":"simple","op":"!=","left":{"type":"column","name":"id"},"right":{"type":"literal","value":-1}}}"#;
+        c.send(&sub(2, other)).await;
+        let refused = c.expect_t("queryError").await;
+        let message = refused["message"].as_str().unwrap();
+        assert!(
+            message.contains("would hold 6 rows, the limit is 4 (downstream.max_held_rows)"),
+            "{message}"
+        );
+        c.send(&sub(3, NOTES)).await;
+        c.subscribed().await;
+        drop(c);
+        server.shutdown().await;
+    });
+}
+
 /// A client that inits `client` and subscribes its lmid query (the answer unread).
 async fn lmid_client(port: u16, client: &str) -> WsClient {
     let mut ws = WsClient::connect(port).await;

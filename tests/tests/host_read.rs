@@ -479,6 +479,50 @@ fn caps_of_zero_refuse_every_new_query_without_a_panic() {
 }
 
 #[test]
+fn a_query_that_takes_the_room_past_max_held_rows_is_taken_back_and_idle_ones_make_room() {
+    // The pair serves three notes: each query over them holds three rows.
+    let mut p = Pair::live(&Options {
+        max_held_rows: 4,
+        ..Options::default()
+    });
+    let c = p.connect();
+    let tok = p.token(NOTES, "u1", 600_000);
+    p.send(c, &subscribe_frame(1, &tok));
+    p.subscribed(c);
+    assert_eq!(p.host.room().unwrap().held_rows(), 3);
+    let other = r#"{"table":"note","where":{"type":"simple","op":"!=","left":{"type":"column","name":"id"},"right":{"type":"literal","value":-1}}}"#;
+    let tok = p.token(other, "u1", 600_000);
+    p.send(c, &subscribe_frame(2, &tok));
+    let err = p.expect_t(c, "queryError");
+    assert_eq!(
+        err["message"],
+        "materialize refused: the room's queries would hold 6 rows, the limit is 4 \
+         (downstream.max_held_rows); narrow the query (a filter, a limit) or try again later"
+    );
+    let room = p.host.room().unwrap();
+    assert_eq!(
+        (room.materialization_count(), room.held_rows()),
+        (1, 3),
+        "taken back"
+    );
+    // A second subscriber of the live query adds no rows.
+    let d = p.connect();
+    let tok = p.token(NOTES, "u2", 600_000);
+    p.send(d, &subscribe_frame(1, &tok));
+    p.subscribed(d);
+    // Once the first query is idle, it is reclaimed for the new one.
+    for conn in [c, d] {
+        p.send(conn, r#"{"t":"unsubscribe","queryId":1}"#);
+    }
+    p.settle();
+    let tok = p.token(other, "u1", 600_000);
+    p.send(c, &subscribe_frame(2, &tok));
+    p.subscribed(c);
+    let room = p.host.room().unwrap();
+    assert_eq!((room.materialization_count(), room.held_rows()), (1, 3));
+}
+
+#[test]
 fn a_snapshot_alone_past_the_room_budget_kills_the_incarnation_with_a_reason() {
     let mut p = Pair::new(
         &Options {

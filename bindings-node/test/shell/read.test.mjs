@@ -230,3 +230,19 @@ test("downstream.maxQueryBytes reaches the room: a query past it is refused, the
   await shell.close();
   await rindled.close();
 });
+
+test("downstream.maxHeldRows reaches the room: a query that would hold too many rows is taken back", async () => {
+  const rindled = await FakeRindled.notes();
+  const shell = await startLive(rindled, { writes: false, downstream: { maxHeldRows: 4 } });
+  const c = await Client.connect(shell.port);
+  c.send(subscribeFrame(1, await token(NOTES, "u1", 60_000)));
+  await c.subscribed();
+  const other = { table: "note", where: { type: "simple", op: "!=", left: { type: "column", name: "id" }, right: { type: "literal", value: -1 } } };
+  c.send(subscribeFrame(2, await token(other, "u1", 60_000)));
+  const e = await c.expectT("queryError");
+  assert.equal(e.queryId, 2);
+  assert.match(e.message, /^materialize refused: the room's queries would hold \d+ rows, the limit is 4 \(downstream\.max_held_rows\)/);
+  c.close();
+  await shell.close();
+  await rindled.close();
+});

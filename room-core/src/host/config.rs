@@ -74,6 +74,12 @@ pub struct HostConfig {
     /// them. A query one megabyte long can hold tens of megabytes (a LIKE matcher, an
     /// `IN` set); this bounds what many of them hold together.
     pub max_query_bytes: usize,
+    /// The most rows the room's materialized queries may hold together, counted per
+    /// level ([`crate::Room::held_rows`]): a subscribe whose new query takes the room
+    /// past it is taken back (idle queries are reclaimed first) and refused. What a
+    /// held row costs — ~100 bytes of sets and maps — is what this bounds; the rows
+    /// themselves are the store's.
+    pub max_held_rows: usize,
     /// The upstream `init` clientID (`None` = `room-shell-<bootId>`).
     pub upstream_client_id: Option<String>,
     /// How long the upstream link may stay silent — no frame, no pong, no bytes of a
@@ -151,6 +157,7 @@ impl Default for HostConfig {
             max_snapshot_bytes: 64 * 1024 * 1024,
             max_materializations: 10_000,
             max_query_bytes: 256 * 1024 * 1024,
+            max_held_rows: 10_000_000,
             upstream_client_id: None,
             upstream_silence_timeout_ms: 45_000,
             silence_timeout_ms: 90_000,
@@ -307,6 +314,7 @@ mod tests {
             cfg.max_snapshot_bytes,
             cfg.max_materializations,
             cfg.max_query_bytes,
+            cfg.max_held_rows,
         );
         let want = (
             d.idle_ttl_ms,
@@ -318,6 +326,7 @@ mod tests {
             d.max_snapshot_bytes,
             d.max_materializations,
             d.max_query_bytes,
+            d.max_held_rows,
         );
         assert_eq!(got, want);
         let (w, dw) = (cfg.writes.unwrap(), WriteSettings::default());
@@ -340,6 +349,7 @@ mod tests {
             "sendBudgetBytes",
             "maxMaterializations",
             "maxQueryBytes",
+            "maxHeldRows",
         ] {
             v[k] = Json::from(v[k].as_u64().unwrap() * 2);
         }
@@ -351,6 +361,7 @@ mod tests {
         assert_eq!(cfg.send_budget_bytes, d.send_budget_bytes * 2);
         assert_eq!(cfg.max_materializations, d.max_materializations * 2);
         assert_eq!(cfg.max_query_bytes, d.max_query_bytes * 2);
+        assert_eq!(cfg.max_held_rows, d.max_held_rows * 2);
         assert_eq!(cfg.sweep_interval_ms, d.sweep_interval_ms);
         assert_eq!(cfg.writes.unwrap().flush_dirty_max, 1024);
         assert_eq!(v["closeGraceMs"], DriverLimits::default().close_grace_ms);

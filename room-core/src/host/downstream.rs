@@ -622,6 +622,24 @@ impl Host {
             self.query_error(id, qid, &message);
             return;
         }
+        if !res.reused {
+            if let Some(held) = self.held_rows_past_cap() {
+                if let Some(room) = self.inc.room.as_mut() {
+                    room.room_mut().undo_subscribe(&sub_key, now);
+                }
+                if let Some(c) = self.down.conns.get_mut(&id) {
+                    c.queries.remove(&key);
+                }
+                let max = self.cfg.max_held_rows;
+                let message = format!(
+                    "materialize refused: the room's queries would hold {held} rows, the \
+                     limit is {max} (downstream.max_held_rows); narrow the query (a filter, \
+                     a limit) or try again later"
+                );
+                self.query_error(id, qid, &message);
+                return;
+            }
+        }
         if let Some(budget) = self.cfg.max_room_bytes {
             if let Some(room) = self.inc.room.as_mut() {
                 let retained = room.room().retained_bytes() as u64;
@@ -662,6 +680,20 @@ impl Host {
         self.send(id, hello);
         self.send_snapshot(id, snapshot, driver);
         self.send_progress(id, driver);
+    }
+
+    /// After a new query was built: the rows the room's queries hold when they are past
+    /// `max_held_rows` even once idle queries are reclaimed (longest idle first), else
+    /// `None`.
+    fn held_rows_past_cap(&mut self) -> Option<usize> {
+        let max = self.cfg.max_held_rows;
+        let room = self.inc.room.as_mut()?.room_mut();
+        if room.held_rows() <= max {
+            return None;
+        }
+        room.reclaim_idle_rows(max);
+        let held = room.held_rows();
+        (held > max).then_some(held)
     }
 
     fn check_scope_skew(&mut self, lease: Option<&str>) {

@@ -45,7 +45,7 @@ fn num(v: &Json, key: &str, default: u64) -> Result<u64, JsonError> {
 /// The host configuration: `{docId, tokenKeys: [[kid, secret]], idleTtlMs?,
 /// sweepIntervalMs?, revocationWindowMs?, sendBudgetBytes?, firstFrameTimeoutMs?,
 /// maxSubscriptionsPerConn?, maxSnapshotBytes?, maxMaterializations?, maxQueryBytes?,
-/// upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
+/// maxHeldRows?, upstreamClientId?, entropy (64 hex), writes?: {ownedTables, scopes?, groupCommitMs?,
 /// flushDebounceMs?, flushDirtyMax?, authority, ack?: "journaled" | "flushed"},
 /// placement?: {epoch, leaseToken}}`
 /// (`placement`: what room-boot granted; see [`Placement`](super::Placement)), revoked?:
@@ -81,6 +81,7 @@ pub fn config_from_json(json: &str) -> Result<HostConfig, JsonError> {
     cfg.max_materializations =
         num(&v, "maxMaterializations", cfg.max_materializations as u64)? as usize;
     cfg.max_query_bytes = num(&v, "maxQueryBytes", cfg.max_query_bytes as u64)? as usize;
+    cfg.max_held_rows = num(&v, "maxHeldRows", cfg.max_held_rows as u64)? as usize;
     cfg.startup_timeout_ms = num(&v, "startupTimeoutMs", cfg.startup_timeout_ms)?;
     cfg.upstream_client_id = v["upstreamClientId"].as_str().map(str::to_string);
     cfg.upstream_silence_timeout_ms = num(
@@ -167,7 +168,7 @@ pub fn defaults_json() -> String {
     format!(
         "{{\"idleTtlMs\":{},\"sweepIntervalMs\":{},\"revocationWindowMs\":{},\
          \"sendBudgetBytes\":{},\"firstFrameTimeoutMs\":{},\"maxSubscriptionsPerConn\":{},\
-         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\"maxQueryBytes\":{},\
+         \"maxSnapshotBytes\":{},\"maxMaterializations\":{},\"maxQueryBytes\":{},\"maxHeldRows\":{},\
          \"startupTimeoutMs\":{},\
          \"upstreamSilenceTimeoutMs\":{},\"silenceTimeoutMs\":{},\
          \"writes\":{{\"groupCommitMs\":{},\"flushDebounceMs\":{},\"flushDirtyMax\":{}}},\
@@ -183,6 +184,7 @@ pub fn defaults_json() -> String {
         h.max_snapshot_bytes,
         h.max_materializations,
         h.max_query_bytes,
+        h.max_held_rows,
         h.startup_timeout_ms,
         h.upstream_silence_timeout_ms,
         h.silence_timeout_ms,

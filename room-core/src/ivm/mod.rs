@@ -107,6 +107,26 @@ impl core::fmt::Debug for Scratch {
 }
 
 impl Engine {
+    /// The rows every node of every pipeline holds, counted per node (a row two levels
+    /// hold counts twice): what materialized queries hold beyond their text.
+    pub fn held_rows(&self) -> usize {
+        self.nodes.iter().flatten().map(|n| n.rows.len()).sum()
+    }
+
+    /// The rows the nodes of pipeline `p` hold (0 for a pipeline that is gone).
+    pub(crate) fn pipeline_rows(&self, p: PipelineId) -> usize {
+        self.pipelines
+            .get(p as usize)
+            .and_then(Option::as_ref)
+            .map_or(0, |pl| {
+                pl.nodes
+                    .iter()
+                    .filter_map(|&n| self.nodes.get(n as usize).and_then(Option::as_ref))
+                    .map(|n| n.rows.len())
+                    .sum()
+            })
+    }
+
     /// Heap bytes of every node, pipeline and dispatch list (see [`crate::retained`]).
     pub fn retained(&self) -> usize {
         use crate::retained as r;

@@ -96,6 +96,10 @@ pub fn max_materializations() -> usize {
 pub fn max_query_bytes() -> usize {
     HostConfig::default().max_query_bytes
 }
+/// [`HostConfig::default`]'s `max_held_rows`.
+pub fn max_held_rows() -> usize {
+    HostConfig::default().max_held_rows
+}
 /// [`WriteSettings::default`]'s `group_commit_ms`.
 pub fn group_commit_ms() -> u64 {
     WriteSettings::default().group_commit_ms

@@ -210,6 +210,12 @@ pub struct DownstreamConfig {
     /// that is not enough, a subscribe that needs a new query is a `queryError`.
     #[serde(default = "defaults::max_query_bytes")]
     pub max_query_bytes: usize,
+    /// The most rows the room's materialized queries may hold together, counted per
+    /// query level (default 10000000, ~100 bytes each). A subscribe whose new query
+    /// takes the room past it is taken back — idle queries reclaimed first — and
+    /// answered with a `queryError`.
+    #[serde(default = "defaults::max_held_rows")]
+    pub max_held_rows: usize,
     /// The most bytes the room may retain — rows, indexes, queries, subscriber and
     /// write state, as the core counts them (single-room mode; a fleet sets it in
     /// `[fleet]`): a subscribe past it is a `queryError`, a snapshot alone past it

@@ -342,6 +342,7 @@ impl DownstreamConfig {
                 self.max_query_bytes == 0,
                 "268435456 = 256 MiB",
             ),
+            ("max_held_rows", self.max_held_rows == 0, "10000000"),
         ];
         for (name, zero, default) in at_least_one {
             if zero {

@@ -44,6 +44,7 @@ pub(crate) fn host_config(
         max_snapshot_bytes: d.max_snapshot_bytes,
         max_materializations: d.max_materializations,
         max_query_bytes: d.max_query_bytes,
+        max_held_rows: d.max_held_rows,
         silence_timeout_ms: d.silence_timeout_ms,
         upstream_silence_timeout_ms: match (&config.upstream, &config.fleet) {
             (Some(u), _) => u.silence_timeout_ms,

@@ -77,6 +77,8 @@ pub struct Options {
     pub max_query_bytes: usize,
     /// The most queries the room materializes (`downstream.max_materializations`).
     pub max_materializations: usize,
+    /// The most rows the room's queries may hold (`downstream.max_held_rows`).
+    pub max_held_rows: usize,
     /// `ack = "flushed"`: acks wait for the flush's commit.
     pub ack_after_flush: bool,
     /// How long start-up retries, ms.
@@ -103,6 +105,7 @@ impl Default for Options {
             max_room_bytes: None,
             max_query_bytes: HostConfig::default().max_query_bytes,
             max_materializations: HostConfig::default().max_materializations,
+            max_held_rows: HostConfig::default().max_held_rows,
             ack_after_flush: false,
             startup_timeout_ms: 60_000,
             group_commit_ms: 5,
@@ -144,6 +147,7 @@ pub fn config(o: &Options) -> HostConfig {
     cfg.max_room_bytes = o.max_room_bytes;
     cfg.max_query_bytes = o.max_query_bytes;
     cfg.max_materializations = o.max_materializations;
+    cfg.max_held_rows = o.max_held_rows;
     cfg.startup_timeout_ms = o.startup_timeout_ms;
     (cfg.max_newcomer_fetches, cfg.max_deferred_fetches) = o.newcomer_fetch_limits;
     if o.writes {
