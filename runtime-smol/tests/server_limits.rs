@@ -271,30 +271,17 @@ fn queries_past_max_query_bytes_are_refused_over_the_socket() {
         let opts = limits("", "max_query_bytes = 4096\n");
         let server = start_live(&rindled, &opts, &logs).await;
         let mut c = WsClient::connect(server.port()).await;
-        let sub = |qid: u64, ast: &str| {
-            format!(
-                r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{}"}}"#,
-                token(ast, "u1", 600_000)
-            )
-        };
-        c.send(&sub(1, NOTES)).await;
+        c.send(&lease_subscribe(1, NOTES)).await;
         c.subscribed().await;
-        let owners: Vec<String> = (0..500).map(|i| format!("owner-{i}")).collect();
-        let big = json!({
-            "table": "note",
-            "where": {"type": "simple", "op": "IN",
-                      "left": {"type": "column", "name": "owner"},
-                      "right": {"type": "literal", "value": owners}},
-        })
-        .to_string();
-        c.send(&sub(2, &big)).await;
+        let big = owners_in((0..500).map(|i| format!("owner-{i}")));
+        c.send(&lease_subscribe(2, &big)).await;
         let refused = c.expect_t("queryError").await;
         let message = refused["message"].as_str().unwrap();
         assert!(
             message.contains("the limit is 4096 (downstream.max_query_bytes)"),
             "{message}"
         );
-        c.send(&sub(3, NOTES)).await;
+        c.send(&lease_subscribe(3, NOTES)).await;
         c.subscribed().await;
         drop(c);
         server.shutdown().await;
@@ -312,23 +299,10 @@ fn a_single_room_takes_a_memory_budget_from_downstream_max_room_bytes() {
         let opts = limits("", "max_room_bytes = 200000\n");
         let server = start_live(&rindled, &opts, &logs).await;
         let mut c = WsClient::connect(server.port()).await;
-        let sub = |qid: u64, ast: &str| {
-            format!(
-                r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{}"}}"#,
-                token(ast, "u1", 600_000)
-            )
-        };
-        c.send(&sub(1, NOTES)).await;
+        c.send(&lease_subscribe(1, NOTES)).await;
         c.subscribed().await;
-        let owners: Vec<String> = (0..20_000).map(|i| format!("owner-{i:020}")).collect();
-        let big = json!({
-            "table": "note",
-            "where": {"type": "simple", "op": "IN",
-                      "left": {"type": "column", "name": "owner"},
-                      "right": {"type": "literal", "value": owners}},
-        })
-        .to_string();
-        c.send(&sub(2, &big)).await;
+        let big = owners_in((0..20_000).map(|i| format!("owner-{i:020}")));
+        c.send(&lease_subscribe(2, &big)).await;
         let refused = c.expect_t("queryError").await;
         let message = refused["message"].as_str().unwrap();
         assert!(
@@ -336,7 +310,7 @@ fn a_single_room_takes_a_memory_budget_from_downstream_max_room_bytes() {
                 && message.ends_with("budget 200000"),
             "{message}"
         );
-        c.send(&sub(3, NOTES)).await;
+        c.send(&lease_subscribe(3, NOTES)).await;
         c.subscribed().await;
         drop(c);
         server.shutdown().await;
@@ -354,27 +328,40 @@ fn a_query_past_max_held_rows_is_refused_over_the_socket() {
         let opts = limits("", "max_held_rows = 4\n");
         let server = start_live(&rindled, &opts, &logs).await;
         let mut c = WsClient::connect(server.port()).await;
-        let sub = |qid: u64, ast: &str| {
-            format!(
-                r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{}"}}"#,
-                token(ast, "u1", 600_000)
-            )
-        };
-        c.send(&sub(1, NOTES)).await;
+        c.send(&lease_subscribe(1, NOTES)).await;
         c.subscribed().await;
         let other = r#"{"table":"note","where":{"type":"simple","op":"!=","left":{"type":"column","name":"id"},"right":{"type":"literal","value":-1}}}"#;
-        c.send(&sub(2, other)).await;
+        c.send(&lease_subscribe(2, other)).await;
         let refused = c.expect_t("queryError").await;
         let message = refused["message"].as_str().unwrap();
         assert!(
             message.contains("would hold 6 rows, the limit is 4 (downstream.max_held_rows)"),
             "{message}"
         );
-        c.send(&sub(3, NOTES)).await;
+        c.send(&lease_subscribe(3, NOTES)).await;
         c.subscribed().await;
         drop(c);
         server.shutdown().await;
     });
+}
+
+/// A subscribe frame for `ast` with a lease token of subject `u1`.
+fn lease_subscribe(qid: u64, ast: &str) -> String {
+    format!(
+        r#"{{"t":"subscribe","queryId":{qid},"leaseToken":"{}"}}"#,
+        token(ast, "u1", 600_000)
+    )
+}
+
+/// The notes whose owner is one of `owners` (an `IN` list as long as the test needs).
+fn owners_in(owners: impl Iterator<Item = String>) -> String {
+    json!({
+        "table": "note",
+        "where": {"type": "simple", "op": "IN",
+                  "left": {"type": "column", "name": "owner"},
+                  "right": {"type": "literal", "value": owners.collect::<Vec<_>>()}},
+    })
+    .to_string()
 }
 
 /// A client that inits `client` and subscribes its lmid query (the answer unread).
