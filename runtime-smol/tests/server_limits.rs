@@ -261,88 +261,62 @@ fn materializations_are_capped_room_wide() {
     });
 }
 
+/// Serves the notes with the `[downstream]` lines `downstream`, subscribes them, then
+/// `ast`: returns the `queryError` message `ast` gets, after checking that the socket
+/// still serves a subscribe.
+async fn refusal_of(downstream: &str, ast: &str) -> String {
+    let rindled = FakeRindled::notes().await;
+    let logs = Logs::default();
+    let server = start_live(&rindled, &limits("", downstream), &logs).await;
+    let mut c = WsClient::connect(server.port()).await;
+    c.send(&lease_subscribe(1, NOTES)).await;
+    c.subscribed().await;
+    c.send(&lease_subscribe(2, ast)).await;
+    let refused = c.expect_t("queryError").await;
+    assert_eq!(refused["queryId"], 2);
+    c.send(&lease_subscribe(3, NOTES)).await;
+    c.subscribed().await;
+    drop(c);
+    server.shutdown().await;
+    refused["message"].as_str().unwrap().to_string()
+}
+
 /// The bytes a room's queries hold are capped (`downstream.max_query_bytes`): a query
 /// whose `IN` set and text would pass it is refused, and the socket goes on serving.
 #[test]
 fn queries_past_max_query_bytes_are_refused_over_the_socket() {
-    smol::block_on(async {
-        let rindled = FakeRindled::notes().await;
-        let logs = Logs::default();
-        let opts = limits("", "max_query_bytes = 4096\n");
-        let server = start_live(&rindled, &opts, &logs).await;
-        let mut c = WsClient::connect(server.port()).await;
-        c.send(&lease_subscribe(1, NOTES)).await;
-        c.subscribed().await;
-        let big = owners_in((0..500).map(|i| format!("owner-{i}")));
-        c.send(&lease_subscribe(2, &big)).await;
-        let refused = c.expect_t("queryError").await;
-        let message = refused["message"].as_str().unwrap();
-        assert!(
-            message.contains("the limit is 4096 (downstream.max_query_bytes)"),
-            "{message}"
-        );
-        c.send(&lease_subscribe(3, NOTES)).await;
-        c.subscribed().await;
-        drop(c);
-        server.shutdown().await;
-    });
+    let big = owners_in((0..500).map(|i| format!("owner-{i}")));
+    let message = smol::block_on(refusal_of("max_query_bytes = 4096\n", &big));
+    assert!(
+        message.contains("the limit is 4096 (downstream.max_query_bytes)"),
+        "{message}"
+    );
 }
 
 /// `downstream.max_room_bytes` reaches a single room: a subscribe that would leave the
 /// room past it is taken back with a `queryError`, and the socket goes on serving.
 #[test]
 fn a_single_room_takes_a_memory_budget_from_downstream_max_room_bytes() {
-    smol::block_on(async {
-        let rindled = FakeRindled::notes().await;
-        let logs = Logs::default();
-        // Room for the notes and a query or two, not for a query holding 20,000 texts.
-        let opts = limits("", "max_room_bytes = 200000\n");
-        let server = start_live(&rindled, &opts, &logs).await;
-        let mut c = WsClient::connect(server.port()).await;
-        c.send(&lease_subscribe(1, NOTES)).await;
-        c.subscribed().await;
-        let big = owners_in((0..20_000).map(|i| format!("owner-{i:020}")));
-        c.send(&lease_subscribe(2, &big)).await;
-        let refused = c.expect_t("queryError").await;
-        let message = refused["message"].as_str().unwrap();
-        assert!(
-            message.starts_with("room memory budget exceeded: ")
-                && message.ends_with("budget 200000"),
-            "{message}"
-        );
-        c.send(&lease_subscribe(3, NOTES)).await;
-        c.subscribed().await;
-        drop(c);
-        server.shutdown().await;
-    });
+    // Room for the notes and a query or two, not for a query holding 20,000 texts.
+    let big = owners_in((0..20_000).map(|i| format!("owner-{i:020}")));
+    let message = smol::block_on(refusal_of("max_room_bytes = 200000\n", &big));
+    assert!(
+        message.starts_with("room memory budget exceeded: ") && message.ends_with("budget 200000"),
+        "{message}"
+    );
 }
 
 /// The rows a room's queries hold are capped (`downstream.max_held_rows`): a query that
 /// would take the room past it is taken back with a `queryError`.
 #[test]
 fn a_query_past_max_held_rows_is_refused_over_the_socket() {
-    smol::block_on(async {
-        let rindled = FakeRindled::notes().await;
-        let logs = Logs::default();
-        // Three notes: one query over them fits, two do not.
-        let opts = limits("", "max_held_rows = 4\n");
-        let server = start_live(&rindled, &opts, &logs).await;
-        let mut c = WsClient::connect(server.port()).await;
-        c.send(&lease_subscribe(1, NOTES)).await;
-        c.subscribed().await;
-        let other = r#"{"table":"note","where":{"type":"simple","op":"!=","left":{"type":"column","name":"id"},"right":{"type":"literal","value":-1}}}"#;
-        c.send(&lease_subscribe(2, other)).await;
-        let refused = c.expect_t("queryError").await;
-        let message = refused["message"].as_str().unwrap();
-        assert!(
-            message.contains("would hold 6 rows, the limit is 4 (downstream.max_held_rows)"),
-            "{message}"
-        );
-        c.send(&lease_subscribe(3, NOTES)).await;
-        c.subscribed().await;
-        drop(c);
-        server.shutdown().await;
-    });
+    // Three notes: one query over them fits, two do not.
+    let other = r#"{"table":"note","where":{"type":"simple","op":"!=","left":{"type":"column","name":"id"},"right":{"type":"literal","value":-1}}}"#;
+    let message = smol::block_on(refusal_of("max_held_rows = 4\n", other));
+    assert!(
+        message.contains("would hold 6 rows, the limit is 4 (downstream.max_held_rows)"),
+        "{message}"
+    );
 }
 
 /// A subscribe frame for `ast` with a lease token of subject `u1`.
