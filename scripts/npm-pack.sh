@@ -10,7 +10,10 @@
 #    installed once into ~/.cache/rindle-room/tools), in the target's own target
 #    directory, with the `dist` profile (fat LTO, one codegen unit, stripped: what is
 #    released) or `release` plus stripping and no debug info (what CI packs: minutes
-#    faster, a little larger);
+#    faster, a little larger); the x86_64 addon in `dist` is also profile-guided: built
+#    with the profile of a training run (scripts/pgo-profile.sh --zig; about two minutes
+#    more; RINDLE_ROOM_PGO=0 leaves it out). aarch64 is not: its toolchain is Debian's,
+#    whose profiles this machine's training run cannot feed;
 # 2. checks that each is stripped and needs no glibc symbol newer than 2.17;
 # 3. stages @rindle/room-native (its optionalDependencies list every platform package
 #    under bindings-node/npm/) and @rindle/room-native-<platform> for each TARGET
@@ -50,11 +53,34 @@ staged=()
 for t in "${targets[@]}"; do
   target_vars "$t" "$target"
   case "$t" in aarch64-*) aarch64_tools ;; esac
+  pgo_env=()
+  if [ "$profile" = dist ] && [ "$t" = x86_64-unknown-linux-gnu ] && [ "${RINDLE_ROOM_PGO:-1}" != 0 ]; then
+    profdata="$target/pgo/addon-zig.profdata"
+    CARGO_TARGET_DIR="$target" scripts/pgo-profile.sh --zig "$profdata"
+    # With a warning per function the profile has no record of: the room's own
+    # functions must all be found (a profile gathered from differently built crates
+    # matches nothing, silently).
+    pgo_env=(RUSTFLAGS="-Cprofile-use=$profdata -Cllvm-args=-pgo-warn-missing-function")
+  fi
   echo "> cargo zigbuild --profile $profile -p rindle-room-node --target $(zig_target "$t")" \
-    "(CARGO_TARGET_DIR=$T_DIR${build_env[*]:+ ${build_env[*]}})"
+    "(CARGO_TARGET_DIR=$T_DIR${build_env[*]:+ ${build_env[*]}}${pgo_env[*]:+ ${pgo_env[*]}})"
   started=$(date +%s)
-  target_env "$t" "$T_DIR" "${build_env[@]}" cargo zigbuild "${locked[@]}" \
-    --profile "$profile" -p rindle-room-node --target "$(zig_target "$t")"
+  log="$target/npm-pack-$T_NPM.log"
+  if ! target_env "$t" "$T_DIR" "${build_env[@]}" "${pgo_env[@]}" cargo zigbuild "${locked[@]}" \
+    --profile "$profile" -p rindle-room-node --target "$(zig_target "$t")" 2>"$log"; then
+    cat "$log" >&2
+    exit 1
+  fi
+  grep -v "no profile data available for function" "$log" >&2 || true
+  if [ "${#pgo_env[@]}" -gt 0 ]; then
+    missing="$(grep -c "no profile data available for function _ZN16rindle_room_core" "$log" || true)"
+    if [ "$missing" -gt 0 ]; then
+      echo "the training profile has no record of $missing functions of rindle-room-core:" \
+        "it was gathered from crates built otherwise (see scripts/pgo-profile.sh --zig)" >&2
+      exit 1
+    fi
+    echo "profile-guided: every function of rindle-room-core found in $profdata"
+  fi
   addon="$T_DIR/$t/$profile/librindle_room_node.so"
   echo "built $addon in $(($(date +%s) - started)) s"
 

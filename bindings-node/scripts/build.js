@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 "use strict";
-// `npm run build` (release) / `npm run build:dist` / `npm run build:debug`: cargo-builds
-// the rindle-room-node crate and copies the library next to index.js as rindle_room.node
-// (release, or dist: the profile the published prebuilt addons are built with, fat LTO and
-// one codegen unit, slower to build) or rindle_room.debug.node (debug), the two files
+// `npm run build` (release) / `npm run build:dist` / `npm run build:pgo` / `npm run
+// build:debug`: cargo-builds the rindle-room-node crate and copies the library next to
+// index.js as rindle_room.node (release; dist: fat LTO and one codegen unit, slower to
+// build; pgo: dist optimized with the profile of a training run, as the published x86_64
+// addon is, scripts/pgo-profile.sh) or rindle_room.debug.node (debug), the two files
 // binding.js loads. Respects CARGO_TARGET_DIR. Nothing is downloaded beyond what cargo
 // fetches for the crates.
 const { spawnSync } = require("node:child_process");
@@ -13,31 +14,47 @@ const path = require("node:path");
 const pkgDir = path.resolve(__dirname, "..");
 const repo = path.resolve(pkgDir, "..");
 const arg = process.argv[2] || process.env.RINDLE_ROOM_NATIVE_BUILD || "release";
-const profiles = { release: ["--release"], dist: ["--profile", "dist"], debug: [] };
+// `pgo` is the `dist` profile optimized with a training run's profile
+// (scripts/pgo-profile.sh), built in a target directory of its own.
+const profiles = { release: ["--release"], dist: ["--profile", "dist"], pgo: ["--profile", "dist"], debug: [] };
 if (!Object.hasOwn(profiles, arg)) {
-  console.error(`usage: build.js [release|dist|debug] (got ${JSON.stringify(arg)})`);
+  console.error(`usage: build.js [release|dist|pgo|debug] (got ${JSON.stringify(arg)})`);
   process.exit(2);
 }
 const release = arg !== "debug";
+const targetDir = path.resolve(repo, process.env.CARGO_TARGET_DIR || "target");
+
+/** Runs a command in the repository; exits as it failed. */
+function step(cmd, args, env = process.env) {
+  console.log(`> ${cmd} ${args.join(" ")}`);
+  const run = spawnSync(cmd, args, { cwd: repo, stdio: "inherit", env });
+  if (run.error) {
+    console.error(`could not run ${cmd}: ${run.error.message}`);
+    process.exit(1);
+  }
+  if (run.status !== 0) process.exit(run.status ?? 1);
+}
 
 const cargo = process.env.CARGO || "cargo";
 const args = ["build", "-p", "rindle-room-node", ...profiles[arg]];
 // CI builds exactly the committed Cargo.lock.
 if (process.env.CI === "true") args.push("--locked");
-console.log(`> ${cargo} ${args.join(" ")}`);
-const run = spawnSync(cargo, args, { cwd: repo, stdio: "inherit" });
-if (run.error) {
-  console.error(`could not run ${cargo}: ${run.error.message}`);
-  process.exit(1);
+let builtDir = targetDir;
+let env = process.env;
+if (arg === "pgo") {
+  const profdata = path.join(targetDir, "pgo", "addon.profdata");
+  step("bash", [path.join(repo, "scripts", "pgo-profile.sh"), profdata]);
+  builtDir = path.join(targetDir, "pgo-use");
+  env = { ...process.env, CARGO_TARGET_DIR: builtDir, RUSTFLAGS: `-Cprofile-use=${profdata}` };
+  console.log(`(CARGO_TARGET_DIR=${builtDir} RUSTFLAGS=${env.RUSTFLAGS})`);
 }
-if (run.status !== 0) process.exit(run.status ?? 1);
+step(cargo, args, env);
 
-const targetDir = path.resolve(repo, process.env.CARGO_TARGET_DIR || "target");
 const libName = {
   darwin: "librindle_room_node.dylib",
   win32: "rindle_room_node.dll",
 }[process.platform] ?? "librindle_room_node.so";
-const from = path.join(targetDir, arg, libName);
+const from = path.join(builtDir, arg === "pgo" ? "dist" : arg, libName);
 const to = path.join(pkgDir, release ? "rindle_room.node" : "rindle_room.debug.node");
 // Copy through a temporary file and rename, so a running process that has the old
 // addon loaded keeps a valid mapping.
