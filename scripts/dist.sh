@@ -10,7 +10,9 @@
 # cargo zigbuild against glibc 2.17 (zig and cargo-zigbuild pinned in scripts/lib/zig.sh
 # and installed once into ~/.cache/rindle-room/tools), in a target directory of its own,
 # with the `dist` profile of Cargo.toml (fat LTO, one codegen unit, stripped,
-# panic = "unwind"). For each target (<triple> = x86_64-linux-gnu, aarch64-linux-gnu):
+# panic = "unwind"); the x86_64 npm addon is also profile-guided (scripts/npm-pack.sh,
+# scripts/pgo-profile.sh; RINDLE_ROOM_PGO=0 leaves that out). For each target
+# (<triple> = x86_64-linux-gnu, aarch64-linux-gnu):
 #
 #   dist/rindle-room-<v>-<triple>.tar.gz      the server: bin/rindle-room, README.md,
 #                                             LICENSE, docs/deploy.md
@@ -28,7 +30,7 @@
 # qemu-aarch64-static when it is installed), loads the x86_64 addon in node, and prints
 # each artifact's size and the newest glibc symbol version it needs (at most 2.17).
 # About 4 minutes per target on 2 cores from a clean target directory (three fat-LTO
-# builds); aarch64 builds with Debian's rustc, so its dependencies are built once more.
+# builds; x86_64 two more for the profile, about 6 minutes); aarch64 builds with Debian's rustc, so its dependencies are built once more.
 # CI runs scripts/test-npm-pack.sh instead; scripts/test-arm64.sh runs the aarch64
 # artifacts under qemu.
 set -euo pipefail

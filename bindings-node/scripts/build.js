@@ -45,10 +45,27 @@ if (arg === "pgo") {
   const profdata = path.join(targetDir, "pgo", "addon.profdata");
   step("bash", [path.join(repo, "scripts", "pgo-profile.sh"), profdata]);
   builtDir = path.join(targetDir, "pgo-use");
-  env = { ...process.env, CARGO_TARGET_DIR: builtDir, RUSTFLAGS: `-Cprofile-use=${profdata}` };
-  console.log(`(CARGO_TARGET_DIR=${builtDir} RUSTFLAGS=${env.RUSTFLAGS})`);
+  // A warning per function the profile has no record of: every function of the room's
+  // core must be found (a profile of crates built otherwise matches nothing, silently).
+  env = {
+    ...process.env,
+    CARGO_TARGET_DIR: builtDir,
+    RUSTFLAGS: `-Cprofile-use=${profdata} -Cllvm-args=-pgo-warn-missing-function`,
+  };
+  console.log(`> ${cargo} ${args.join(" ")} (CARGO_TARGET_DIR=${builtDir} RUSTFLAGS=${env.RUSTFLAGS})`);
+  const run = spawnSync(cargo, args, { cwd: repo, stdio: ["inherit", "inherit", "pipe"], env, maxBuffer: 1 << 30 });
+  const lines = String(run.stderr ?? "").split("\n");
+  const missing = lines.filter((l) => /no profile data available for function .*16rindle_room_core/.test(l));
+  process.stderr.write(lines.filter((l) => !l.includes("no profile data available for function")).join("\n"));
+  if (run.error || run.status !== 0) process.exit(run.status || 1);
+  if (missing.length > 0) {
+    console.error(`the training profile has no record of ${missing.length} functions of rindle-room-core`);
+    process.exit(1);
+  }
+  console.log(`profile-guided: every function of rindle-room-core found in ${profdata}`);
+} else {
+  step(cargo, args, env);
 }
-step(cargo, args, env);
 
 const libName = {
   darwin: "librindle_room_node.dylib",
