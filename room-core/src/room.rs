@@ -695,6 +695,7 @@ struct IdleQuery {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Value;
     use alloc::format;
     use alloc::vec;
 
@@ -734,5 +735,56 @@ mod tests {
             assert_eq!(&*s.hello.tables[0].name, name.as_str());
             assert!(room.server.hellos.len() <= MAX_CACHED_HELLOS);
         }
+    }
+
+    /// The end of a seq-0 snapshot, streamed or not, starts the block spans of the
+    /// number columns in slot order (see `BlockRanges::keep_loaded`); a live batch
+    /// starts none.
+    #[test]
+    fn a_snapshot_keeps_the_spans_of_its_sorted_number_columns() {
+        let tables = vec![TableSchema::new("t", &["id", "name", "at"], &[0])];
+        let normalized_fp = normalized_fp(tables.iter());
+        let hello = Hello {
+            epoch: 1,
+            comparator_version: crate::value::COMPARATOR_VERSION,
+            tables,
+            normalized_fp: normalized_fp.clone(),
+        };
+        let n = 2_048;
+        let row = |i: usize| {
+            Row::from(vec![
+                Value::num(i as f64),
+                Value::string(format!("n{i}")),
+                Value::num((i * 7919 % n) as f64),
+            ])
+        };
+        let adds = |ids: core::ops::Range<usize>| {
+            ids.map(|i| NetOp::Add {
+                table: Arc::from("t"),
+                row: row(i),
+            })
+            .collect::<Vec<_>>()
+        };
+        let batch = |seq, ops| UpstreamBatch {
+            epoch: 1,
+            seq,
+            normalized_fp: normalized_fp.clone(),
+            cv: Some(seq as f64),
+            ops,
+        };
+        let kept = |room: &Room| {
+            (0..3)
+                .map(|c| room.store.table(0).keeps_spans(c))
+                .collect::<Vec<_>>()
+        };
+
+        let mut room = Room::open(hello.clone(), 0).unwrap();
+        room.apply(&batch(0, adds(0..n))).unwrap();
+        assert_eq!(kept(&room), [true, false, false]);
+
+        let mut live = Room::open(hello, 0).unwrap();
+        live.apply(&batch(0, vec![])).unwrap();
+        live.apply(&batch(1, adds(0..n))).unwrap();
+        assert_eq!(kept(&live), [false, false, false], "only a snapshot's end");
     }
 }

@@ -432,6 +432,12 @@ impl Table {
         }
     }
 
+    /// Whether the block spans of column `col` are kept (diagnostics).
+    #[cfg(test)]
+    pub fn keeps_spans(&self, col: usize) -> bool {
+        self.ranges.keeps(col)
+    }
+
     /// Widens ordering `index`, which holds only the front of its rows (a reader got
     /// past its bound): it then holds four times as many, or all.
     pub fn widen_ordering(&self, index: usize, scratch: &mut Vec<u8>) {
@@ -580,10 +586,17 @@ impl Store {
     }
 
     /// Testing knob: block ranges cover blocks of `1 << shift` row slots (by default
-    /// 512, the most); the ranges are rebuilt from the rows held.
+    /// 512, the most); the ranges are rebuilt from the rows held, and each table keeps
+    /// the columns its load would have kept with blocks that small (a test's snapshot
+    /// is a few rows: see [`Store::snapshot_loaded`]).
     pub fn set_block_shift(&mut self, shift: u32) {
         for t in &mut self.tables {
             t.ranges.set_shift(shift, &t.rows);
+            let live = t
+                .rows
+                .len()
+                .saturating_sub(t.free.len() + t.quarantine.len());
+            t.ranges.keep_loaded(t.schema.columns.len(), &t.rows, live);
         }
     }
 
@@ -600,6 +613,19 @@ impl Store {
             }
             t.orderings.clear();
             t.ranges.clear();
+        }
+    }
+
+    /// A seq-0 snapshot has loaded the first `tables` tables: each keeps the block
+    /// spans of the columns a first query may skip blocks on
+    /// ([`BlockRanges::keep_loaded`]).
+    pub fn snapshot_loaded(&mut self, tables: usize) {
+        for t in self.tables.iter_mut().take(tables) {
+            let live = t
+                .rows
+                .len()
+                .saturating_sub(t.free.len() + t.quarantine.len());
+            t.ranges.keep_loaded(t.schema.columns.len(), &t.rows, live);
         }
     }
 

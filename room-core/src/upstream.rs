@@ -225,6 +225,7 @@ impl Room {
     /// Ends a seq-0 snapshot of `rows` ops at commit version `cv`: the room is live, its
     /// `headCv` is `cv`.
     pub(crate) fn finish_snapshot(&mut self, rows: usize, cv: u64) -> ApplyStatus {
+        self.store.snapshot_loaded(self.user_tables);
         self.last_seq = Some(0);
         self.cv = Some(cv as f64);
         self.head_cv = cv;

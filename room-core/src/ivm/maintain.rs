@@ -18,19 +18,15 @@
 use crate::keys::Key;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
-use core::ops::Bound;
 
 use crate::keys::{join_key_into, sort_key_into};
 use crate::store::{Row, RowId, Store};
 
 use super::footprint::{Before, Footprint};
 use super::lazy::past_front;
-use super::node::{Filter, Node, Windowed};
+use super::node::{Filter, Node};
 use super::part::WindowEvent;
 use super::{Engine, NodeId};
-
-/// The most rows of one window read that [`Engine::reserve_for_rows`] sizes maps for.
-const RESERVE_MAX_ROWS: usize = 256;
 
 impl Engine {
     /// Applies one base-row change (already written to `store`) to every query.
@@ -248,179 +244,6 @@ impl Engine {
         }
     }
 
-    /// Reads a windowed level's ordering on from its last held row (or from its first
-    /// position when it holds none) until it holds [`Windowed::target`] rows or the
-    /// ordering ends — then it holds every qualifying row (`complete`).
-    pub(crate) fn read_window(&mut self, store: &Store, n: NodeId) {
-        let mut found: Vec<(RowId, Row)> = Vec::new();
-        let complete = {
-            let node = self.node(n);
-            let (Some(w), Some(limit)) = (&node.window, node.limit) else {
-                return;
-            };
-            let part = node.parts.get(&[][..]);
-            let held = part.map_or(0, |p| p.len());
-            let want = Windowed::target(limit).saturating_sub(held);
-            let last = part.and_then(|p| p.last_key());
-            let table = store.table(node.table);
-            // A held row the table has at a new place waits for its own refresh.
-            let fresh = |rid: &RowId| !node.rows.contains(rid);
-            let qualifying = |rid: RowId| {
-                table
-                    .row(rid)
-                    .filter(|row| self.qualifies(node, row))
-                    .map(|row| (rid, row.clone()))
-            };
-            match (
-                w.ordering,
-                &node.guard,
-                node.guard_index.map(|i| i as usize),
-            ) {
-                (Some(o), _, _) => {
-                    let Some(ordering) = table.ordering(o as usize) else {
-                        return;
-                    };
-                    // Where reading resumes: past the last row seen, once a partial
-                    // ordering had to be widened.
-                    let mut seen: Option<Key> = None;
-                    loop {
-                        let lower = match (&seen, last) {
-                            (Some(seen), _) => Bound::Excluded(seen.as_bytes()),
-                            (None, Some(last)) => Bound::Excluded(last.as_bytes()),
-                            (None, None) => Bound::Included(&w.from[..]),
-                        };
-                        let held = ordering.held();
-                        let mut at = None;
-                        let mut full = false;
-                        for (key, &rid) in held.map.range::<[u8], _>((lower, Bound::Unbounded)) {
-                            if found.len() >= want {
-                                full = true;
-                                break;
-                            }
-                            at = Some(key);
-                            if fresh(&rid) {
-                                found.extend(qualifying(rid));
-                            }
-                        }
-                        if full {
-                            break false;
-                        }
-                        if held.bound.is_none() {
-                            break true;
-                        }
-                        // The held rows ran out before the ordering's end: widen it and
-                        // read on from the last row seen.
-                        if let Some(at) = at {
-                            seen = Some(at.clone());
-                        }
-                        drop(held);
-                        let mut scratch = self.scratch.take();
-                        table.widen_ordering(o as usize, &mut scratch);
-                        self.scratch.set(scratch);
-                    }
-                }
-                (None, Some((_, v)), Some(ix)) => {
-                    // Few rows: the guard value's qualifying rows past the last held
-                    // one; sorted only when more than wanted.
-                    let mut key = self.scratch.take();
-                    join_key_into(&mut key, core::slice::from_ref(v), &[0]);
-                    let bounded = last.is_some() || !w.from.is_empty();
-                    let mut sk = Vec::new();
-                    let mut past: Vec<(RowId, Row)> = Vec::new();
-                    for rid in table.index_lookup(ix, &key).filter(fresh) {
-                        if bounded {
-                            let Some(row) = table.row(rid) else { continue };
-                            sort_key_into(&mut sk, row, &node.order);
-                            let after = match last {
-                                Some(last) => sk.as_slice() > last.as_bytes(),
-                                None => sk.as_slice() >= &w.from[..],
-                            };
-                            if !after {
-                                continue;
-                            }
-                        }
-                        past.extend(qualifying(rid));
-                    }
-                    self.scratch.set(key);
-                    if past.len() <= want {
-                        found = past;
-                        true
-                    } else {
-                        let mut keyed: Vec<(Key, RowId, Row)> = past
-                            .into_iter()
-                            .map(|(rid, row)| {
-                                sort_key_into(&mut sk, &row, &node.order);
-                                (Key::from(sk.as_slice()), rid, row)
-                            })
-                            .collect();
-                        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                        found.extend(keyed.into_iter().take(want).map(|(_, rid, row)| (rid, row)));
-                        false
-                    }
-                }
-                _ => return,
-            }
-        };
-        if let Some(w) = self.node_mut(n).window.as_mut() {
-            w.complete = complete;
-        }
-        self.reserve_for_rows(n, found.len());
-        for (rid, row) in found {
-            self.enter_part(store, n, rid, row, true);
-        }
-    }
-
-    /// Room for `rows` more members of node `n` in every map they will enter: the
-    /// node's rows, its pipeline's footprint (each row and a row of each demanded
-    /// child), and each demanded child's demand. A window read enters
-    /// its rows one by one; without this the maps grow step by step (a first query of
-    /// limit 50 regrew them about twenty times). At most [`RESERVE_MAX_ROWS`] rows are
-    /// reserved for: children may bring fewer rows than their parents (or none), and a
-    /// large window's maps regrow only a few times past that.
-    fn reserve_for_rows(&mut self, n: NodeId, rows: usize) {
-        if rows < 2 {
-            return;
-        }
-        let rows = rows.min(RESERVE_MAX_ROWS);
-        let node = self.node_mut(n);
-        node.rows.reserve(rows);
-        let pipeline = node.pipeline;
-        let children = node.demanded_children.len();
-        for i in 0..children {
-            let c = self.node(n).demanded_children[i];
-            let child = self.node_mut(c);
-            // Every demanded key gets a demand entry; a partition only if it has rows.
-            child.demand.reserve(rows);
-        }
-        self.pipeline_mut(pipeline)
-            .footprint
-            .reserve(rows.saturating_mul(1 + children));
-    }
-
-    /// Drops a windowed level's held rows past [`Windowed::max`] back to
-    /// [`Windowed::target`] (all past the window: nothing is emitted).
-    fn trim_window(&mut self, n: NodeId) {
-        let node = self.node_mut(n);
-        let (Some(w), Some(limit)) = (node.window.as_mut(), node.limit) else {
-            return;
-        };
-        let Some(part) = node.parts.get_mut(&[][..]) else {
-            return;
-        };
-        if part.len() <= Windowed::max(limit) {
-            return;
-        }
-        while part.len() > Windowed::target(limit) {
-            match part.pop_past_window(limit) {
-                Some(rid) => {
-                    node.rows.remove(&rid);
-                }
-                None => break,
-            }
-        }
-        w.complete = false;
-    }
-
     /// Holds a row that qualifies. `read` says it comes from [`Engine::read_window`];
     /// any other row of a windowed level that sorts past the last held row is not held.
     pub(super) fn enter_part(
@@ -531,7 +354,7 @@ impl Engine {
     }
 
     /// Queues a refresh of every parent row correlated with an EXISTS partition.
-    fn queue_parents(&mut self, store: &Store, n: NodeId, part_key: &[u8]) {
+    pub(super) fn queue_parents(&mut self, store: &Store, n: NodeId, part_key: &[u8]) {
         let node = self.node(n);
         let (Some(parent), Some(ix)) = (node.parent, node.parent_index.map(|i| i as usize)) else {
             return;

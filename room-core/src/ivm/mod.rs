@@ -12,6 +12,7 @@ mod lazy;
 mod maintain;
 pub(crate) mod node;
 pub(crate) mod part;
+mod window;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;

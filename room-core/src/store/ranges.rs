@@ -22,6 +22,7 @@ use alloc::vec::Vec;
 
 use crate::keys::{cell_prefix_span, least_prefix, num_prefix};
 use crate::value::row::compact_int_span;
+use crate::value::CellRef;
 
 use super::{Row, RowId};
 
@@ -31,6 +32,10 @@ pub(crate) const BLOCK_SHIFT: u32 = 9;
 /// The most columns a table keeps spans for: past it, builds on other columns read every
 /// member (the spans of a wide table's every column would cost 0.03 bytes per row each).
 pub(crate) const MAX_KEPT_COLUMNS: usize = 8;
+
+/// The fewest blocks of rows a bulk load must leave for [`BlockRanges::keep_loaded`] to
+/// keep any column's spans.
+pub(crate) const LOADED_MIN_BLOCKS: usize = 4;
 
 /// The span of an empty block: it admits nothing (its least prefix is the largest).
 const EMPTY: (u64, u64) = (u64::MAX, 0);
@@ -104,6 +109,29 @@ impl BlockRanges {
             && self.columns.len() < MAX_KEPT_COLUMNS
             && members > keep.saturating_mul(2) + self.block_rows()
             && (self.always || (members.saturating_mul(2) >= slab.len() && looks_sorted(slab, col)))
+    }
+
+    /// After a bulk load of `slab` (a seq-0 snapshot): starts keeping the spans of
+    /// every column among the first [`MAX_KEPT_COLUMNS`] of a `width`-column table whose
+    /// sampled cells are all numbers and look sorted by slot ([`looks_sorted`]) — ids,
+    /// creation and modification times, the columns a first windowed query most often
+    /// leads its order with and skips blocks on. Their pass runs now, while the rows
+    /// just written are still in cache, instead of in that query, where it reads every
+    /// row cold. Text columns are left to their first query: their pass costs several
+    /// times a number column's. A table of fewer than [`LOADED_MIN_BLOCKS`] blocks
+    /// keeps none: its first query's pass is short anyway.
+    pub fn keep_loaded(&mut self, width: usize, slab: &[Option<Row>], rows: usize) {
+        if rows < LOADED_MIN_BLOCKS << self.shift || rows.saturating_mul(2) < slab.len() {
+            return;
+        }
+        for col in 0..width.min(MAX_KEPT_COLUMNS) {
+            if self.columns.len() >= MAX_KEPT_COLUMNS {
+                break;
+            }
+            if !self.keeps(col) && looks_numeric(slab, col) && looks_sorted(slab, col) {
+                self.keep(col, slab);
+            }
+        }
     }
 
     /// Whether column `col`'s spans are kept.
@@ -188,6 +216,15 @@ fn looks_sorted(slab: &[Option<Row>], col: usize) -> bool {
     }
     let steps = up + down;
     steps > 0 && up.max(down) * 4 >= steps * 3
+}
+
+/// Whether every row [`looks_sorted`] samples has a number in column `col`.
+fn looks_numeric(slab: &[Option<Row>], col: usize) -> bool {
+    let step = (slab.len() / SAMPLES).max(1);
+    slab.iter()
+        .step_by(step)
+        .flatten()
+        .all(|row| matches!(row.get(col), CellRef::Num(_)))
 }
 
 /// Widens `span` to cover `row`'s cell at `col`.
@@ -290,6 +327,45 @@ mod tests {
             (0..12).filter(|&c| ranges.keeps(c)).count(),
             MAX_KEPT_COLUMNS
         );
+    }
+
+    #[test]
+    fn a_load_keeps_the_number_columns_that_look_sorted_and_no_others() {
+        let n = LOADED_MIN_BLOCKS << BLOCK_SHIFT;
+        // id (sorted), a text column in slot order, a number in no order, a time
+        // running down the slots.
+        let slab: Vec<Option<Row>> = (0..n)
+            .map(|i| {
+                Some(Row::from(vec![
+                    Value::num(i as f64),
+                    Value::string(alloc::format!("name {i:06}")),
+                    Value::num((i * 7919 % n) as f64),
+                    Value::num(1.7e12 - i as f64),
+                ]))
+            })
+            .collect();
+        let mut ranges = BlockRanges::default();
+        ranges.keep_loaded(4, &slab, n);
+        assert_eq!(
+            (0..4).map(|c| ranges.keeps(c)).collect::<Vec<_>>(),
+            [true, false, false, true]
+        );
+        // What it keeps bounds every block as a pass at the first query would.
+        for (b, block) in slab.chunks(1 << BLOCK_SHIFT).enumerate() {
+            let least = block
+                .iter()
+                .flatten()
+                .map(|r| sort_prefix(&mut Vec::new(), r, &[(3, false)]))
+                .min();
+            assert_eq!(Some(ranges.least(b, 3, false)), least);
+        }
+
+        let mut small = BlockRanges::default();
+        small.keep_loaded(4, &slab[..n - 1], n - 1);
+        assert!(!small.keeps(0), "fewer rows than the blocks it asks for");
+        let mut sparse = BlockRanges::default();
+        sparse.keep_loaded(4, &slab, n / 2 - 1);
+        assert!(!sparse.keeps(0), "fewer live rows than half the slots");
     }
 
     proptest! {
