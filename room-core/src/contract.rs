@@ -353,8 +353,7 @@ impl JsonRoom {
 
 /// Appends one op as `{"table":…,"op":…,…}`.
 pub fn write_op(out: &mut String, op: &NetOp) {
-    out.push('{');
-    write_key(out, "table");
+    out.push_str("{\"table\":");
     write_str(out, op.table());
     match op {
         NetOp::Add { row, .. } => {

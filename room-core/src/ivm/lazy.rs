@@ -25,6 +25,9 @@ use crate::store::{RowId, Store};
 use super::node::{Node, Windowed};
 use super::{Engine, NodeId};
 
+/// The largest sort-prefix buffer [`Engine::materialize`] keeps for the next read.
+const MAX_KEPT_PREFIXES: usize = 1024;
+
 impl Engine {
     /// How many rows a front of lazy node `n` keeps, and past how many held rows its
     /// tail is dropped (`None`: the node holds whole partitions — it is not lazy or has
@@ -50,13 +53,14 @@ impl Engine {
     /// correlation cell is changing — moves through [`Engine::refresh`].)
     pub(super) fn materialize(&mut self, store: &Store, c: NodeId, key: &[u8]) {
         let target = self.front_size(c).map(|(t, _)| t);
+        let mut prefixes = core::mem::take(&mut self.prefixes);
         let node = self.node(c);
         let Some(ix) = node.child_index else {
+            self.prefixes = prefixes;
             return;
         };
         let table = store.table(node.table);
         let mut sk = self.scratch.take();
-        let mut prefixes: Vec<(u64, RowId)> = Vec::new();
         let mut moving: Vec<RowId> = Vec::new();
         for rid in table.index_lookup(ix as usize, key) {
             if node.rows.contains(&rid) {
@@ -71,19 +75,27 @@ impl Engine {
             prefixes.push((sort_prefix(&mut sk, row, &node.order), rid));
         }
         let whole = target.is_none_or(|t| keep_front(&mut prefixes, t));
-        let fresh = keyed_by_prefix(prefixes, |rid| table.row(rid), &node.order, &mut sk);
+        let fresh = keyed_by_prefix(&mut prefixes, |rid| table.row(rid), &node.order, &mut sk);
         self.scratch.set(sk);
-        let rids: Vec<RowId> = fresh.iter().map(|&(_, rid)| rid).collect();
+        prefixes.clear();
+        if prefixes.capacity() <= MAX_KEPT_PREFIXES {
+            self.prefixes = prefixes;
+        }
+        // The row the change being applied rewrites, if this node reads it now: the
+        // node then holds its new image (as [`Engine::note_refreshed`] records).
+        let changing = self.changing_row(self.node(c).table);
+        let refreshed = changing.is_some_and(|r| fresh.iter().any(|&(_, rid)| rid == r));
+        let stamp = self.change_no;
         let node = self.node_mut(c);
-        node.rows.extend(rids.iter().copied());
+        node.rows.extend(fresh.iter().map(|&(_, rid)| rid));
+        if refreshed {
+            node.refreshed_in = stamp;
+        }
         let limit = node.limit;
         if !fresh.is_empty() {
             let part = node.parts.get_or_default(key);
             part.fill_sorted(fresh, limit);
             part.set_partial(!whole);
-        }
-        for rid in rids {
-            self.note_refreshed(c, rid);
         }
         for rid in moving {
             self.refresh(store, c, rid);
@@ -142,7 +154,7 @@ impl Engine {
             prefixes.push((sort_prefix(&mut sk, row, &node.order), rid));
         }
         let whole = keep_front(&mut prefixes, want);
-        let fresh = keyed_by_prefix(prefixes, |rid| table.row(rid), &node.order, &mut sk);
+        let fresh = keyed_by_prefix(&mut prefixes, |rid| table.row(rid), &node.order, &mut sk);
         self.scratch.set(sk);
         let t = node.table;
         let mut trimmed = false;

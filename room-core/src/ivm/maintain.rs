@@ -133,10 +133,18 @@ impl Engine {
     /// Node `n` now holds row `rid` with the store's image: if that is the row the
     /// change being applied rewrites, the node no longer holds its old image.
     pub(super) fn note_refreshed(&mut self, n: NodeId, rid: RowId) {
-        let key = (self.node(n).table as u32, rid);
-        if self.changing.as_ref().is_some_and(|(k, _)| *k == key) {
+        if self.changing_row(self.node(n).table) == Some(rid) {
             let stamp = self.change_no;
             self.node_mut(n).refreshed_in = stamp;
+        }
+    }
+
+    /// The row of `table` the change being applied rewrites, if it is one of that
+    /// table's.
+    pub(super) fn changing_row(&self, table: usize) -> Option<RowId> {
+        match &self.changing {
+            Some(((t, rid), _)) if *t == table as u32 => Some(*rid),
+            _ => None,
         }
     }
 

@@ -75,6 +75,8 @@ pub(crate) struct Engine {
     row_bufs: Vec<Vec<(RowId, crate::store::Row)>>,
     /// Key buffers to reuse (`&mut self` paths).
     bufs: Vec<Vec<u8>>,
+    /// A sort-prefix buffer to reuse (a lazy partition's first read).
+    prefixes: Vec<(u64, RowId)>,
     /// A key buffer for `&self` paths (taken and put back, never held across calls).
     scratch: Scratch,
     /// Guard values with at most this many rows are read through the guard index

@@ -211,8 +211,13 @@ impl Engine {
         for i in 0..children {
             let c = self.node(n).demanded_children[i];
             let child = self.node_mut(c);
-            // Every demanded key gets a demand entry; a partition only if it has rows.
+            // Every demanded key gets a demand entry; a partition only if it has rows
+            // — most do under a `related` level (its map is sized for all of them, not
+            // regrown a few times over), few may under an EXISTS one.
             child.demand.reserve(rows);
+            if !child.is_exists() {
+                child.parts.reserve(rows);
+            }
         }
         self.pipeline_mut(pipeline)
             .footprint

@@ -43,9 +43,9 @@ pub(crate) fn keep_front<I>(all: &mut Vec<(u64, I)>, keep: usize) -> bool {
 /// Full keys under `order` for rows given as `(sort_prefix, id)`, in key order: the
 /// pairs are sorted by their integer prefix (cheap), and only rows that share a prefix
 /// compare their full keys. `row_of` finds a row by id; an id it does not find is left
-/// out. Ids must be distinct.
+/// out. Ids must be distinct. `all` is left sorted by prefix (the caller may reuse it).
 pub(crate) fn keyed_by_prefix<'r, I: Copy, R: Cells + ?Sized + 'r>(
-    mut all: Vec<(u64, I)>,
+    all: &mut [(u64, I)],
     row_of: impl Fn(I) -> Option<&'r R>,
     order: &[(usize, bool)],
     scratch: &mut Vec<u8>,
@@ -55,7 +55,7 @@ pub(crate) fn keyed_by_prefix<'r, I: Copy, R: Cells + ?Sized + 'r>(
     // Start of the current run of equal prefixes in `entries`.
     let mut from = 0;
     let mut run: Option<u64> = None;
-    for &(p, id) in &all {
+    for &(p, id) in &*all {
         let Some(row) = row_of(id) else {
             continue;
         };

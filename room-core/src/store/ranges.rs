@@ -113,7 +113,8 @@ impl BlockRanges {
 
     /// After a bulk load of `slab` (a seq-0 snapshot): starts keeping the spans of
     /// every column among the first [`MAX_KEPT_COLUMNS`] of a `width`-column table whose
-    /// sampled cells are all numbers and look sorted by slot ([`looks_sorted`]) — ids,
+    /// sampled cells are all numbers and look sorted by slot, nearly all the way
+    /// ([`LOADED_SORTED`]) — ids,
     /// creation and modification times, the columns a first windowed query most often
     /// leads its order with and skips blocks on. Their pass runs now, while the rows
     /// just written are still in cache, instead of in that query, where it reads every
@@ -128,7 +129,10 @@ impl BlockRanges {
             if self.columns.len() >= MAX_KEPT_COLUMNS {
                 break;
             }
-            if !self.keeps(col) && looks_numeric(slab, col) && looks_sorted(slab, col) {
+            if !self.keeps(col)
+                && looks_numeric(slab, col)
+                && looks_sorted_by(slab, col, LOADED_SORTED)
+            {
                 self.keep(col, slab);
             }
         }
@@ -202,6 +206,17 @@ const SAMPLES: usize = 64;
 /// Cheap (64 cells), and only a guess: it decides whether reading the column's spans
 /// is likely to pay, never what a build returns.
 fn looks_sorted(slab: &[Option<Row>], col: usize) -> bool {
+    looks_sorted_by(slab, col, (3, 4))
+}
+
+/// What share of the sampled steps must go one way for a load to keep a column's spans
+/// ([`BlockRanges::keep_loaded`]): fifteen in sixteen — ids and times, not a column
+/// that merely trends (a creator id cycling through the users), which a query may
+/// never sort by.
+const LOADED_SORTED: (usize, usize) = (15, 16);
+
+/// [`looks_sorted`] with at least `share.0` in `share.1` of the steps one way.
+fn looks_sorted_by(slab: &[Option<Row>], col: usize, share: (usize, usize)) -> bool {
     let step = (slab.len() / SAMPLES).max(1);
     let mut last: Option<u64> = None;
     let (mut up, mut down) = (0usize, 0usize);
@@ -215,7 +230,7 @@ fn looks_sorted(slab: &[Option<Row>], col: usize) -> bool {
         last = Some(lo);
     }
     let steps = up + down;
-    steps > 0 && up.max(down) * 4 >= steps * 3
+    steps > 0 && up.max(down) * share.1 >= steps * share.0
 }
 
 /// Whether every row [`looks_sorted`] samples has a number in column `col`.
@@ -333,7 +348,8 @@ mod tests {
     fn a_load_keeps_the_number_columns_that_look_sorted_and_no_others() {
         let n = LOADED_MIN_BLOCKS << BLOCK_SHIFT;
         // id (sorted), a text column in slot order, a number in no order, a time
-        // running down the slots.
+        // running down the slots, a creator id cycling through 300 users (it trends
+        // up: four steps in five at these samples).
         let slab: Vec<Option<Row>> = (0..n)
             .map(|i| {
                 Some(Row::from(vec![
@@ -341,14 +357,16 @@ mod tests {
                     Value::string(alloc::format!("name {i:06}")),
                     Value::num((i * 7919 % n) as f64),
                     Value::num(1.7e12 - i as f64),
+                    Value::num((i % 300) as f64),
                 ]))
             })
             .collect();
+        assert!(looks_sorted(&slab, 4), "a query's build would keep it");
         let mut ranges = BlockRanges::default();
-        ranges.keep_loaded(4, &slab, n);
+        ranges.keep_loaded(5, &slab, n);
         assert_eq!(
-            (0..4).map(|c| ranges.keeps(c)).collect::<Vec<_>>(),
-            [true, false, false, true]
+            (0..5).map(|c| ranges.keeps(c)).collect::<Vec<_>>(),
+            [true, false, false, true, false]
         );
         // What it keeps bounds every block as a pass at the first query would.
         for (b, block) in slab.chunks(1 << BLOCK_SHIFT).enumerate() {
@@ -361,10 +379,10 @@ mod tests {
         }
 
         let mut small = BlockRanges::default();
-        small.keep_loaded(4, &slab[..n - 1], n - 1);
+        small.keep_loaded(5, &slab[..n - 1], n - 1);
         assert!(!small.keeps(0), "fewer rows than the blocks it asks for");
         let mut sparse = BlockRanges::default();
-        sparse.keep_loaded(4, &slab, n / 2 - 1);
+        sparse.keep_loaded(5, &slab, n / 2 - 1);
         assert!(!sparse.keeps(0), "fewer live rows than half the slots");
     }
 

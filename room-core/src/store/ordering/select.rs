@@ -211,7 +211,7 @@ pub(super) fn first_rows(
     let Candidates { mut all, complete } = members.candidates(order, keep, scratch);
     let kept_all = keep_front(&mut all, keep) && complete;
     let entries = keyed_by_prefix(
-        all,
+        &mut all,
         |id: RowId| members.slab.get(id as usize).and_then(Option::as_ref),
         order,
         scratch,
