@@ -699,6 +699,16 @@ mod tests {
     use alloc::format;
     use alloc::vec;
 
+    /// The epoch-1 hello of `tables` (sorted by name).
+    fn hello_of(tables: Vec<TableSchema>) -> Hello {
+        Hello {
+            epoch: 1,
+            comparator_version: crate::value::COMPARATOR_VERSION,
+            normalized_fp: normalized_fp(tables.iter()),
+            tables,
+        }
+    }
+
     /// However many table sets clients' queries name, the shared-hello cache stays
     /// within [`MAX_CACHED_HELLOS`], and every query still gets its own tables.
     #[test]
@@ -711,13 +721,8 @@ mod tests {
             .iter()
             .map(|n| TableSchema::new(n, &["id"], &[0]))
             .collect();
-        let normalized_fp = normalized_fp(tables.iter());
-        let hello = Hello {
-            epoch: 1,
-            comparator_version: crate::value::COMPARATOR_VERSION,
-            tables,
-            normalized_fp: normalized_fp.clone(),
-        };
+        let hello = hello_of(tables);
+        let normalized_fp = hello.normalized_fp.clone();
         let mut room = Room::open(hello, 0).unwrap();
         room.apply(&UpstreamBatch {
             epoch: 1,
@@ -742,14 +747,8 @@ mod tests {
     /// starts none.
     #[test]
     fn a_snapshot_keeps_the_spans_of_its_sorted_number_columns() {
-        let tables = vec![TableSchema::new("t", &["id", "name", "at"], &[0])];
-        let normalized_fp = normalized_fp(tables.iter());
-        let hello = Hello {
-            epoch: 1,
-            comparator_version: crate::value::COMPARATOR_VERSION,
-            tables,
-            normalized_fp: normalized_fp.clone(),
-        };
+        let hello = hello_of(vec![TableSchema::new("t", &["id", "name", "at"], &[0])]);
+        let normalized_fp = hello.normalized_fp.clone();
         let n = 2_048;
         let row = |i: usize| {
             Row::from(vec![
