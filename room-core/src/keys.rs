@@ -23,8 +23,10 @@ const TAG_NUM: u8 = 0x03;
 const TAG_STR: u8 = 0x04;
 
 mod front;
+mod keyed_rows;
 mod owned;
 pub(crate) use front::{keep_front, keyed_by_prefix};
+pub(crate) use keyed_rows::KeyedRows;
 pub(crate) use owned::Key;
 
 /// The totalOrder image of a double as an unsigned integer: larger means later.

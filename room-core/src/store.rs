@@ -759,13 +759,7 @@ mod tests {
         let b = t.insert(cells(2.0, 0.0, 7.0), scratch).unwrap();
         let c = t.insert(cells(3.0, 1.0, 9.0), scratch).unwrap();
         let ids = |t: &Table, o: usize| -> Vec<RowId> {
-            t.ordering(o)
-                .unwrap()
-                .held()
-                .map
-                .values()
-                .copied()
-                .collect()
+            t.ordering(o).unwrap().held().map.rows().collect()
         };
         // s descending; the guarded ordering holds only g = 0.
         assert_eq!(ids(t, o), vec![b, a]);
@@ -815,8 +809,8 @@ mod tests {
             let o = t.ordering(o).unwrap();
             let held = o.held();
             held.map
-                .values()
-                .map(|&id| match t.row(id).unwrap().get(1) {
+                .rows()
+                .map(|id| match t.row(id).unwrap().get(1) {
                     CellRef::Num(n) => n,
                     other => panic!("{other:?}"),
                 })

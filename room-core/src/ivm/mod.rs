@@ -7,7 +7,6 @@
 mod build;
 mod fold;
 pub(crate) mod footprint;
-mod keyed;
 mod lazy;
 mod maintain;
 pub(crate) mod node;

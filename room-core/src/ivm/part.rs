@@ -12,8 +12,7 @@ use alloc::vec::Vec;
 use hashbrown::hash_map::EntryRef;
 use hashbrown::HashMap;
 
-use super::keyed::KeyedRows;
-use crate::keys::Key;
+use crate::keys::{Key, KeyedRows};
 use crate::store::RowId;
 
 /// Per-partition state of a level: for the root, its one partition (keyed by the empty

@@ -68,7 +68,7 @@ impl Engine {
                         let held = ordering.held();
                         let mut at = None;
                         let mut full = false;
-                        for (key, &rid) in held.map.range::<[u8], _>((lower, Bound::Unbounded)) {
+                        for (key, rid) in held.map.range_from(lower) {
                             if found.len() >= want {
                                 full = true;
                                 break;

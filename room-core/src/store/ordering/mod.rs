@@ -21,13 +21,12 @@
 //! first.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::cell::{Ref, RefCell};
 
 use hashbrown::HashMap;
 
-use crate::keys::{sort_key_into, Key};
+use crate::keys::{sort_key_into, Key, KeyedRows};
 use crate::value::Value;
 
 use super::Row;
@@ -51,8 +50,9 @@ pub(crate) const FIRST_ROWS: usize = 128;
 /// The rows an ordering holds.
 #[derive(Debug, Default)]
 pub(crate) struct Held {
-    /// The rows by sort key.
-    pub map: BTreeMap<Key, RowId>,
+    /// The rows by sort key (a sorted vector while a build's hundred or so rows are
+    /// all it holds: a build hands over its sorted entries as they are).
+    pub map: KeyedRows,
     /// `None`: every row of the ordering is held. `Some(b)`: exactly the rows whose key
     /// is at most `b`; a reader that gets past the last one must widen the ordering.
     pub bound: Option<Key>,
@@ -150,7 +150,7 @@ fn build(
     let keep = keep.max(1);
     let chosen = select::first_rows(members, order, keep, scratch);
     Held {
-        map: chosen.entries.into_iter().collect(),
+        map: KeyedRows::from_sorted(chosen.entries),
         bound: chosen.bound,
         keep,
     }
@@ -163,8 +163,7 @@ impl Ordering {
         let held = self.held.borrow();
         r::slice(&self.order)
             + self.guard.as_ref().map_or(0, |(_, v)| r::value(v))
-            + r::btree_map(&held.map)
-            + held.map.keys().map(r::key).sum::<usize>()
+            + held.map.retained()
             + held.bound.as_ref().map_or(0, r::key)
     }
 }

@@ -1,12 +1,12 @@
-//! A partition's rows by sort key: a sorted vector while it is small, a B-tree once it
-//! grows.
+//! Rows by sort key: a sorted vector while they are few, a B-tree once they grow.
 //!
 //! Most partitions of a relational query hold a handful of rows (one author, a few
-//! comments); a B-tree spends a node allocation and a descent on each, which made
-//! entering a child partition cost several times what reading its rows did. Up to
-//! [`SMALL`] rows live in one sorted vector (a binary search, a shift of a few
-//! entries); past it the rows move to a B-tree for good, so a large partition keeps
-//! `O(log n)` inserts and removes.
+//! comments), and a table ordering's first build holds about a hundred; a B-tree spends
+//! a node allocation and a descent on each entry, which made entering a child partition
+//! cost several times what reading its rows did, and building an ordering from rows
+//! already sorted cost a sort check and a node build per entry. Up to [`SMALL`] rows
+//! live in one sorted vector (a binary search, a shift of a few entries); past it the
+//! rows move to a B-tree for good, so a large set keeps `O(log n)` inserts and removes.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -149,6 +149,29 @@ impl KeyedRows {
         }
     }
 
+    /// The entries whose key is past `lower`, in key order.
+    pub fn range_from(&self, lower: Bound<&[u8]>) -> Entries<'_> {
+        match self {
+            KeyedRows::Small(v) => {
+                let from = match lower {
+                    Bound::Included(key) => v.partition_point(|(k, _)| &**k < key),
+                    Bound::Excluded(key) => v.partition_point(|(k, _)| &**k <= key),
+                    Bound::Unbounded => 0,
+                };
+                Entries::Small(v[from..].iter())
+            }
+            KeyedRows::Large(m) => Entries::Large(m.range::<[u8], _>((lower, Bound::Unbounded))),
+        }
+    }
+
+    /// Drops every row (a set that grew into a B-tree stays one).
+    pub fn clear(&mut self) {
+        match self {
+            KeyedRows::Small(v) => v.clear(),
+            KeyedRows::Large(m) => m.clear(),
+        }
+    }
+
     /// The rows in key order.
     pub fn rows(&self) -> Rows<'_> {
         match self {
@@ -162,6 +185,24 @@ impl KeyedRows {
 pub(crate) enum Rows<'a> {
     Small(core::slice::Iter<'a, (Key, RowId)>),
     Large(alloc::collections::btree_map::Values<'a, Key, RowId>),
+}
+
+/// The entries of a [`KeyedRows`] from some key on, in key order.
+pub(crate) enum Entries<'a> {
+    Small(core::slice::Iter<'a, (Key, RowId)>),
+    Large(alloc::collections::btree_map::Range<'a, Key, RowId>),
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (&'a Key, RowId);
+
+    #[inline]
+    fn next(&mut self) -> Option<(&'a Key, RowId)> {
+        match self {
+            Entries::Small(it) => it.next().map(|(k, r)| (k, *r)),
+            Entries::Large(it) => it.next().map(|(k, r)| (k, *r)),
+        }
+    }
 }
 
 impl Iterator for Rows<'_> {
@@ -216,6 +257,10 @@ mod tests {
                     .map(|(k, r)| (k, *r));
                 prop_assert_eq!(set.first_after(&key), after);
                 prop_assert!(set.rows().eq(model.values().copied()));
+                for lower in [Bound::Included(&*key), Bound::Excluded(&*key), Bound::Unbounded] {
+                    let want = model.range::<[u8], _>((lower, Bound::Unbounded)).map(|(k, r)| (k, *r));
+                    prop_assert!(set.range_from(lower).eq(want));
+                }
             }
             let sorted: Vec<(Key, RowId)> = model.iter().map(|(k, r)| (k.clone(), *r)).collect();
             prop_assert!(KeyedRows::from_sorted(sorted).rows().eq(model.values().copied()));
