@@ -384,7 +384,8 @@ function notExistsTables(ast) {
 
 /**
  * Tables whose rows a NOT EXISTS can rule out: each level with a NOT EXISTS in its own
- * condition, and every level related under it.
+ * condition, every level related under it, and the witnesses their EXISTS conditions
+ * ship (a parent ruled out takes its related rows and their witnesses with it).
  */
 function notExistsParents(ast) {
   const out = new Set();
@@ -392,9 +393,15 @@ function notExistsParents(ast) {
     Boolean(c && typeof c === "object") &&
     ((c.type === "correlatedSubquery" && c.op === "NOT EXISTS") ||
       (Array.isArray(c.conditions) && c.conditions.some(hasNotExists)));
+  const witnesses = (c) => {
+    if (!c || typeof c !== "object") return;
+    if (Array.isArray(c.conditions)) c.conditions.forEach(witnesses);
+    if (c.type === "correlatedSubquery" && c.op === "EXISTS") subtree(c.related?.subquery);
+  };
   const subtree = (level) => {
     if (!level || typeof level !== "object") return;
     out.add(level.table);
+    witnesses(level.where);
     for (const r of liveRelated(level)) subtree(r?.subquery);
   };
   walk(ast, (level) => {
