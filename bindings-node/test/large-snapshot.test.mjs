@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 
 import { deepEqual } from "./differential/compare.mjs";
 import { freshWasmClass, nativeClass } from "./differential/rooms.mjs";
+import { normalizedFp } from "./differential/schema.mjs";
 
 const ISSUES = 3_000;
 const USERS = 40;
@@ -26,33 +27,6 @@ const TABLES = [
   },
   { name: "user", columns: ["id", "name"], primaryKey: [0] },
 ];
-
-// The hello's `normalizedFp` (docs/protocol.md): FNV-1a 64 over the table count, then
-// per table its name, column count and names, key-column count and names; counts as
-// little-endian u32, texts as their UTF-8 length then bytes.
-function normalizedFp(tables) {
-  let h = 0xcbf29ce484222325n;
-  const byte = (b) => {
-    h = ((h ^ BigInt(b & 255)) * 0x100000001b3n) & 0xffffffffffffffffn;
-  };
-  const u32 = (v) => {
-    for (let s = 0; s < 32; s += 8) byte((v >>> s) & 255);
-  };
-  const text = (t) => {
-    const b = Buffer.from(t, "utf8");
-    u32(b.length);
-    b.forEach(byte);
-  };
-  u32(tables.length);
-  for (const t of tables) {
-    text(t.name);
-    u32(t.columns.length);
-    t.columns.forEach(text);
-    u32(t.primaryKey.length);
-    t.primaryKey.forEach((i) => text(t.columns[i]));
-  }
-  return h.toString(16).padStart(16, "0");
-}
 
 const FP = normalizedFp(TABLES);
 const HELLO = JSON.stringify({ epoch: 1, comparatorVersion: 2, tables: TABLES, normalizedFp: FP });
