@@ -477,8 +477,9 @@ function canonicalOrder(ast) {
   }
   for (const i of t.primaryKey) if (!seen.has(t.columns[i])) orderBy.push([t.columns[i], "asc"]);
   const out = { ...ast, orderBy };
-  // Both rooms key a projection by its columns, not their order.
-  if (Array.isArray(ast.select)) out.select = [...ast.select].sort();
+  // Both rooms key a projection by its columns, not their order; the native room
+  // also drops a column named twice.
+  if (Array.isArray(ast.select)) out.select = [...new Set(ast.select)].sort();
   if (ast.where !== undefined) {
     // Both rooms drop an `and` / `or` with no conditions (a root one leaves no filter).
     const where = dropEmptyJunctions(canonicalSubqueries(foldLiterals(ast.where)));
@@ -833,7 +834,7 @@ export const KNOWN = [
     name: "querykey-canonical",
     status: "intended",
     reason:
-      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a relationship's name, in an EXISTS subquery's positive limit or its `system` other than `permissions`, in a literal-only condition or an EXISTS subquery limited to no rows with the same value or in an `and` / `or` with no conditions (which both rooms drop) or with one: the native canonical text completes the sort, leaves names and an EXISTS subquery's positive limit out, folds constants, drops empty junctions and unwraps one-condition ones, so they share one query key (reused, one materialization); the wasm room keys them apart",
+      "two ASTs that differ only in sort spelling (the key columns written out, a column repeated), in a column named twice in `select`, in a relationship's name, in an EXISTS subquery's positive limit or its `system` other than `permissions`, in a literal-only condition or an EXISTS subquery limited to no rows with the same value or in an `and` / `or` with no conditions (which both rooms drop) or with one: the native canonical text completes the sort, leaves names and an EXISTS subquery's positive limit out, folds constants, drops empty junctions and unwraps one-condition ones, so they share one query key (reused, one materialization); the wasm room keys them apart",
     claims: (diff, d, runner) =>
       d.call.m === "subscribe" &&
       (/\$\.(reused|queryKey)/.test(diff.shape ?? "") || diff.getter === "materializationCount") &&
