@@ -136,21 +136,10 @@ fn args_embeddable(args: &str) -> bool {
     serde_json::from_slice::<IgnoredAny>(&nested).is_ok()
 }
 
-/// Appends `s` as a JSON string literal (the escapes every journal written so far uses).
+/// Appends `s` as a JSON string literal with the escapes every journal written so far
+/// uses: `JSON.stringify`'s, but `\u0008` and `\u000c` for backspace and form feed.
 pub fn push_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::json::write::write_quoted(out, s, crate::json::write::BackspaceFormFeed::Unicode);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -243,6 +243,22 @@ const ESCAPE: [bool; 256] = {
 
 /// Appends `s` as a JSON string literal, escaped as `JSON.stringify` does.
 pub fn write_str(out: &mut String, s: &str) {
+    write_quoted(out, s, BackspaceFormFeed::Short);
+}
+
+/// How [`write_quoted`] writes the two control characters JSON has short escapes for
+/// beside `\n`, `\r` and `\t`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BackspaceFormFeed {
+    /// `\b` and `\f`, as `JSON.stringify` writes them.
+    Short,
+    /// `\u0008` and `\u000c`, as the journal's records always have.
+    Unicode,
+}
+
+/// Appends `s` as a JSON string literal: `"`, `\` and control characters escaped, the
+/// runs between them copied whole.
+pub(crate) fn write_quoted(out: &mut String, s: &str, bf: BackspaceFormFeed) {
     out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
@@ -254,6 +270,7 @@ pub fn write_str(out: &mut String, s: &str) {
             i += 1;
             continue;
         }
+        // Every escaped byte is ASCII, so `run..i` lies on character boundaries.
         out.push_str(&s[run..i]);
         match b {
             b'"' => out.push_str("\\\""),
@@ -261,14 +278,14 @@ pub fn write_str(out: &mut String, s: &str) {
             b'\n' => out.push_str("\\n"),
             b'\r' => out.push_str("\\r"),
             b'\t' => out.push_str("\\t"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
+            0x08 if bf == BackspaceFormFeed::Short => out.push_str("\\b"),
+            0x0c if bf == BackspaceFormFeed::Short => out.push_str("\\f"),
             _ => {
                 let _ = write!(out, "\\u{:04x}", b);
             }
         }
-        i += 1;
-        run = i;
+        run = i + 1;
+        i = plain_run(bytes, run);
     }
     out.push_str(&s[run..]);
     out.push('"');
@@ -537,6 +554,57 @@ mod plain_run_tests {
             let limit = first.unwrap_or(b.len());
             prop_assert!(r <= limit);
             prop_assert!(r == limit || r + 8 > b.len());
+        }
+    }
+}
+
+#[cfg(test)]
+mod quoted_tests {
+    use super::{write_quoted, write_str, BackspaceFormFeed};
+    use crate::host::journal_record::push_json_string;
+    use alloc::format;
+    use alloc::string::String;
+    use proptest::prelude::*;
+
+    /// Escapes one character at a time: what both escapers must write.
+    fn reference(s: &str, bf: BackspaceFormFeed) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' if bf == BackspaceFormFeed::Short => out.push_str("\\b"),
+                '\u{c}' if bf == BackspaceFormFeed::Short => out.push_str("\\f"),
+                c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest! {
+        /// Runs copied whole and escapes in between give the same text as escaping one
+        /// character at a time, for `JSON.stringify`'s escapes and the journal's, and the
+        /// text reads back as `s`.
+        #[test]
+        fn quoting_matches_escaping_char_by_char(
+            s in "([\"\\\\\u{0}-\u{1f}a-z]|é|😀|[\u{7f}-\u{ff}]){0,40}",
+        ) {
+            let mut js = String::new();
+            write_str(&mut js, &s);
+            prop_assert_eq!(&js, &reference(&s, BackspaceFormFeed::Short));
+            let mut journal = String::new();
+            push_json_string(&mut journal, &s);
+            prop_assert_eq!(&journal, &reference(&s, BackspaceFormFeed::Unicode));
+            let mut direct = String::from("x");
+            write_quoted(&mut direct, &s, BackspaceFormFeed::Unicode);
+            prop_assert_eq!(&direct[1..], &journal[..]);
+            prop_assert_eq!(serde_json::from_str::<String>(&journal).unwrap(), s.clone());
+            prop_assert_eq!(serde_json::from_str::<String>(&js).unwrap(), s);
         }
     }
 }
