@@ -134,6 +134,14 @@ pub fn write_f64_float_layout(out: &mut String, f: f64) {
         out.push_str(if f.is_sign_negative() { "-0.0" } else { "0.0" });
         return;
     }
+    // An integer below 2^53 is its own shortest digits (every integer there is a
+    // distinct f64) and has at most 16 of them, so it is laid out plain: its decimal
+    // digits and the `.0` — without the shortest-digits search.
+    if crate::value::is_integral(f) && f.abs() < 9_007_199_254_740_992.0 {
+        write_i64(out, f as i64);
+        out.push_str(FLOAT_LAYOUT.integral_suffix);
+        return;
+    }
     write_laid_out(out, f, &FLOAT_LAYOUT);
 }
 
@@ -521,6 +529,31 @@ mod float_layout_tests {
                 assert_eq!(float(g), serde_json::to_string(&g).unwrap(), "{g:e}");
             }
         }
+    }
+
+    #[test]
+    fn integers_take_the_short_path_to_the_same_text() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut checked = 0;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let big = (x >> 11) as f64; // below 2^53
+            let near = 9_007_199_254_740_992.0 - (x % 1_000) as f64;
+            let round = 10f64.powi((x % 16) as i32) * ((x >> 40) % 10) as f64;
+            for g in [big, -big, near, -near, round, -round, (x % 1_000) as f64] {
+                if g == 0.0 {
+                    continue;
+                }
+                let mut general = String::new();
+                write_laid_out(&mut general, g, &FLOAT_LAYOUT);
+                assert_eq!(float(g), general, "{g:e}");
+                assert_eq!(float(g), serde_json::to_string(&g).unwrap(), "{g:e}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 100_000);
     }
 }
 
