@@ -2,6 +2,7 @@
 //! effect of the dirty keys against their CAS bases, the ledger co-edits and the outcome
 //! rows, as one authority batch; then its settlement.
 
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -200,6 +201,16 @@ pub struct Conflict {
     pub current: Option<Row>,
 }
 
+/// A dirty key as [`Room::begin_flush`] takes it.
+struct Carried {
+    t: usize,
+    key: Key,
+    /// Its net change against its CAS base; `None` when the head is the base again.
+    change: Option<FlushChange>,
+    /// The head image (`None` = absent).
+    head: Option<Row>,
+}
+
 fn ledger_row(client: &str, mid: u64) -> Row {
     Row::from(alloc::vec![Value::str(client), Value::num(mid as f64)])
 }
@@ -216,24 +227,30 @@ impl Room {
                 "a flush is already in flight (settle it with flushOk or flushConflict)",
             ));
         }
-        let mut data: Vec<(Arc<str>, Key, FlushChange, Option<Row>)> = Vec::new();
-        let mut settled: Vec<(usize, Key)> = Vec::new();
+        // Every dirty key in the map's order, with its net change against its CAS base
+        // (`None`: it came back to its base) and the head image a change writes.
+        let mut carried: Vec<Carried> = Vec::with_capacity(w.dirty.len());
         for ((t, key), d) in &w.dirty {
-            let head = self
-                .store
-                .table(*t)
+            let table = self.store.table(*t);
+            let head = table
                 .id_by_key(key)
                 .and_then(|r| self.store.row(*t, r).cloned());
-            let name = &self.store.table(*t).schema.name;
-            match FlushChange::between(name, d.base.clone(), head.clone()) {
-                Some(change) => data.push((name.clone(), key.clone(), change, head)),
-                None => settled.push((*t, key.clone())),
-            }
+            let change = FlushChange::between(&table.schema.name, d.base.clone(), head.clone());
+            carried.push(Carried {
+                t: *t,
+                key: key.clone(),
+                change,
+                head,
+            });
         }
-        data.sort_by(|a, b| {
-            a.0.as_bytes()
-                .cmp(b.0.as_bytes())
-                .then_with(|| a.1.cmp(&b.1))
+        // The data changes in the batch's order: by table name (bytes), then key.
+        let mut order: Vec<usize> = (0..carried.len())
+            .filter(|&i| carried[i].change.is_some())
+            .collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&carried[a], &carried[b]);
+            let name = |t: usize| self.store.table(t).schema.name.as_bytes();
+            name(a.t).cmp(name(b.t)).then_with(|| a.key.cmp(&b.key))
         });
         let ledger_name: Arc<str> = Arc::from(LEDGER_TABLE);
         let mut lmids = Vec::new();
@@ -258,53 +275,54 @@ impl Room {
         }
         let outcomes = w.outcomes.clone();
         let outcomes_name: Arc<str> = Arc::from(OUTCOMES_TABLE);
+        let flight_id = w.flights;
         let w = self.writes_mut()?;
-        if data.is_empty() && ledger.is_empty() && outcomes.is_empty() {
-            for k in &settled {
-                w.dirty.remove(k);
-            }
+        if order.is_empty() && ledger.is_empty() && outcomes.is_empty() {
+            // Every dirty key came back to its base: nothing to send, nothing dirty.
+            w.dirty.clear();
             return Ok(None);
         }
-        let mut changes = Vec::with_capacity(data.len() + ledger.len() + outcomes.len());
-        let mut keys = alloc::collections::BTreeMap::new();
-        let mut sent = alloc::collections::BTreeMap::new();
-        // A dirty key whose net change is nothing rides the flight without a change (it
-        // retires with it, as in the published room) and expects no echo.
-        for k in settled {
-            if let Some(d) = w.dirty.get_mut(&k) {
-                d.sent = Some(d.base.clone());
-                d.redirtied = false;
-                sent.insert(k.clone(), d.base.clone());
-            }
-            keys.insert(k, Vec::new());
+        // Every carried key rides the flight (one with no change retires with it, as in
+        // the published room, and expects no echo): the image it sends, its base when it
+        // has no change. `dirty` iterates in the order `carried` was built in.
+        let mut sent_images = Vec::with_capacity(carried.len());
+        for (d, c) in w.dirty.values_mut().zip(&carried) {
+            let image = if c.change.is_some() {
+                c.head.clone()
+            } else {
+                d.base.clone()
+            };
+            d.sent = Some(image.clone());
+            d.redirtied = false;
+            sent_images.push(image);
         }
-        let flight_id = self.writes.as_ref().map_or(0, |w| w.flights);
-        for (name, key, change, head) in data {
-            if let Some(t) = self.store.table_id(&name) {
-                if let Some(d) = self
-                    .writes
-                    .as_mut()
-                    .and_then(|w| w.dirty.get_mut(&(t, key.clone())))
-                {
-                    d.sent = Some(head.clone());
-                    d.redirtied = false;
-                }
-                if let Some(w) = self.writes.as_mut() {
-                    let q = w.echoes.entry((t, key.clone())).or_default();
-                    if q.len() >= super::MAX_ECHOES {
-                        q.pop_front();
-                    }
-                    q.push_back(super::Echo {
-                        flight: flight_id,
-                        committed: false,
-                        image: head.clone(),
-                    });
-                }
-                sent.insert((t, key.clone()), head);
-                keys.insert((t, key), Vec::new());
+        for c in carried.iter().filter(|c| c.change.is_some()) {
+            let q = w.echoes.entry((c.t, c.key.clone())).or_default();
+            if q.len() >= super::MAX_ECHOES {
+                q.pop_front();
             }
-            changes.push(change);
+            q.push_back(super::Echo {
+                flight: flight_id,
+                committed: false,
+                image: c.head.clone(),
+            });
         }
+        let mut changes = Vec::with_capacity(order.len() + ledger.len() + outcomes.len());
+        for &i in &order {
+            if let Some(change) = carried[i].change.take() {
+                changes.push(change);
+            }
+        }
+        // Built from keys in order: one bulk build each, no search per key.
+        let sent: BTreeMap<(usize, Key), Option<Row>> = carried
+            .iter()
+            .zip(sent_images)
+            .map(|(c, image)| ((c.t, c.key.clone()), image))
+            .collect();
+        let keys: BTreeMap<(usize, Key), Vec<Option<Row>>> = carried
+            .into_iter()
+            .map(|c| ((c.t, c.key), Vec::new()))
+            .collect();
         changes.extend(outcomes.iter().map(|o| FlushChange::Add {
             table: outcomes_name.clone(),
             row: o.row(),
