@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project: formatting, lints, the API docs (no rustdoc warning),
 # the Rust workspace (unit tests, conformance scenarios, IVM fixtures, the differential
-# oracle, the fuzz smoke test), the core's benches once each (they check their workloads'
-# shape), the C and C++ face (scripts/test-c.sh), the Node face
+# oracle, the fuzz smoke test), the core's and the C library's benches once each (they check
+# their workloads' shape), the C and C++ face (scripts/test-c.sh), the Node face
 # (scripts/test-node.sh), the README's code blocks (scripts/test-readme.sh), the room
 # against the published Rindle 0.9.0 stack (scripts/test-real-stack.sh), the npm
 # packages as a user installs them (scripts/test-npm-pack.sh), the aarch64 artifacts
@@ -35,12 +35,13 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 step "cargo test (workspace)"
 cargo test --workspace --locked
 
-step "room-core benches, once each at their smallest settings (debug: their own shape checks, not timings)"
+step "the core's and the C library's benches, once each at their smallest settings (debug: their own checks, not timings)"
 READ_PATH_REPS=1 READ_PATH_REP_MS=1 cargo test --locked -q -p rindle-room-core --bench read_path >/dev/null
 WRITE_PATH_REPS=1 WRITE_PATH_REP_MS=1 WRITE_PATH_FLUSH_ROUNDS=1 \
   cargo test --locked -q -p rindle-room-core --bench write_path >/dev/null
 COLD_PATH_N=3000 COLD_PATH_REPS=1 cargo test --locked -q -p rindle-room-core --bench cold_path >/dev/null
-echo "read_path, write_path, cold_path: ran"
+C_ABI_REPS=1 C_ABI_UNITS=100 C_ABI_N=1000 cargo test --locked -q -p rindle-room-c --bench c_abi >/dev/null
+echo "read_path, write_path, cold_path, c_abi: ran"
 
 step "C and C++ (bindings-c: header check, C11/C++17 programs, valgrind, pkg-config)"
 scripts/test-c.sh

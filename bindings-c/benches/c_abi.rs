@@ -88,8 +88,8 @@ fn base_issue(id: usize) -> Row {
 
 impl Data {
     fn new(n: usize) -> Data {
+        // A hello lists its tables by name (byte order).
         let tables = [
-            TableSchema::new("user", &["id", "name"], &[0]),
             TableSchema::new(
                 "issue",
                 &[
@@ -103,6 +103,7 @@ impl Data {
                 ],
                 &[0],
             ),
+            TableSchema::new("user", &["id", "name"], &[0]),
         ];
         let fp = normalized_fp(tables.iter());
         let mut hello = String::from(r#"{"epoch":1,"comparatorVersion":2,"tables":["#);
@@ -185,7 +186,8 @@ impl Data {
 fn batch_text(fp: &str, seq: u64, ops: &[NetOp]) -> String {
     let mut s = format!(r#"{{"epoch":1,"seq":{seq},"normalizedFp":"{fp}","ops":"#);
     write_ops(&mut s, ops);
-    s.push('}');
+    // Every batch carries its commit version: one per batch here.
+    s.push_str(&format!(r#","cv":{seq}}}"#));
     s
 }
 
